@@ -1,0 +1,1 @@
+"""Turns incident group chats in Lark into a curated, traceable workspace timeline."""

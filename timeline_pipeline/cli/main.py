@@ -1,0 +1,263 @@
+"""The `timeline-pipeline` command line.
+
+Every failure an operator can cause (bad input, a database that does not answer, a schema from
+newer code) ends as one line on stderr and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from typing import Any, NoReturn
+
+import click
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from timeline_pipeline.cli.context import AppContext, pass_app
+from timeline_pipeline.db.engine import (
+    DatabaseConfigError,
+    DatabaseUnavailable,
+    connection,
+    describe_unavailable,
+    redacted_url,
+    transaction,
+)
+from timeline_pipeline.db.migrate import MigrationError, current_revision, head_revision, upgrade
+from timeline_pipeline.domain.keys import InvalidKey
+from timeline_pipeline.settings import SettingsError
+from timeline_pipeline.store import workspaces as workspace_store
+from timeline_pipeline.store.workspaces import WorkspaceError
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+USER_ERRORS: tuple[type[Exception], ...] = (
+    SettingsError,
+    DatabaseConfigError,
+    MigrationError,
+    WorkspaceError,
+    InvalidKey,
+)
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+class GuardedGroup(click.Group):
+    """Turns the errors an operator can cause into one line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DatabaseUnavailable as exc:
+            fail(str(exc), EXIT_UNAVAILABLE)
+        except (OperationalError, InterfaceError) as exc:
+            fail(describe_unavailable(exc), EXIT_UNAVAILABLE)
+        except USER_ERRORS as exc:
+            fail(str(exc))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if is_dataclass(value) and not isinstance(value, type):
+        return {k: _jsonable(v) for k, v in asdict(value).items()}
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(_jsonable(data), sort_keys=True))
+    else:
+        human()
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+def parse_iso8601(value: str | None, option: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint=option) from None
+    if parsed.tzinfo is None:
+        raise click.BadParameter("give a timezone, e.g. 2026-11-29T10:00:00Z", param_hint=option)
+    return parsed
+
+
+@click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Turn incident group chats in Lark into a curated, traceable workspace timeline."""
+    ctx.obj = AppContext()
+
+
+@cli.group(cls=GuardedGroup)
+def db() -> None:
+    """Product database schema."""
+
+
+@db.command("upgrade")
+@json_option
+@pass_app
+def db_upgrade(app: AppContext, as_json: bool) -> None:
+    """Create or migrate the schema to this code's head (SQLite or PostgreSQL)."""
+    before, after = upgrade(app.engine)
+    data = {"database": redacted_url(app.database_url), "from": before, "to": after}
+    emit(
+        as_json,
+        data,
+        lambda: click.echo(f"database {data['database']}: schema {before or 'empty'} -> {after}"),
+    )
+
+
+@db.command("status")
+@json_option
+@pass_app
+def db_status(app: AppContext, as_json: bool) -> None:
+    """Show the schema revision of the database and of this code."""
+    current = current_revision(app.engine)
+    head = head_revision()
+    data = {
+        "database": redacted_url(app.database_url),
+        "current": current,
+        "head": head,
+        "up_to_date": current == head,
+    }
+    emit(as_json, data, lambda: click.echo(f"schema {current or 'empty'} (code head {head})"))
+
+
+@cli.command("status")
+@json_option
+@pass_app
+def status(app: AppContext, as_json: bool) -> None:
+    """Show the database, schema, workspaces and their bound chats."""
+    head = head_revision()
+    current = current_revision(app.engine)
+    if current != head:
+        fail(f"schema is at {current or 'empty'}, code expects {head}: run `db upgrade` first")
+    with connection(app.engine) as conn:
+        items = [
+            {**_jsonable(w), "chats": workspace_store.chats_of(conn, w.id)}
+            for w in workspace_store.list_all(conn)
+        ]
+    data = {"database": redacted_url(app.database_url), "schema": current, "workspaces": items}
+
+    def human() -> None:
+        click.echo(f"database {data['database']} schema {current}")
+        click.echo(f"{len(items)} workspace(s)")
+        for item in items:
+            chats = ", ".join(item["chats"]) or "no chats"
+            click.echo(f"  {item['id']}  {item['type']}  {item['status']}  {chats}")
+
+    emit(as_json, data, human)
+
+
+@cli.group(cls=GuardedGroup)
+def workspace() -> None:
+    """Workspaces and their Lark chat bindings."""
+
+
+@workspace.command("create")
+@click.option("--id", "workspace_id", required=True, help="Workspace id (letters, digits, . _ -).")
+@click.option("--type", "type_", default="incident", show_default=True, help="Workspace type.")
+@click.option(
+    "--status",
+    type=click.Choice(["firing", "recovered", "archived"]),
+    default="firing",
+    show_default=True,
+)
+@click.option("--created-at", help="ISO 8601 creation time (default: now).")
+@click.option("--title", help="Human-readable title.")
+@json_option
+@pass_app
+def workspace_create(
+    app: AppContext,
+    workspace_id: str,
+    type_: str,
+    status: str,
+    created_at: str | None,
+    title: str | None,
+    as_json: bool,
+) -> None:
+    """Create a workspace."""
+    created = parse_iso8601(created_at, "--created-at")
+    with transaction(app.engine) as conn:
+        made = workspace_store.create(
+            conn, workspace_id, type_=type_, status=status, created_at=created, title=title
+        )
+    emit(as_json, made, lambda: click.echo(f"created workspace {made.id} ({made.status})"))
+
+
+@workspace.command("bind-chat")
+@click.option("--workspace", "workspace_id", required=True)
+@click.option("--chat", "chat_id", required=True, help="Lark chat id (oc_...).")
+@json_option
+@pass_app
+def workspace_bind_chat(app: AppContext, workspace_id: str, chat_id: str, as_json: bool) -> None:
+    """Bind a Lark chat to a workspace (a chat may be bound to several workspaces)."""
+    with transaction(app.engine) as conn:
+        new = workspace_store.bind_chat(conn, workspace_id, chat_id)
+    data = {"workspace": workspace_id, "chat": chat_id, "created": new}
+    verb = "bound" if new else "already bound:"
+    emit(as_json, data, lambda: click.echo(f"{verb} chat {chat_id} to workspace {workspace_id}"))
+
+
+@workspace.command("add-curator")
+@click.option("--workspace", "workspace_id", required=True)
+@click.option("--open-id", "open_id", required=True, help="Lark open_id of the reviewer.")
+@json_option
+@pass_app
+def workspace_add_curator(app: AppContext, workspace_id: str, open_id: str, as_json: bool) -> None:
+    """Allow a Lark user to confirm or hide this workspace's drafts."""
+    with transaction(app.engine) as conn:
+        new = workspace_store.add_curator(conn, workspace_id, open_id)
+    data = {"workspace": workspace_id, "open_id": open_id, "created": new}
+    emit(as_json, data, lambda: click.echo(f"curator {open_id} on workspace {workspace_id}"))
+
+
+@workspace.command("set-status")
+@click.option("--workspace", "workspace_id", required=True)
+@click.option("--status", type=click.Choice(["firing", "recovered", "archived"]), required=True)
+@json_option
+@pass_app
+def workspace_set_status(app: AppContext, workspace_id: str, status: str, as_json: bool) -> None:
+    """Change a workspace's status (ingestion stops when it leaves `firing`)."""
+    with transaction(app.engine) as conn:
+        changed = workspace_store.set_status(conn, workspace_id, status)
+    emit(as_json, changed, lambda: click.echo(f"workspace {workspace_id} is {status}"))
+
+
+@workspace.command("list")
+@json_option
+@pass_app
+def workspace_list(app: AppContext, as_json: bool) -> None:
+    """List workspaces."""
+    with connection(app.engine) as conn:
+        items = workspace_store.list_all(conn)
+
+    def human() -> None:
+        for item in items:
+            click.echo(f"{item.id}  {item.type}  {item.status}  {item.created_at.isoformat()}")
+
+    emit(as_json, {"workspaces": items}, human)
+
+
+def register(group: click.Group) -> None:
+    cli.add_command(group)
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,390 @@
+"""The product's tables (SQLAlchemy Core), the single source that migrations are checked against.
+
+Names listed in DESIGN.md under "Column names that other tools read" are a contract with
+operators' scripts and dashboards: columns may be added, never renamed. Status, attempt count,
+revision and lease live in real columns (not JSON) so that compare-and-set transitions and the
+discovery scans are indexed statements.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+from timeline_pipeline.db.types import BigIntId, JSONType, UTCDateTime
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+WINDOW_STATUSES = ("pending", "processing", "completed", "ignored", "failed")
+WORKSPACE_STATUSES = ("firing", "recovered", "archived")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+def _timestamps() -> list[Column[object]]:
+    return [
+        Column("created_at", UTCDateTime(), nullable=False),
+        Column("updated_at", UTCDateTime(), nullable=False),
+    ]
+
+
+workspaces = Table(
+    "workspaces",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("type", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("title", String(512), nullable=True),
+    *_timestamps(),
+    CheckConstraint(_in("status", WORKSPACE_STATUSES), name="status"),
+)
+
+workspace_collaboration_resources = Table(
+    "workspace_collaboration_resources",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column(
+        "workspace_id",
+        String(128),
+        ForeignKey("workspaces.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("resource_type", String(32), nullable=False),
+    Column("resource_key", String(256), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("workspace_id", "resource_type", "resource_key"),
+    Index(None, "resource_type", "resource_key"),
+)
+
+workspace_curators = Table(
+    "workspace_curators",
+    metadata,
+    Column(
+        "workspace_id",
+        String(128),
+        ForeignKey("workspaces.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("open_id", String(128), primary_key=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+)
+
+workspace_timeline_evidence = Table(
+    "workspace_timeline_evidence",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column(
+        "workspace_id",
+        String(128),
+        ForeignKey("workspaces.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("source", String(32), nullable=False),
+    Column("source_type", String(64), nullable=False),
+    Column("source_key", String(512), nullable=False),
+    Column("occurred_at", UTCDateTime(), nullable=False),
+    Column("source_updated_at", UTCDateTime(), nullable=False),
+    Column("observed_at", UTCDateTime(), nullable=False),
+    Column("actor_id", String(128), nullable=True),
+    Column("actor_display_name", String(256), nullable=True),
+    Column("content", Text(), nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("metadata_json", JSONType, nullable=False),
+    # Additions beyond the contract columns: the chat scope as a real column so that a window's
+    # evidence is one index range; flags the synthesis path filters on; a revision that tells an
+    # insert (1) from an update (>1) in one RETURNING.
+    Column("scope_key", String(256), nullable=True),
+    Column("ai_eligible", Boolean(), nullable=False, server_default=text("false")),
+    Column("deleted", Boolean(), nullable=False, server_default=text("false")),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
+    Index(None, "workspace_id", "source", "source_type", "occurred_at"),
+    Index(None, "workspace_id", "scope_key", "occurred_at", "id"),
+)
+
+workspace_timeline_sync_states = Table(
+    "workspace_timeline_sync_states",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column(
+        "workspace_id",
+        String(128),
+        ForeignKey("workspaces.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("source", String(32), nullable=False),
+    Column("source_type", String(64), nullable=False),
+    Column("source_key", String(512), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempt_count", Integer(), nullable=False, server_default=text("0")),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("processing_started_at", UTCDateTime(), nullable=True),
+    Column("last_seen_updated_at", UTCDateTime(), nullable=True),
+    Column("last_seen_cursor", String(512), nullable=True),
+    Column("last_seen_content_hash", String(64), nullable=True),
+    Column("metadata_json", JSONType, nullable=False),
+    # Window coordinates and lease as real columns (discovery and CAS are indexed statements).
+    Column("scope_key", String(256), nullable=True),
+    Column("processor_version", String(64), nullable=True),
+    Column("window_start", UTCDateTime(), nullable=True),
+    Column("window_end", UTCDateTime(), nullable=True),
+    Column("lease_owner", String(128), nullable=True),
+    Column("next_attempt_at", UTCDateTime(), nullable=True),
+    Column("summary_attempted", Boolean(), nullable=False, server_default=text("false")),
+    Column("last_error", String(1000), nullable=True),
+    *_timestamps(),
+    UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
+    CheckConstraint(_in("status", WINDOW_STATUSES), name="status"),
+    Index(None, "source_type", "status", "window_start"),
+    Index(None, "workspace_id", "scope_key", "source_type", "window_start"),
+)
+
+workspace_timeline_entries = Table(
+    "workspace_timeline_entries",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column(
+        "workspace_id",
+        String(128),
+        ForeignKey("workspaces.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("occurred_at", UTCDateTime(), nullable=False),
+    Column("title", String(512), nullable=False),
+    Column("detail", Text(), nullable=True),
+    Column("category", String(32), nullable=False),
+    Column("source", String(8), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("fingerprint", String(64), nullable=True),
+    Column("human_edited", Boolean(), nullable=False, server_default=text("false")),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column(
+        "window_state_id",
+        BigIntId,
+        ForeignKey("workspace_timeline_sync_states.id", ondelete="SET NULL"),
+        nullable=True,
+    ),
+    Column("metadata_json", JSONType, nullable=False),
+    *_timestamps(),
+    CheckConstraint(_in("source", ("ai", "human", "rule")), name="source"),
+    CheckConstraint(_in("status", ("draft", "confirmed", "hidden")), name="status"),
+    UniqueConstraint("workspace_id", "fingerprint"),
+    Index(None, "workspace_id", "occurred_at", "id"),
+)
+
+workspace_timeline_entry_evidence = Table(
+    "workspace_timeline_entry_evidence",
+    metadata,
+    Column(
+        "entry_id",
+        BigIntId,
+        ForeignKey("workspace_timeline_entries.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column(
+        "evidence_id",
+        BigIntId,
+        ForeignKey("workspace_timeline_evidence.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Index(None, "evidence_id"),
+)
+
+workspace_timeline_summaries = Table(
+    "workspace_timeline_summaries",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column(
+        "workspace_id",
+        String(128),
+        ForeignKey("workspaces.id", ondelete="CASCADE"),
+        nullable=False,
+        unique=True,
+    ),
+    Column("content", Text(), nullable=False),
+    Column("source", String(8), nullable=False),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("metadata_json", JSONType, nullable=False),
+    *_timestamps(),
+    CheckConstraint(_in("source", ("ai", "human")), name="source"),
+)
+
+# --- Interactions (seed 002): the store is authoritative; the admission queue is durable. ---
+
+interaction_requests = Table(
+    "interaction_requests",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column(
+        "workspace_id",
+        String(128),
+        ForeignKey("workspaces.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("kind", String(32), nullable=False),
+    Column("subject_id", String(128), nullable=True),
+    Column("callback_token_hash", String(64), nullable=False, unique=True),
+    Column("chat_id", String(256), nullable=False),
+    Column("card_message_id", String(256), nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("request_json", JSONType, nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    *_timestamps(),
+    CheckConstraint(_in("status", ("pending", "submitted", "expired", "cancelled")), name="status"),
+    Index(None, "status", "expires_at"),
+    Index(None, "card_message_id"),
+)
+
+interaction_admissions = Table(
+    "interaction_admissions",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column(
+        "interaction_id",
+        String(64),
+        ForeignKey("interaction_requests.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("idempotency_key", String(256), nullable=False, unique=True),
+    Column("actor_open_id", String(128), nullable=False),
+    Column("action_json", JSONType, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempt_count", Integer(), nullable=False, server_default=text("0")),
+    Column("lease_owner", String(128), nullable=True),
+    Column("lease_expires_at", UTCDateTime(), nullable=True),
+    Column("last_error", String(1000), nullable=True),
+    *_timestamps(),
+    CheckConstraint(_in("status", ("queued", "leased", "done", "failed")), name="status"),
+    Index(None, "status", "lease_expires_at", "id"),
+)
+
+# --- Lifecycle (seed 003): holds always win; runs are audited. ---
+
+legal_holds = Table(
+    "legal_holds",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("workspace_id", String(128), nullable=True),
+    Column("table_name", String(128), nullable=True),
+    Column("reason", String(1000), nullable=False),
+    Column("created_by", String(128), nullable=False),
+    Column("create_idempotency_key", String(256), nullable=False, unique=True),
+    Column("review_at", UTCDateTime(), nullable=True),
+    Column("released_at", UTCDateTime(), nullable=True),
+    Column("released_by", String(128), nullable=True),
+    Column("release_reason", String(1000), nullable=True),
+    Column("release_idempotency_key", String(256), nullable=True, unique=True),
+    *_timestamps(),
+    Index(None, "released_at", "workspace_id"),
+)
+
+lifecycle_runs = Table(
+    "lifecycle_runs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("mode", String(16), nullable=False),
+    Column("table_name", String(128), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("cursor_json", JSONType, nullable=True),
+    Column("rows_matched", Integer(), nullable=False, server_default=text("0")),
+    Column("rows_archived", Integer(), nullable=False, server_default=text("0")),
+    Column("rows_purged", Integer(), nullable=False, server_default=text("0")),
+    Column("report_json", JSONType, nullable=False),
+    Column("started_at", UTCDateTime(), nullable=False),
+    Column("finished_at", UTCDateTime(), nullable=True),
+    CheckConstraint(_in("mode", ("dry_run", "archive", "purge")), name="mode"),
+)
+
+# --- Maintenance (seed 001): one record per operator job, advanced in short transactions. ---
+
+maintenance_jobs = Table(
+    "maintenance_jobs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("job_type", String(64), nullable=False),
+    Column("processor_version", Integer(), nullable=False),
+    Column("scope_key", String(256), nullable=False),
+    Column("idempotency_key", String(256), nullable=False, unique=True),
+    Column("parameters_json", JSONType, nullable=False),
+    Column("parameters_hash", String(64), nullable=False),
+    Column("apply", Boolean(), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("batch_size", Integer(), nullable=False),
+    Column("delay_ms", Integer(), nullable=False),
+    Column("lock_timeout_ms", Integer(), nullable=False),
+    Column("statement_timeout_ms", Integer(), nullable=False),
+    Column("checkpoint_json", JSONType, nullable=False),
+    Column("counters_json", JSONType, nullable=False),
+    Column("result_json", JSONType, nullable=True),
+    Column("last_error", String(1000), nullable=True),
+    Column("not_before", UTCDateTime(), nullable=True),
+    *_timestamps(),
+    CheckConstraint(
+        _in("status", ("ready", "running", "paused", "completed", "cancelled", "failed")),
+        name="status",
+    ),
+    Index(
+        "uq_maintenance_jobs_one_open_per_scope",
+        "job_type",
+        "scope_key",
+        unique=True,
+        sqlite_where=text("status IN ('ready', 'paused')"),
+        postgresql_where=text("status IN ('ready', 'paused')"),
+    ),
+)
+
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column("occurred_at", UTCDateTime(), nullable=False),
+    Column("actor", String(128), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("subject_type", String(64), nullable=False),
+    Column("subject_id", String(256), nullable=False),
+    Column("workspace_id", String(128), nullable=True),
+    Column("details_json", JSONType, nullable=False),
+    Index(None, "subject_type", "subject_id", "occurred_at"),
+    Index(None, "occurred_at", "id"),
+)
+
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column(
+        "workspace_id",
+        String(128),
+        ForeignKey("workspaces.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("revoked_at", UTCDateTime(), nullable=True),
+)

@@ -1,0 +1,71 @@
+"""Dagster resources: the product database and the validated settings.
+
+Resources read the same environment variables as the CLI and the receiver, so a Dagster run,
+the `serve` process and an operator's command always agree on the database and the bounds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+from pydantic import PrivateAttr
+from sqlalchemy import Engine
+
+from timeline_pipeline.db.engine import make_engine
+from timeline_pipeline.settings import (
+    DEFAULT_DATABASE_URL,
+    LarkTimelineSettings,
+    Settings,
+    load_settings,
+)
+
+
+class DatabaseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """The product database (not Dagster's own storage)."""
+
+    url: str = DEFAULT_DATABASE_URL
+    pool_size: int = 5
+
+    _engine: Engine | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._engine = make_engine(self.url, pool_size=self.pool_size)
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:  # used outside a run (sensors call it directly)
+            self._engine = make_engine(self.url, pool_size=self.pool_size)
+        return self._engine
+
+
+class TimelineSettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """The validated timeline settings; overrides are for tests and launchpad experiments."""
+
+    overrides: dict[str, Any] = {}
+
+    _settings: Settings | None = PrivateAttr(default=None)
+
+    def load(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(**self.overrides)
+        return self._settings
+
+    @property
+    def timeline(self) -> LarkTimelineSettings:
+        return self.load().timeline
+
+
+def default_resources() -> dict[str, Any]:
+    return {
+        "database": DatabaseResource(
+            url=dg.EnvVar("TIMELINE_DATABASE_URL").get_value(DEFAULT_DATABASE_URL)
+            or DEFAULT_DATABASE_URL
+        ),
+        "timeline_settings": TimelineSettingsResource(),
+    }

@@ -1,0 +1,245 @@
+"""Evidence store: idempotent upserts and keyset reads of `workspace_timeline_evidence`.
+
+Functions take a Connection so that callers compose them into one transaction (the receiver
+commits a message for every bound workspace at once; reconciliation commits a page at once).
+Statements are built once per dialect: rebuilding an upsert per row halves the write rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+from sqlalchemy import Connection, Insert, and_, false, func, or_, select, true, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Row
+
+from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+from timeline_pipeline.domain.evidence import (
+    EvidenceCursor,
+    EvidenceRecord,
+    EvidenceRow,
+    UpsertOutcome,
+    UpsertSummary,
+)
+
+
+@cache
+def _upsert_statement(dialect: str) -> Insert:
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(ev)
+    excluded = stmt.excluded
+    # An update happens only when the content really changed, the stored row is not already
+    # redacted (a recall is final), and the incoming version is not older than the stored one
+    # (out-of-order delivery must not roll an edit back). A redaction always wins.
+    changed = and_(
+        ev.c.deleted == false(),
+        ev.c.content_hash != excluded.content_hash,
+        or_(excluded.deleted == true(), excluded.source_updated_at >= ev.c.source_updated_at),
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=[ev.c.workspace_id, ev.c.source, ev.c.source_type, ev.c.source_key],
+        set_={
+            "source_updated_at": excluded.source_updated_at,
+            "content": excluded.content,
+            "content_hash": excluded.content_hash,
+            "metadata_json": excluded.metadata_json,
+            "actor_display_name": func.coalesce(
+                excluded.actor_display_name, ev.c.actor_display_name
+            ),
+            "ai_eligible": excluded.ai_eligible,
+            "deleted": excluded.deleted,
+            "revision": ev.c.revision + 1,
+            "updated_at": excluded.updated_at,
+        },
+        where=changed,
+    ).returning(ev.c.source_key, ev.c.revision)
+
+
+def _params(record: EvidenceRecord, now: datetime) -> dict[str, Any]:
+    return {
+        "workspace_id": record.workspace_id,
+        "source": record.source,
+        "source_type": record.source_type,
+        "source_key": record.source_key,
+        "occurred_at": record.occurred_at,
+        "source_updated_at": record.source_updated_at,
+        "observed_at": now,
+        "actor_id": record.actor_id,
+        "actor_display_name": record.actor_display_name,
+        "content": record.content,
+        "content_hash": record.content_hash,
+        "metadata_json": record.metadata,
+        "scope_key": record.scope_key,
+        "ai_eligible": record.ai_eligible,
+        "deleted": record.deleted,
+        "revision": 1,
+        "updated_at": now,
+    }
+
+
+def _latest_per_key(records: Iterable[EvidenceRecord]) -> list[EvidenceRecord]:
+    """One record per identity: a multi-row upsert may not touch the same row twice.
+
+    The winner is the one the database would keep anyway: a redaction, else the newest.
+    """
+    chosen: dict[tuple[str, str, str, str], EvidenceRecord] = {}
+    for record in records:
+        key = (record.workspace_id, record.source, record.source_type, record.source_key)
+        held = chosen.get(key)
+        if held is None or (
+            not held.deleted
+            and (record.deleted or record.source_updated_at >= held.source_updated_at)
+        ):
+            chosen[key] = record
+    return list(chosen.values())
+
+
+def upsert(
+    conn: Connection, record: EvidenceRecord, *, now: datetime | None = None
+) -> UpsertOutcome:
+    """Insert, update or recognise a duplicate, in one statement."""
+    stmt = _upsert_statement(conn.dialect.name)
+    row = conn.execute(stmt, _params(record, now or datetime.now(UTC))).first()
+    return _outcome(row)
+
+
+def upsert_many(
+    conn: Connection,
+    records: Sequence[EvidenceRecord],
+    *,
+    now: datetime | None = None,
+    batch_size: int = 500,
+) -> UpsertSummary:
+    """Batch upsert for reconciliation pages; same semantics as `upsert`, row for row."""
+    unique = _latest_per_key(records)
+    stamp = now or datetime.now(UTC)
+    stmt = _upsert_statement(conn.dialect.name)
+    inserted = updated = 0
+    for start in range(0, len(unique), batch_size):
+        batch = [_params(r, stamp) for r in unique[start : start + batch_size]]
+        for _key, revision in conn.execute(stmt, batch):
+            if revision == 1:
+                inserted += 1
+            else:
+                updated += 1
+    return UpsertSummary(inserted, updated, len(records) - inserted - updated)
+
+
+def _outcome(row: Row[Any] | None) -> UpsertOutcome:
+    if row is None:
+        return UpsertOutcome.DUPLICATE
+    return UpsertOutcome.INSERTED if row.revision == 1 else UpsertOutcome.UPDATED
+
+
+def _to_row(row: Row[Any]) -> EvidenceRow:
+    return EvidenceRow(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        source=row.source,
+        source_type=row.source_type,
+        source_key=row.source_key,
+        occurred_at=row.occurred_at,
+        source_updated_at=row.source_updated_at,
+        observed_at=row.observed_at,
+        actor_id=row.actor_id,
+        actor_display_name=row.actor_display_name,
+        content=row.content,
+        content_hash=row.content_hash,
+        metadata=dict(row.metadata_json or {}),
+        scope_key=row.scope_key,
+        ai_eligible=bool(row.ai_eligible),
+        deleted=bool(row.deleted),
+        revision=row.revision,
+    )
+
+
+def get_by_key(
+    conn: Connection, workspace_id: str, source: str, source_type: str, source_key: str
+) -> EvidenceRow | None:
+    row = conn.execute(
+        select(ev).where(
+            ev.c.workspace_id == workspace_id,
+            ev.c.source == source,
+            ev.c.source_type == source_type,
+            ev.c.source_key == source_key,
+        )
+    ).first()
+    return _to_row(row) if row else None
+
+
+def get_many(conn: Connection, workspace_id: str, ids: Sequence[int]) -> list[EvidenceRow]:
+    if not ids:
+        return []
+    rows = conn.execute(
+        select(ev)
+        .where(ev.c.workspace_id == workspace_id, ev.c.id.in_(list(ids)))
+        .order_by(ev.c.occurred_at, ev.c.id)
+    )
+    return [_to_row(r) for r in rows]
+
+
+def page(
+    conn: Connection,
+    workspace_id: str,
+    *,
+    source: str | None = None,
+    source_type: str | None = None,
+    after: EvidenceCursor | None = None,
+    limit: int = 100,
+) -> list[EvidenceRow]:
+    """Keyset page ordered by (occurred_at, id): stable under equal timestamps and inserts."""
+    stmt = select(ev).where(ev.c.workspace_id == workspace_id)
+    if source is not None:
+        stmt = stmt.where(ev.c.source == source)
+    if source_type is not None:
+        stmt = stmt.where(ev.c.source_type == source_type)
+    if after is not None:
+        stmt = stmt.where(tuple_(ev.c.occurred_at, ev.c.id) > tuple_(after.occurred_at, after.id))
+    rows = conn.execute(stmt.order_by(ev.c.occurred_at, ev.c.id).limit(limit))
+    return [_to_row(r) for r in rows]
+
+
+def scope_range(
+    conn: Connection,
+    workspace_id: str,
+    scope_key: str,
+    start: datetime,
+    end: datetime,
+    *,
+    after: EvidenceCursor | None = None,
+    limit: int = 1000,
+    ai_eligible_only: bool = True,
+) -> list[EvidenceRow]:
+    """Evidence of one chat in [start, end), in (occurred_at, id) order, by keyset."""
+    stmt = select(ev).where(
+        ev.c.workspace_id == workspace_id,
+        ev.c.scope_key == scope_key,
+        ev.c.occurred_at >= start,
+        ev.c.occurred_at < end,
+    )
+    if ai_eligible_only:
+        stmt = stmt.where(ev.c.ai_eligible == true(), ev.c.deleted == false())
+    if after is not None:
+        stmt = stmt.where(tuple_(ev.c.occurred_at, ev.c.id) > tuple_(after.occurred_at, after.id))
+    rows = conn.execute(stmt.order_by(ev.c.occurred_at, ev.c.id).limit(limit))
+    return [_to_row(r) for r in rows]
+
+
+def fill_display_names(conn: Connection, workspace_id: str, names: dict[str, str]) -> int:
+    """Fill missing display names for actors resolved by the batched contact lookup."""
+    total = 0
+    for actor_id, name in names.items():
+        result = conn.execute(
+            ev.update()
+            .where(
+                ev.c.workspace_id == workspace_id,
+                ev.c.actor_id == actor_id,
+                ev.c.actor_display_name.is_(None),
+            )
+            .values(actor_display_name=name)
+        )
+        total += result.rowcount
+    return total

@@ -1,0 +1,464 @@
+"""Sync-state store: chat collection checkpoints and synthesis window states (seed 000 §10).
+
+Every transition that two workers could race on is one conditional UPDATE on (id, status,
+revision); its rowcount decides the winner. A window row is created only by an INSERT ... SELECT
+that finds eligible evidence in the window, so an empty window can never get a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, exists, false, literal, or_, select, true
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Row
+
+from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
+from timeline_pipeline.domain.keys import (
+    SOURCE_LARK,
+    SOURCE_SYSTEM,
+    SOURCE_TYPE_LARK_MESSAGES,
+    SOURCE_TYPE_WINDOW,
+    chat_checkpoint_key,
+    format_window_start,
+    window_source_key,
+)
+
+TERMINAL = ("completed", "ignored")
+MAX_ERROR_CHARS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class SyncState:
+    id: int
+    workspace_id: str
+    source: str
+    source_type: str
+    source_key: str
+    status: str
+    attempt_count: int
+    revision: int
+    processing_started_at: datetime | None
+    last_seen_updated_at: datetime | None
+    last_seen_cursor: str | None
+    last_seen_content_hash: str | None
+    metadata: dict[str, Any]
+    scope_key: str | None
+    processor_version: str | None
+    window_start: datetime | None
+    window_end: datetime | None
+    lease_owner: str | None
+    next_attempt_at: datetime | None
+    summary_attempted: bool
+    last_error: str | None
+
+    def is_exhausted(self, max_attempts: int) -> bool:
+        return self.status == "failed" and self.attempt_count >= max_attempts
+
+    def is_stale(self, now: datetime, stale_timeout: timedelta) -> bool:
+        return (
+            self.status == "processing"
+            and self.processing_started_at is not None
+            and self.processing_started_at <= now - stale_timeout
+        )
+
+
+def _to_state(row: Row[Any]) -> SyncState:
+    return SyncState(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        source=row.source,
+        source_type=row.source_type,
+        source_key=row.source_key,
+        status=row.status,
+        attempt_count=row.attempt_count,
+        revision=row.revision,
+        processing_started_at=row.processing_started_at,
+        last_seen_updated_at=row.last_seen_updated_at,
+        last_seen_cursor=row.last_seen_cursor,
+        last_seen_content_hash=row.last_seen_content_hash,
+        metadata=dict(row.metadata_json or {}),
+        scope_key=row.scope_key,
+        processor_version=row.processor_version,
+        window_start=row.window_start,
+        window_end=row.window_end,
+        lease_owner=row.lease_owner,
+        next_attempt_at=row.next_attempt_at,
+        summary_attempted=bool(row.summary_attempted),
+        last_error=row.last_error,
+    )
+
+
+def _insert(conn: Connection) -> Any:
+    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(ss)
+
+
+def get(conn: Connection, state_id: int) -> SyncState | None:
+    row = conn.execute(select(ss).where(ss.c.id == state_id)).first()
+    return _to_state(row) if row else None
+
+
+def get_by_key(
+    conn: Connection, workspace_id: str, source: str, source_type: str, source_key: str
+) -> SyncState | None:
+    row = conn.execute(
+        select(ss).where(
+            ss.c.workspace_id == workspace_id,
+            ss.c.source == source,
+            ss.c.source_type == source_type,
+            ss.c.source_key == source_key,
+        )
+    ).first()
+    return _to_state(row) if row else None
+
+
+# --- chat collection checkpoint (seed 000 §8.2, §10.1) ---
+
+
+def encode_message_cursor(create_time_ms: int, message_id: str) -> str:
+    """A durable high-water mark that sorts as text in (create_time_ms, message_id) order."""
+    if create_time_ms < 0:
+        raise ValueError("negative create time")
+    return f"{create_time_ms:015d}/{message_id}"
+
+
+def decode_message_cursor(cursor: str) -> tuple[int, str]:
+    millis, sep, message_id = cursor.partition("/")
+    if not sep or not millis.isdigit() or not message_id:
+        raise ValueError(f"malformed checkpoint cursor {cursor!r}")
+    return int(millis), message_id
+
+
+def ensure_checkpoint(conn: Connection, workspace_id: str, chat_id: str) -> SyncState:
+    now = datetime.now(UTC)
+    key = chat_checkpoint_key(chat_id)
+    conn.execute(
+        _insert(conn)
+        .values(
+            workspace_id=workspace_id,
+            source=SOURCE_LARK,
+            source_type=SOURCE_TYPE_LARK_MESSAGES,
+            source_key=key,
+            status="pending",
+            attempt_count=0,
+            revision=1,
+            metadata_json={},
+            scope_key=chat_id,
+            summary_attempted=False,
+            created_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing()
+    )
+    state = get_by_key(conn, workspace_id, SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGES, key)
+    assert state is not None
+    return state
+
+
+def advance_checkpoint(
+    conn: Connection,
+    state: SyncState,
+    *,
+    cursor: str | None,
+    covered_until: datetime,
+    metadata: dict[str, Any],
+    now: datetime | None = None,
+) -> bool:
+    """Move the high-water mark forward after every page of a range is committed.
+
+    Compare-and-set on the revision read at the start of the run: a concurrent run that
+    committed first makes this one a no-op instead of moving the mark backwards.
+    """
+    stamp = now or datetime.now(UTC)
+    values: dict[str, Any] = {
+        "status": "completed",
+        "revision": ss.c.revision + 1,
+        "last_seen_updated_at": covered_until,
+        "metadata_json": {**state.metadata, **metadata},
+        "last_error": None,
+        "attempt_count": 0,
+        "updated_at": stamp,
+    }
+    if cursor is not None and (state.last_seen_cursor is None or cursor > state.last_seen_cursor):
+        values["last_seen_cursor"] = cursor
+    result = conn.execute(
+        ss.update().where(ss.c.id == state.id, ss.c.revision == state.revision).values(**values)
+    )
+    return result.rowcount == 1
+
+
+def record_checkpoint_failure(
+    conn: Connection, state: SyncState, error: str, *, now: datetime | None = None
+) -> bool:
+    """Count a failed run without touching the high-water mark."""
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state.id, ss.c.revision == state.revision)
+        .values(
+            status="failed",
+            attempt_count=ss.c.attempt_count + 1,
+            revision=ss.c.revision + 1,
+            last_error=error[:MAX_ERROR_CHARS],
+            updated_at=now or datetime.now(UTC),
+        )
+    )
+    return result.rowcount == 1
+
+
+# --- synthesis windows (seed 000 §10.2, §11) ---
+
+
+def create_window_if_evidence(
+    conn: Connection,
+    *,
+    workspace_id: str,
+    chat_id: str,
+    window_start: datetime,
+    window_end: datetime,
+    processor_version: str | None = None,
+    now: datetime | None = None,
+) -> SyncState | None:
+    """Create the window's state row only if eligible evidence exists in the window.
+
+    One INSERT ... SELECT ... WHERE EXISTS ... ON CONFLICT DO NOTHING: no row for an empty
+    window, at most one row per window and namespace however many workers race.
+    Returns the (new or existing) state, or None when the window is empty.
+    """
+    stamp = now or datetime.now(UTC)
+    key = window_source_key(chat_id, window_start, processor_version)
+    has_evidence = exists().where(
+        ev.c.workspace_id == workspace_id,
+        ev.c.scope_key == chat_id,
+        ev.c.occurred_at >= window_start,
+        ev.c.occurred_at < window_end,
+        ev.c.ai_eligible == true(),
+        ev.c.deleted == false(),
+    )
+    values: dict[str, Any] = {
+        "workspace_id": literal(workspace_id),
+        "source": literal(SOURCE_SYSTEM),
+        "source_type": literal(SOURCE_TYPE_WINDOW),
+        "source_key": literal(key),
+        "status": literal("pending"),
+        "attempt_count": literal(0),
+        "revision": literal(1),
+        "metadata_json": literal(
+            {
+                "window_start": format_window_start(window_start),
+                "window_end": format_window_start(window_end),
+            },
+            ss.c.metadata_json.type,
+        ),
+        "scope_key": literal(chat_id),
+        "processor_version": literal(processor_version, ss.c.processor_version.type),
+        "window_start": literal(window_start, ss.c.window_start.type),
+        "window_end": literal(window_end, ss.c.window_end.type),
+        "summary_attempted": literal(False),
+        "created_at": literal(stamp, ss.c.created_at.type),
+        "updated_at": literal(stamp, ss.c.updated_at.type),
+    }
+    source = select(*[v.label(k) for k, v in values.items()]).where(has_evidence)
+    conn.execute(_insert(conn).from_select(list(values), source).on_conflict_do_nothing())
+    return get_by_key(conn, workspace_id, SOURCE_SYSTEM, SOURCE_TYPE_WINDOW, key)
+
+
+def windows_for_starts(
+    conn: Connection,
+    workspace_id: str,
+    chat_id: str,
+    starts: Sequence[datetime],
+    processor_version: str | None = None,
+) -> dict[datetime, SyncState]:
+    """Bulk-load the states of candidate windows (one query, indexed)."""
+    if not starts:
+        return {}
+    stmt = select(ss).where(
+        ss.c.workspace_id == workspace_id,
+        ss.c.scope_key == chat_id,
+        ss.c.source_type == SOURCE_TYPE_WINDOW,
+        ss.c.window_start.in_(list(starts)),
+    )
+    if processor_version is None:
+        stmt = stmt.where(ss.c.processor_version.is_(None))
+    else:
+        stmt = stmt.where(ss.c.processor_version == processor_version)
+    result: dict[datetime, SyncState] = {}
+    for row in conn.execute(stmt):
+        state = _to_state(row)
+        assert state.window_start is not None
+        result[state.window_start] = state
+    return result
+
+
+def claim_window(
+    conn: Connection,
+    state: SyncState,
+    *,
+    owner: str,
+    max_attempts: int,
+    stale_timeout: timedelta,
+    now: datetime | None = None,
+) -> SyncState | None:
+    """Atomically move a window to `processing`; None when another worker won or it is done.
+
+    Claimable: pending; failed with attempts left; processing whose start is older than the
+    stale timeout (the worker died). The revision read by the caller must still be current.
+    """
+    stamp = now or datetime.now(UTC)
+    claimable = or_(
+        ss.c.status == "pending",
+        and_(ss.c.status == "failed", ss.c.attempt_count < max_attempts),
+        and_(
+            ss.c.status == "processing",
+            ss.c.processing_started_at <= stamp - stale_timeout,
+            ss.c.attempt_count < max_attempts,
+        ),
+    )
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state.id, ss.c.revision == state.revision, claimable)
+        .values(
+            status="processing",
+            attempt_count=ss.c.attempt_count + 1,
+            revision=ss.c.revision + 1,
+            processing_started_at=stamp,
+            lease_owner=owner,
+            updated_at=stamp,
+        )
+    )
+    if result.rowcount != 1:
+        return None
+    return get(conn, state.id)
+
+
+def advance_window_cursor(
+    conn: Connection,
+    state: SyncState,
+    *,
+    cursor: str,
+    metadata: dict[str, Any],
+    now: datetime | None = None,
+) -> SyncState | None:
+    """Record a committed chunk; call in the same transaction that wrote the chunk's entries."""
+    stamp = now or datetime.now(UTC)
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "processing")
+        .values(
+            last_seen_cursor=cursor,
+            metadata_json={**state.metadata, **metadata},
+            revision=ss.c.revision + 1,
+            updated_at=stamp,
+        )
+    )
+    if result.rowcount != 1:
+        return None
+    return get(conn, state.id)
+
+
+def finish_window(
+    conn: Connection,
+    state: SyncState,
+    *,
+    status: str,
+    aggregate_hash: str,
+    metadata: dict[str, Any],
+    now: datetime | None = None,
+) -> SyncState | None:
+    if status not in TERMINAL:
+        raise ValueError(f"finish_window needs a terminal status, got {status!r}")
+    stamp = now or datetime.now(UTC)
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "processing")
+        .values(
+            status=status,
+            last_seen_content_hash=aggregate_hash,
+            last_seen_updated_at=stamp,
+            metadata_json={**state.metadata, **metadata},
+            revision=ss.c.revision + 1,
+            lease_owner=None,
+            last_error=None,
+            updated_at=stamp,
+        )
+    )
+    if result.rowcount != 1:
+        return None
+    return get(conn, state.id)
+
+
+def fail_window(
+    conn: Connection,
+    state: SyncState,
+    *,
+    error: str,
+    retry_at: datetime | None,
+    now: datetime | None = None,
+) -> SyncState | None:
+    """Mark an attempt failed; whether it is retryable follows from attempt_count."""
+    stamp = now or datetime.now(UTC)
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "processing")
+        .values(
+            status="failed",
+            last_error=error[:MAX_ERROR_CHARS],
+            next_attempt_at=retry_at,
+            revision=ss.c.revision + 1,
+            lease_owner=None,
+            updated_at=stamp,
+        )
+    )
+    if result.rowcount != 1:
+        return None
+    return get(conn, state.id)
+
+
+def reset_window(conn: Connection, state: SyncState, *, now: datetime | None = None) -> bool:
+    """An operator's explicit replay: the whole window runs again from its first chunk."""
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status != "processing")
+        .values(
+            status="pending",
+            attempt_count=0,
+            last_seen_cursor=None,
+            last_error=None,
+            next_attempt_at=None,
+            summary_attempted=False,
+            revision=ss.c.revision + 1,
+            updated_at=now or datetime.now(UTC),
+        )
+    )
+    return result.rowcount == 1
+
+
+def stale_processing(
+    conn: Connection, *, stale_timeout: timedelta, now: datetime | None = None, limit: int = 100
+) -> list[SyncState]:
+    stamp = now or datetime.now(UTC)
+    rows = conn.execute(
+        select(ss)
+        .where(
+            ss.c.source_type == SOURCE_TYPE_WINDOW,
+            ss.c.status == "processing",
+            ss.c.processing_started_at <= stamp - stale_timeout,
+        )
+        .order_by(ss.c.window_start)
+        .limit(limit)
+    )
+    return [_to_state(r) for r in rows]
+
+
+def mark_summary_attempted(conn: Connection, state_id: int) -> bool:
+    """At most one summary attempt per window: the flag flips once, the rowcount says who."""
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state_id, ss.c.summary_attempted == false())
+        .values(summary_attempted=True, revision=ss.c.revision + 1)
+    )
+    return result.rowcount == 1

@@ -1,0 +1,280 @@
+"""Sync states, seed 000 sections 8.2, 10, 11 and 20 (repository tests)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from timeline_pipeline.db.engine import make_engine
+from timeline_pipeline.db.schema import workspace_timeline_sync_states
+from timeline_pipeline.store import evidence, sync_states
+from timeline_pipeline.store.sync_states import SyncState
+from timeline_pipeline_tests.store.factories import T0, make_workspace, message
+
+W0 = T0  # a window [10:00, 10:10)
+W1 = T0 + timedelta(minutes=10)
+STALE = timedelta(minutes=15)
+
+
+def _state_rows(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                select(func.count()).select_from(workspace_timeline_sync_states)
+            ).scalar_one()
+        )
+
+
+def _window(engine: Engine, start=W0, version: str | None = None) -> SyncState | None:  # type: ignore[no-untyped-def]
+    with engine.begin() as conn:
+        return sync_states.create_window_if_evidence(
+            conn,
+            workspace_id="inc-1",
+            chat_id="oc_chat",
+            window_start=start,
+            window_end=start + timedelta(minutes=10),
+            processor_version=version,
+            now=T0,
+        )
+
+
+def _with_evidence(engine: Engine, at=W0 + timedelta(minutes=1)) -> None:  # type: ignore[no-untyped-def]
+    make_workspace(engine)
+    with engine.begin() as conn:
+        evidence.upsert(conn, message(at=at))
+
+
+def _claim(engine: Engine, state: SyncState, now=T0, owner="run-a") -> SyncState | None:  # type: ignore[no-untyped-def]
+    with engine.begin() as conn:
+        return sync_states.claim_window(
+            conn, state, owner=owner, max_attempts=3, stale_timeout=STALE, now=now
+        )
+
+
+def test_no_state_row_for_a_window_without_evidence(engine: Engine) -> None:
+    _with_evidence(engine)
+    assert _window(engine, start=W1) is None
+    assert _state_rows(engine) == 0
+
+
+def test_a_window_of_only_ineligible_evidence_gets_no_row(engine: Engine) -> None:
+    make_workspace(engine)
+    with engine.begin() as conn:
+        evidence.upsert(conn, message(at=W0, ai_eligible=False))
+    assert _window(engine) is None
+    assert _state_rows(engine) == 0
+
+
+def test_a_non_empty_window_gets_exactly_one_row_per_namespace(engine: Engine) -> None:
+    _with_evidence(engine)
+    first = _window(engine)
+    again = _window(engine)
+    assert first is not None and again is not None
+    assert first.id == again.id
+    assert first.status == "pending"
+    assert first.source_key == "chat/oc_chat/window/2026-11-29T10:00:00Z"
+    assert first.window_start == W0
+    rerun = _window(engine, version="v2")
+    assert rerun is not None and rerun.id != first.id
+    assert rerun.source_key == "chat/oc_chat/processor/v2/window/2026-11-29T10:00:00Z"
+    assert _state_rows(engine) == 2
+
+
+def test_claim_is_compare_and_set_on_revision(engine: Engine) -> None:
+    _with_evidence(engine)
+    state = _window(engine)
+    assert state is not None
+    won = _claim(engine, state)
+    assert won is not None
+    assert (won.status, won.attempt_count, won.revision) == ("processing", 1, state.revision + 1)
+    assert _claim(engine, state, owner="run-b") is None  # stale revision: loses
+    assert _claim(engine, won, owner="run-b") is None  # fresh revision but processing, not stale
+
+
+def test_a_stale_processing_window_becomes_claimable_again(engine: Engine) -> None:
+    _with_evidence(engine)
+    state = _window(engine)
+    assert state is not None
+    held = _claim(engine, state, now=T0)
+    assert held is not None
+    with engine.connect() as conn:
+        assert (
+            sync_states.stale_processing(conn, stale_timeout=STALE, now=T0 + timedelta(minutes=5))
+            == []
+        )
+        stale = sync_states.stale_processing(
+            conn, stale_timeout=STALE, now=T0 + timedelta(minutes=16)
+        )
+    assert [s.id for s in stale] == [state.id]
+    assert held.is_stale(T0 + timedelta(minutes=16), STALE)
+    retaken = _claim(engine, held, now=T0 + timedelta(minutes=16), owner="run-b")
+    assert retaken is not None
+    assert (retaken.attempt_count, retaken.lease_owner) == (2, "run-b")
+
+
+def test_attempts_are_bounded_then_the_window_stays_failed(engine: Engine) -> None:
+    _with_evidence(engine)
+    state = _window(engine)
+    assert state is not None
+    for attempt in range(1, 4):
+        claimed = _claim(engine, state)
+        assert claimed is not None and claimed.attempt_count == attempt
+        with engine.begin() as conn:
+            failed = sync_states.fail_window(conn, claimed, error="model overloaded", retry_at=None)
+        assert failed is not None and failed.status == "failed"
+        state = failed
+    assert state.is_exhausted(3)
+    assert _claim(engine, state) is None
+
+
+def test_chunks_advance_one_cursor_then_the_window_completes(engine: Engine) -> None:
+    _with_evidence(engine)
+    state = _claim(engine, _window(engine))  # type: ignore[arg-type]
+    assert state is not None
+    with engine.begin() as conn:
+        state = sync_states.advance_window_cursor(
+            conn, state, cursor="a", metadata={"chunk_count": 1}
+        )
+        assert state is not None
+        state = sync_states.advance_window_cursor(
+            conn, state, cursor="b", metadata={"chunk_count": 2}
+        )
+        assert state is not None
+        done = sync_states.finish_window(
+            conn, state, status="completed", aggregate_hash="h", metadata={"evidence_count": 41}
+        )
+    assert done is not None
+    assert (done.status, done.last_seen_cursor, done.last_seen_content_hash) == (
+        "completed",
+        "b",
+        "h",
+    )
+    assert done.metadata["chunk_count"] == 2 and done.metadata["evidence_count"] == 41
+    assert _claim(engine, done) is None  # terminal
+    with pytest.raises(ValueError, match="terminal"), engine.begin() as conn:
+        sync_states.finish_window(conn, done, status="failed", aggregate_hash="h", metadata={})
+
+
+def test_summary_is_attempted_at_most_once_per_window(engine: Engine) -> None:
+    _with_evidence(engine)
+    state = _window(engine)
+    assert state is not None
+    with engine.begin() as conn:
+        assert sync_states.mark_summary_attempted(conn, state.id) is True
+        assert sync_states.mark_summary_attempted(conn, state.id) is False
+
+
+def test_bulk_load_of_candidate_windows(engine: Engine) -> None:
+    _with_evidence(engine)
+    with engine.begin() as conn:
+        evidence.upsert(conn, message("later", message_id="om_2", at=W1 + timedelta(minutes=2)))
+    a, b = _window(engine, W0), _window(engine, W1)
+    with engine.connect() as conn:
+        found = sync_states.windows_for_starts(
+            conn, "inc-1", "oc_chat", [W0, W1, W1 + timedelta(minutes=10)]
+        )
+    assert set(found) == {W0, W1}
+    assert found[W0].id == a.id and found[W1].id == b.id  # type: ignore[union-attr]
+
+
+def test_checkpoint_advances_only_forward_and_only_with_the_read_revision(engine: Engine) -> None:
+    make_workspace(engine)
+    with engine.begin() as conn:
+        cp = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
+        assert cp.source_key == "chat/oc_chat" and cp.source_type == "lark_messages"
+        assert sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat").id == cp.id
+    high = sync_states.encode_message_cursor(1_700_000_000_000, "om_9")
+    with engine.begin() as conn:
+        assert sync_states.advance_checkpoint(
+            conn, cp, cursor=high, covered_until=T0, metadata={"pages": 3}
+        )
+        # a concurrent run that read the old revision cannot move the mark
+        assert not sync_states.advance_checkpoint(
+            conn, cp, cursor=high + "x", covered_until=T0, metadata={}
+        )
+    with engine.begin() as conn:
+        fresh = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
+        lower = sync_states.encode_message_cursor(1_600_000_000_000, "om_1")
+        assert sync_states.advance_checkpoint(
+            conn, fresh, cursor=lower, covered_until=T0, metadata={}
+        )
+        final = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
+    assert final.last_seen_cursor == high  # never moved backwards
+    assert final.metadata["pages"] == 3
+    assert sync_states.decode_message_cursor(high) == (1_700_000_000_000, "om_9")
+
+
+def test_a_failed_run_keeps_the_checkpoint(engine: Engine) -> None:
+    make_workspace(engine)
+    high = sync_states.encode_message_cursor(1_700_000_000_000, "om_9")
+    with engine.begin() as conn:
+        cp = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
+        sync_states.advance_checkpoint(conn, cp, cursor=high, covered_until=T0, metadata={})
+        cp = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
+        assert sync_states.record_checkpoint_failure(conn, cp, "page 3 failed: code 500")
+        after = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
+    assert (after.status, after.last_seen_cursor, after.attempt_count) == ("failed", high, 1)
+
+
+@pytest.mark.parametrize("cursor", ["", "abc", "12/", "/om_1", "-1/om"])
+def test_malformed_checkpoint_cursors_are_refused(cursor: str) -> None:
+    with pytest.raises(ValueError, match="cursor"):
+        sync_states.decode_message_cursor(cursor)
+
+
+def test_concurrent_claims_have_exactly_one_winner(db_url: str) -> None:
+    engine = make_engine(db_url, pool_size=8)
+    try:
+        _with_evidence(engine)
+        state = _window(engine)
+        assert state is not None
+        barrier = threading.Barrier(8)
+        winners: list[str] = []
+
+        def contend(owner: str) -> None:
+            with engine.connect() as conn:
+                barrier.wait()
+                with conn.begin():
+                    if sync_states.claim_window(
+                        conn, state, owner=owner, max_attempts=3, stale_timeout=STALE
+                    ):
+                        winners.append(owner)
+
+        threads = [threading.Thread(target=contend, args=(f"w{i}",)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(winners) == 1
+        with engine.connect() as conn:
+            final = sync_states.get(conn, state.id)
+        assert final is not None and final.lease_owner == winners[0] and final.attempt_count == 1
+    finally:
+        engine.dispose()
+
+
+def test_concurrent_window_creation_makes_one_row(db_url: str) -> None:
+    engine = make_engine(db_url, pool_size=8)
+    try:
+        _with_evidence(engine)
+        barrier = threading.Barrier(6)
+        ids: list[int] = []
+
+        def create() -> None:
+            barrier.wait()
+            made = _window(engine)
+            assert made is not None
+            ids.append(made.id)
+
+        threads = [threading.Thread(target=create) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(ids) == 6 and len(set(ids)) == 1
+        assert _state_rows(engine) == 1
+    finally:
+        engine.dispose()
