@@ -1,0 +1,87 @@
+"""Which workspaces a Lark message may become evidence for (seed 000 section 6). Pure."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+
+from timeline_pipeline.lark.normalize import NormalizedLarkMessage
+from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store.workspaces import Workspace
+
+GROUP_CHAT_TYPES = frozenset({"group", "topic_group"})
+
+
+class Skip(enum.StrEnum):
+    """Why a message is not stored for a workspace; also the metric label."""
+
+    INGESTION_DISABLED = "ingestion_disabled"
+    NOT_GROUP_CHAT = "not_group_chat"
+    UNBOUND_CHAT = "unbound_chat"
+    WORKSPACE_NOT_FIRING = "workspace_not_firing"
+    WORKSPACE_AGED_OUT = "workspace_aged_out"
+    WORKSPACE_TYPE_DISABLED = "workspace_type_disabled"
+    BEFORE_WORKSPACE = "before_workspace_created"
+    OUTSIDE_RETENTION = "outside_retention"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """How strict to be: automatic paths check status and age; a manual refresh of an explicitly
+    selected workspace does not, but still respects its creation time and the retention bound."""
+
+    manual: bool = False
+
+
+AUTOMATIC = Scope()
+MANUAL = Scope(manual=True)
+
+
+def chat_skip(message: NormalizedLarkMessage) -> Skip | None:
+    # Events carry chat_type; history items do not, and only bound group chats are listed anyway.
+    if message.chat_type is not None and message.chat_type not in GROUP_CHAT_TYPES:
+        return Skip.NOT_GROUP_CHAT
+    return None
+
+
+def workspace_skip(
+    workspace: Workspace, settings: LarkTimelineSettings, now: datetime, scope: Scope = AUTOMATIC
+) -> Skip | None:
+    """Reasons that hold for every message of the workspace (checked once per workspace)."""
+    if not settings.enabled:
+        return Skip.INGESTION_DISABLED
+    if workspace.type not in settings.workspace_types:
+        return Skip.WORKSPACE_TYPE_DISABLED
+    if scope.manual:
+        return None
+    if workspace.status != "firing":
+        return Skip.WORKSPACE_NOT_FIRING
+    if workspace.created_at < now - settings.ingestion_lookback:
+        return Skip.WORKSPACE_AGED_OUT
+    return None
+
+
+def ingestion_start(
+    workspace: Workspace, settings: LarkTimelineSettings, now: datetime
+) -> datetime:
+    """The earliest message time a workspace may hold: never before it existed, never older
+    than the lookback (seed 000 sections 6 and 8.1)."""
+    return max(workspace.created_at, now - settings.ingestion_lookback)
+
+
+def message_skip(
+    message: NormalizedLarkMessage,
+    workspace: Workspace,
+    settings: LarkTimelineSettings,
+    now: datetime,
+    scope: Scope = AUTOMATIC,
+) -> Skip | None:
+    reason = chat_skip(message) or workspace_skip(workspace, settings, now, scope)
+    if reason is not None:
+        return reason
+    if message.created_at < workspace.created_at:
+        return Skip.BEFORE_WORKSPACE
+    if message.created_at < now - settings.ingestion_lookback:
+        return Skip.OUTSIDE_RETENTION
+    return None
