@@ -43,6 +43,13 @@ def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
+def _workspace_fk() -> Column[str]:
+    """The owning workspace; deleting a workspace deletes what belongs to it."""
+    return Column(
+        "workspace_id", String(128), ForeignKey("workspaces.id", ondelete="CASCADE"), nullable=False
+    )
+
+
 def _timestamps() -> list[Column[object]]:
     return [
         Column("created_at", UTCDateTime(), nullable=False),
@@ -65,12 +72,7 @@ workspace_collaboration_resources = Table(
     "workspace_collaboration_resources",
     metadata,
     Column("id", BigIntId, primary_key=True, autoincrement=True),
-    Column(
-        "workspace_id",
-        String(128),
-        ForeignKey("workspaces.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    _workspace_fk(),
     Column("resource_type", String(32), nullable=False),
     Column("resource_key", String(256), nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
@@ -95,12 +97,7 @@ workspace_timeline_evidence = Table(
     "workspace_timeline_evidence",
     metadata,
     Column("id", BigIntId, primary_key=True, autoincrement=True),
-    Column(
-        "workspace_id",
-        String(128),
-        ForeignKey("workspaces.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    _workspace_fk(),
     Column("source", String(32), nullable=False),
     Column("source_type", String(64), nullable=False),
     Column("source_key", String(512), nullable=False),
@@ -129,12 +126,7 @@ workspace_timeline_sync_states = Table(
     "workspace_timeline_sync_states",
     metadata,
     Column("id", BigIntId, primary_key=True, autoincrement=True),
-    Column(
-        "workspace_id",
-        String(128),
-        ForeignKey("workspaces.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    _workspace_fk(),
     Column("source", String(32), nullable=False),
     Column("source_type", String(64), nullable=False),
     Column("source_key", String(512), nullable=False),
@@ -166,12 +158,7 @@ workspace_timeline_entries = Table(
     "workspace_timeline_entries",
     metadata,
     Column("id", BigIntId, primary_key=True, autoincrement=True),
-    Column(
-        "workspace_id",
-        String(128),
-        ForeignKey("workspaces.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    _workspace_fk(),
     Column("occurred_at", UTCDateTime(), nullable=False),
     Column("title", String(512), nullable=False),
     Column("detail", Text(), nullable=True),
@@ -239,12 +226,7 @@ interaction_requests = Table(
     "interaction_requests",
     metadata,
     Column("id", String(64), primary_key=True),
-    Column(
-        "workspace_id",
-        String(128),
-        ForeignKey("workspaces.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    _workspace_fk(),
     Column("kind", String(32), nullable=False),
     Column("subject_id", String(128), nullable=True),
     Column("callback_token_hash", String(64), nullable=False, unique=True),
@@ -378,12 +360,7 @@ api_tokens = Table(
     "api_tokens",
     metadata,
     Column("id", String(64), primary_key=True),
-    Column(
-        "workspace_id",
-        String(128),
-        ForeignKey("workspaces.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    _workspace_fk(),
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("revoked_at", UTCDateTime(), nullable=True),
