@@ -261,3 +261,13 @@ def register(group: click.Group) -> None:
 
 def main() -> None:
     cli()
+
+
+def _register_subcommands() -> None:
+    """Command groups that live in their own modules."""
+    from timeline_pipeline.cli.lark_commands import lark_group
+
+    cli.add_command(lark_group)
+
+
+_register_subcommands()

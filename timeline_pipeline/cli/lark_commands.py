@@ -1,0 +1,211 @@
+"""`timeline-pipeline lark ...`: run the local Lark and push simulated events at the receiver.
+
+Both commands are loopback-only by construction: a stand-in that accepts any app secret, or a
+pusher that signs with a real encrypt key, has no business being reachable from another host.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+import click
+
+from timeline_pipeline.lark.simulator.events import (
+    EventIdentity,
+    message_recalled_event,
+    message_receive_event,
+)
+from timeline_pipeline.lark.simulator.faults import SimulatorFaults
+from timeline_pipeline.lark.simulator.pusher import EventPusher
+from timeline_pipeline.lark.simulator.runner import (
+    DEFAULT_APP_ID,
+    DEFAULT_APP_SECRET,
+    SimulatorServer,
+    is_loopback_host,
+)
+from timeline_pipeline.lark.simulator.store import ChatStore, StoreError
+
+EXIT_USAGE = 2
+
+
+def _refuse(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _load_store(chats: Path) -> ChatStore:
+    try:
+        return ChatStore.load_jsonl(chats)
+    except (OSError, StoreError) as exc:
+        _refuse(f"cannot load {chats}: {exc}")
+
+
+@click.group(name="lark")
+def lark_group() -> None:
+    """The local Lark: a loopback OpenAPI stand-in and a signed-event pusher."""
+
+
+@lark_group.command("simulate")
+@click.option(
+    "--chats",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help='JSONL of Lark history list items, plus optional {"kind": "user"} lines.',
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Loopback address only.")
+@click.option("--port", type=int, default=0, show_default=True, help="0 picks a free port.")
+@click.option("--app-id", envvar="LARK_APP_ID", default=DEFAULT_APP_ID, show_default=True)
+@click.option(
+    "--app-secret", envvar="LARK_APP_SECRET", default=DEFAULT_APP_SECRET, show_default=False
+)
+@click.option("--fail-page", type=int, default=None, help="Fail this history page number.")
+@click.option(
+    "--fail-page-attempts",
+    type=int,
+    default=None,
+    help="Fail --fail-page only for its first K requests (default: always).",
+)
+@click.option("--rate-limit-every", type=int, default=None, help="Answer every Nth call with 429.")
+@click.option("--retry-after", type=int, default=1, show_default=True, help="429 retry-after (s).")
+@click.option("--latency-ms", type=int, default=0, show_default=True)
+@click.option("--deny-chat", multiple=True, help="A chat the bot cannot read (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help='Print one JSON line {"base_url": ...}.')
+def simulate(
+    chats: Path,
+    host: str,
+    port: int,
+    app_id: str,
+    app_secret: str,
+    fail_page: int | None,
+    fail_page_attempts: int | None,
+    rate_limit_every: int | None,
+    retry_after: int,
+    latency_ms: int,
+    deny_chat: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Serve the local Lark until interrupted; point LARK_BASE_URL at the printed URL."""
+    if not is_loopback_host(host):
+        _refuse(f"--host {host} is not a loopback address; the local Lark binds loopback only")
+    faults = SimulatorFaults(
+        fail_page=fail_page,
+        fail_page_attempts=fail_page_attempts,
+        rate_limit_every=rate_limit_every,
+        retry_after_seconds=retry_after,
+        latency_ms=latency_ms,
+        permission_denied_chats=set(deny_chat),
+    )
+    stop = threading.Event()
+
+    def _on_term(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    server = SimulatorServer(
+        _load_store(chats),
+        faults=faults,
+        app_id=app_id,
+        app_secret=app_secret,
+        host=host,
+        port=port,
+    )
+    with server:
+        if as_json:
+            click.echo(json.dumps({"base_url": server.base_url, "app_id": app_id}))
+        else:
+            click.echo(f"local Lark listening on {server.base_url} (app_id {app_id})")
+            click.echo(f"export LARK_BASE_URL={server.base_url}")
+        sys.stdout.flush()
+        previous = signal.signal(signal.SIGTERM, _on_term)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _events_for(store: ChatStore, identity: EventIdentity) -> list[dict[str, Any]]:
+    """Receive events for people's messages (Lark never pushes the bot its own), then recalls."""
+    events: list[dict[str, Any]] = []
+    for item in store.messages():
+        if (item.get("sender") or {}).get("sender_type", "user") != "user":
+            continue
+        events.append(message_receive_event(item, identity))
+        if item.get("deleted"):
+            events.append(
+                message_recalled_event(
+                    item["message_id"],
+                    item["chat_id"],
+                    identity,
+                    recall_time_ms=int(item.get("update_time") or item["create_time"]),
+                )
+            )
+    return events
+
+
+@lark_group.command("push")
+@click.option(
+    "--chats", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True
+)
+@click.option(
+    "--receiver", required=True, help="Receiver URL, e.g. http://127.0.0.1:8000/lark/events"
+)
+@click.option("--encrypt-key", envvar="LARK_ENCRYPT_KEY", default=None)
+@click.option("--verification-token", envvar="LARK_VERIFICATION_TOKEN", default="")
+@click.option("--app-id", envvar="LARK_APP_ID", default=DEFAULT_APP_ID, show_default=True)
+@click.option("--plain", is_flag=True, help="Sign but do not encrypt, even with an encrypt key.")
+@click.option("--drop-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True)
+@click.option("--duplicate-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True)
+@click.option("--shuffle", is_flag=True, help="Deliver in a seeded random order.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the delivery report as JSON.")
+def push(
+    chats: Path,
+    receiver: str,
+    encrypt_key: str | None,
+    verification_token: str,
+    app_id: str,
+    plain: bool,
+    drop_fraction: float,
+    duplicate_fraction: float,
+    shuffle: bool,
+    seed: int,
+    concurrency: int,
+    as_json: bool,
+) -> None:
+    """Deliver the chats' messages to the receiver as signed Lark callbacks."""
+    if not is_loopback_host(urlsplit(receiver).hostname or ""):
+        _refuse(f"--receiver {receiver} is not a loopback URL")
+    store = _load_store(chats)
+    identity = EventIdentity(app_id=app_id, verification_token=verification_token)
+    pusher = EventPusher(
+        receiver,
+        encrypt_key=encrypt_key or None,
+        encrypt_body=False if plain else None,
+        drop_fraction=drop_fraction,
+        duplicate_fraction=duplicate_fraction,
+        shuffle=shuffle,
+        seed=seed,
+        concurrency=concurrency,
+    )
+    report = pusher.push(_events_for(store, identity))
+    summary = report.as_dict()
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(
+            f"sent {summary['sent']}, dropped {summary['dropped']}, "
+            f"duplicated {summary['duplicated']}, errors {summary['errors']}, "
+            f"statuses {summary['status_counts']}"
+        )
+    if not report.all_accepted:
+        sys.exit(1)
