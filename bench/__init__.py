@@ -1,0 +1,1 @@
+"""Benchmarks: runnable with `python -m bench.<name>.run` from the repository root."""

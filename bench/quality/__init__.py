@@ -1,0 +1,1 @@
+"""Synthesis quality against the hand-labelled gold transcripts."""

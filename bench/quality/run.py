@@ -1,0 +1,137 @@
+"""Rule-synthesizer quality and model-call cost on the gold transcripts.
+
+    python -m bench.quality.run [--json] [--window-minutes 10] [--max-count 40] [--max-tokens N]
+
+Prints, per transcript and overall, precision and recall of the expected timeline facts, the
+number of model calls the chunking would make (one per chunk) and the estimated prompt tokens,
+next to what one call per message would cost. The token figures are offline estimates
+(characters / 3.5 plus per-message overhead plus the fixed system prompt and tool schema).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from timeline_pipeline.synthesis.chunking import ChunkLimits
+from timeline_pipeline.synthesis.evaluation import Score, produced_facts, run_windows, score
+from timeline_pipeline.synthesis.gold import GoldTranscript, load_gold_set
+from timeline_pipeline.synthesis.prompt import SYSTEM_PROMPT, tool_input_schema
+from timeline_pipeline.synthesis.rules import RuleSynthesizer
+from timeline_pipeline.synthesis.tokens import estimate_evidence_tokens, estimate_text_tokens
+
+GOLD_ROOT = Path(__file__).resolve().parents[2] / "timeline_pipeline_tests" / "data" / "gold"
+
+
+@dataclass(frozen=True)
+class Row:
+    transcript: str
+    messages: int
+    evidence: int
+    expected: int
+    produced: int
+    matched: int
+    precision: float
+    recall: float
+    windows: int
+    model_calls: int
+    estimated_tokens: int
+    per_message_calls: int
+    per_message_estimated_tokens: int
+
+
+def _fixed_prompt_tokens() -> int:
+    """What every call pays regardless of evidence: the system prompt and the tool schema."""
+    return estimate_text_tokens(SYSTEM_PROMPT) + estimate_text_tokens(
+        json.dumps(tool_input_schema())
+    )
+
+
+def _row(transcript: GoldTranscript, window: timedelta, limits: ChunkLimits) -> Row:
+    run = run_windows(transcript.evidence, RuleSynthesizer(), window=window, limits=limits)
+    result = score(
+        produced_facts(run.entries, transcript.message_id_by_evidence_id()), transcript.expected
+    )
+    fixed = _fixed_prompt_tokens()
+    windows = {chunk.window_start for chunk in run.chunks}
+    return Row(
+        transcript=transcript.name,
+        messages=transcript.message_count,
+        evidence=len(transcript.evidence),
+        expected=result.expected,
+        produced=result.produced,
+        matched=result.matched,
+        precision=round(result.precision, 3),
+        recall=round(result.recall, 3),
+        windows=len(windows),
+        model_calls=len(run.chunks),
+        estimated_tokens=run.estimated_prompt_tokens + fixed * len(run.chunks),
+        per_message_calls=len(transcript.evidence),
+        per_message_estimated_tokens=sum(
+            fixed + estimate_evidence_tokens(item) for item in transcript.evidence
+        ),
+    )
+
+
+def _overall(rows: list[Row]) -> Row:
+    total = sum((Score(r.produced, r.expected, r.matched) for r in rows), Score(0, 0, 0))
+    return Row(
+        transcript="overall",
+        messages=sum(r.messages for r in rows),
+        evidence=sum(r.evidence for r in rows),
+        expected=total.expected,
+        produced=total.produced,
+        matched=total.matched,
+        precision=round(total.precision, 3),
+        recall=round(total.recall, 3),
+        windows=sum(r.windows for r in rows),
+        model_calls=sum(r.model_calls for r in rows),
+        estimated_tokens=sum(r.estimated_tokens for r in rows),
+        per_message_calls=sum(r.per_message_calls for r in rows),
+        per_message_estimated_tokens=sum(r.per_message_estimated_tokens for r in rows),
+    )
+
+
+def _print_table(rows: list[Row]) -> None:
+    header = (
+        f"{'transcript':<22}{'msgs':>6}{'evid':>6}{'exp':>5}{'out':>5}{'hit':>5}"
+        f"{'prec':>7}{'recall':>8}{'calls':>7}{'tokens':>9}{'1/msg calls':>13}{'1/msg tokens':>14}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(
+            f"{r.transcript:<22}{r.messages:>6}{r.evidence:>6}{r.expected:>5}{r.produced:>5}"
+            f"{r.matched:>5}{r.precision:>7.2f}{r.recall:>8.2f}{r.model_calls:>7}"
+            f"{r.estimated_tokens:>9}{r.per_message_calls:>13}{r.per_message_estimated_tokens:>14}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.quality.run", description=__doc__)
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument("--gold", type=Path, default=GOLD_ROOT, help="gold transcripts directory")
+    parser.add_argument("--window-minutes", type=int, default=10)
+    parser.add_argument("--max-count", type=int, default=ChunkLimits().max_count)
+    parser.add_argument("--max-tokens", type=int, default=ChunkLimits().max_estimated_tokens)
+    args = parser.parse_args(argv)
+    limits = ChunkLimits(max_count=args.max_count, max_estimated_tokens=args.max_tokens)
+    window = timedelta(minutes=args.window_minutes)
+    rows = [_row(t, window, limits) for t in load_gold_set(args.gold)]
+    if not rows:
+        print(f"no gold transcripts under {args.gold}", file=sys.stderr)
+        return 2
+    rows.append(_overall(rows))
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows], indent=2))
+    else:
+        _print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,154 @@
+"""Scoring a synthesizer against a hand-written timeline, the way a reviewer would.
+
+An output entry counts as right when it has the expected kind and rests on at least one of the
+messages the expected fact rests on; each expected fact can be claimed once. Matching is a
+maximum bipartite matching, so the score does not depend on the order entries come out in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
+from timeline_pipeline.synthesis.gold import ExpectedFact
+from timeline_pipeline.synthesis.models import (
+    Category,
+    DraftEntry,
+    EvidenceItem,
+    SynthesisChunk,
+    Synthesizer,
+)
+from timeline_pipeline.synthesis.tokens import estimate_total_tokens
+from timeline_pipeline.windows.keys import window_start_of
+
+__all__ = [
+    "ProducedFact",
+    "Score",
+    "WindowedRun",
+    "match_facts",
+    "run_windows",
+    "score",
+]
+
+WINDOW = timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class ProducedFact:
+    """An output entry seen through the message ids of the evidence it cites."""
+
+    category: Category
+    message_ids: frozenset[str]
+    title: str
+
+
+@dataclass(frozen=True)
+class Score:
+    produced: int
+    expected: int
+    matched: int
+
+    @property
+    def precision(self) -> float:
+        return self.matched / self.produced if self.produced else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.matched / self.expected if self.expected else 1.0
+
+    def __add__(self, other: Score) -> Score:
+        return Score(
+            self.produced + other.produced,
+            self.expected + other.expected,
+            self.matched + other.matched,
+        )
+
+
+@dataclass(frozen=True)
+class WindowedRun:
+    """What running a synthesizer over a transcript window by window produced and cost."""
+
+    entries: list[DraftEntry]
+    chunks: list[SynthesisChunk]
+
+    @property
+    def estimated_prompt_tokens(self) -> int:
+        return sum(
+            estimate_total_tokens(chunk.evidence) + estimate_total_tokens(chunk.context)
+            for chunk in self.chunks
+        )
+
+
+def run_windows(
+    evidence: Sequence[EvidenceItem],
+    synthesizer: Synthesizer,
+    *,
+    window: timedelta = WINDOW,
+    limits: ChunkLimits | None = None,
+) -> WindowedRun:
+    """Feed evidence to a synthesizer as the pipeline would: window by window, chunk by chunk."""
+    ordered = sorted(evidence, key=lambda item: (item.occurred_at, item.id))
+    by_window: dict[datetime, list[EvidenceItem]] = {}
+    for item in ordered:
+        by_window.setdefault(window_start_of(item.occurred_at, window), []).append(item)
+    entries: list[DraftEntry] = []
+    chunks: list[SynthesisChunk] = []
+    for start, items in sorted(by_window.items()):
+        for chunk in plan_chunks(
+            start, start + window, items, limits=limits, context_candidates=ordered
+        ):
+            chunks.append(chunk)
+            entries.extend(synthesizer.synthesize(chunk).entries)
+    return WindowedRun(entries=entries, chunks=chunks)
+
+
+def produced_facts(
+    entries: Iterable[DraftEntry], message_id_of: dict[int, str]
+) -> list[ProducedFact]:
+    return [
+        ProducedFact(
+            category=entry.category,
+            message_ids=frozenset(message_id_of[i] for i in entry.evidence_ids),
+            title=entry.title,
+        )
+        for entry in entries
+    ]
+
+
+def match_facts(
+    produced: Sequence[ProducedFact], expected: Sequence[ExpectedFact]
+) -> dict[int, int]:
+    """Maximum matching from produced index to expected index (Kuhn's augmenting paths)."""
+    edges = [
+        [
+            j
+            for j, fact in enumerate(expected)
+            if fact.category is entry.category and fact.evidence_message_ids & entry.message_ids
+        ]
+        for entry in produced
+    ]
+    owner: dict[int, int] = {}
+
+    def claim(i: int, seen: set[int]) -> bool:
+        for j in edges[i]:
+            if j in seen:
+                continue
+            seen.add(j)
+            if j not in owner or claim(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
+
+    for i in range(len(produced)):
+        claim(i, set())
+    return {i: j for j, i in owner.items()}
+
+
+def score(produced: Sequence[ProducedFact], expected: Sequence[ExpectedFact]) -> Score:
+    return Score(
+        produced=len(produced),
+        expected=len(expected),
+        matched=len(match_facts(produced, expected)),
+    )

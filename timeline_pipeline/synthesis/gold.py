@@ -1,0 +1,98 @@
+"""Loading hand-labelled incident transcripts (the gold set) as synthesis evidence.
+
+Transcripts are stored in Lark's history list-item shape and go through the product's own
+normalizer, so that the quality measured on them is the quality of the real path (eligibility,
+mention resolution, post flattening included), not of a test-only shortcut.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from timeline_pipeline.lark.normalize import normalize_list_item, semantic_content
+from timeline_pipeline.synthesis.models import Category, EvidenceItem
+
+__all__ = ["ExpectedFact", "GoldTranscript", "load_gold_set", "load_transcript"]
+
+MAX_TEXT_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class ExpectedFact:
+    """One line of the timeline an incident commander wrote for the transcript."""
+
+    category: Category
+    evidence_message_ids: frozenset[str]
+    title: str
+
+
+@dataclass(frozen=True)
+class GoldTranscript:
+    """A transcript's eligible evidence (ids assigned in chat order) and its expected timeline."""
+
+    name: str
+    message_count: int
+    evidence: list[EvidenceItem]
+    expected: list[ExpectedFact]
+
+    def message_id_by_evidence_id(self) -> dict[int, str]:
+        """Evidence ids are assigned on load; scoring maps them back to Lark message ids."""
+        return {item.id: item.message_id for item in self.evidence}
+
+
+def _evidence(items: list[Mapping[str, Any]]) -> tuple[int, list[EvidenceItem]]:
+    normalized = [normalize_list_item(item, max_text_chars=MAX_TEXT_CHARS) for item in items]
+    eligible = sorted(
+        (message for message in normalized if message.ai_eligible),
+        key=lambda message: (message.created_at, message.message_id),
+    )
+    evidence = [
+        EvidenceItem(
+            id=index,
+            occurred_at=message.created_at,
+            actor_id=message.sender_id,
+            actor_display_name=None,
+            text=message.text,
+            content_hash=hashlib.sha256(semantic_content(message).encode("utf-8")).hexdigest(),
+            message_id=message.message_id,
+            chat_id=message.chat_id,
+            thread_id=message.thread_id,
+            root_id=message.root_id,
+            parent_id=message.parent_id,
+            message_type=message.message_type,
+        )
+        for index, message in enumerate(eligible, start=1)
+    ]
+    return len(normalized), evidence
+
+
+def load_transcript(directory: Path) -> GoldTranscript:
+    """Read `<directory>/messages.jsonl` and `<directory>/expected.json`."""
+    lines = (directory / "messages.jsonl").read_text(encoding="utf-8").splitlines()
+    count, evidence = _evidence([json.loads(line) for line in lines if line.strip()])
+    raw_expected = json.loads((directory / "expected.json").read_text(encoding="utf-8"))
+    expected = [
+        ExpectedFact(
+            category=Category(fact["category"]),
+            evidence_message_ids=frozenset(fact["evidence_message_ids"]),
+            title=fact["title"],
+        )
+        for fact in raw_expected
+    ]
+    return GoldTranscript(
+        name=directory.name, message_count=count, evidence=evidence, expected=expected
+    )
+
+
+def load_gold_set(root: Path) -> list[GoldTranscript]:
+    """Every transcript directory under `root`, in name order."""
+    return [
+        load_transcript(path)
+        for path in sorted(root.iterdir())
+        if path.is_dir() and (path / "messages.jsonl").is_file()
+    ]

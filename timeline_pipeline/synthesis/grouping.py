@@ -1,0 +1,171 @@
+"""Conversation grouping and read-only context for a chunk (seed 000 section 12.2).
+
+A fixed 10-minute window cuts across conversations; grouping puts back the strongest
+conversational boundary available, so that a synthesizer reads a reply next to what it answers
+instead of next to whatever happened to be posted at the same second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+
+from timeline_pipeline.synthesis.models import ConversationGroup, EvidenceItem
+from timeline_pipeline.synthesis.tokens import estimate_evidence_tokens
+
+__all__ = ["DEFAULT_PROXIMITY_GAP", "group_evidence", "select_context"]
+
+DEFAULT_PROXIMITY_GAP = timedelta(minutes=3)
+"""Loose messages further apart than this start a new group: a pause usually changes the topic.
+
+The same default as the `synthesisGroupGap` setting."""
+
+
+class _UnionFind:
+    def __init__(self, size: int) -> None:
+        self._parent = list(range(size))
+
+    def find(self, index: int) -> int:
+        while self._parent[index] != index:
+            self._parent[index] = self._parent[self._parent[index]]
+            index = self._parent[index]
+        return index
+
+    def union(self, a: int, b: int) -> None:
+        root_a, root_b = self.find(a), self.find(b)
+        if root_a != root_b:
+            # The earlier message stays the representative, which keeps keys deterministic.
+            self._parent[max(root_a, root_b)] = min(root_a, root_b)
+
+
+def _anchors(item: EvidenceItem) -> list[tuple[str, str]]:
+    """What a message belongs to: its thread, the messages it replies to, and itself."""
+    anchors = [("msg", item.message_id)]
+    if item.thread_id is not None:
+        anchors.append(("thread", item.thread_id))
+    anchors.extend(("msg", ref) for ref in (item.root_id, item.parent_id) if ref is not None)
+    return anchors
+
+
+def _link_structure(items: Sequence[EvidenceItem]) -> tuple[_UnionFind, set[int]]:
+    """Join messages that share a thread, a root, a parent, or reply to one another.
+
+    Returns the joined sets and the messages that have any conversational link at all (a reply
+    whose parent is outside the chunk is still part of a conversation, just not a loose message).
+    """
+    links = _UnionFind(len(items))
+    linked: set[int] = set()
+    first_with: dict[tuple[str, str], int] = {}
+    for index, item in enumerate(items):
+        if item.thread_id is not None or item.root_id is not None or item.parent_id is not None:
+            linked.add(index)
+        for anchor in _anchors(item):
+            first = first_with.setdefault(anchor, index)
+            if first != index:
+                links.union(first, index)
+                linked.update((first, index))
+    return links, linked
+
+
+def _structured_key(members: Sequence[EvidenceItem]) -> str:
+    for member in members:
+        if member.thread_id is not None:
+            return f"thread:{member.thread_id}"
+    first = members[0]
+    return f"root:{first.root_id or first.parent_id or first.message_id}"
+
+
+def group_evidence(
+    items: Sequence[EvidenceItem], *, proximity_gap: timedelta = DEFAULT_PROXIMITY_GAP
+) -> list[ConversationGroup]:
+    """Group a chunk by thread, then root, then top-level message and replies, then proximity.
+
+    Every item lands in exactly one group, groups keep chat order inside, and groups are ordered
+    by their first message. Loose messages (no thread, root or reply link) are grouped by time:
+    consecutive loose messages no more than `proximity_gap` apart share a group.
+    """
+    links, linked = _link_structure(items)
+    members: dict[int, list[int]] = {}
+    previous_loose: EvidenceItem | None = None
+    loose_anchor = -1
+    for index, item in enumerate(items):
+        if index in linked:
+            anchor = links.find(index)
+        else:
+            gap_exceeded = (
+                previous_loose is not None
+                and item.occurred_at - previous_loose.occurred_at > proximity_gap
+            )
+            if previous_loose is None or gap_exceeded:
+                loose_anchor = index
+            previous_loose = item
+            anchor = loose_anchor
+        members.setdefault(anchor, []).append(index)
+    groups: list[ConversationGroup] = []
+    for anchor in sorted(members, key=lambda a: members[a][0]):
+        group_items = [items[i] for i in members[anchor]]
+        if anchor in linked:
+            key = _structured_key(group_items)
+        else:
+            key = f"time:{group_items[0].message_id}"
+        groups.append(ConversationGroup(key=key, evidence=group_items))
+    return groups
+
+
+def _conversation_ids(items: Iterable[EvidenceItem]) -> tuple[set[str], set[str], set[str]]:
+    """Thread ids, root ids (a message's root or the message itself) and referenced ids."""
+    threads: set[str] = set()
+    roots: set[str] = set()
+    referenced: set[str] = set()
+    for item in items:
+        if item.thread_id is not None:
+            threads.add(item.thread_id)
+        roots.add(item.root_id or item.message_id)
+        referenced.update(ref for ref in (item.root_id, item.parent_id) if ref is not None)
+    return threads, roots, referenced
+
+
+def select_context(
+    chunk_evidence: Sequence[EvidenceItem],
+    candidates: Iterable[EvidenceItem],
+    lookback: timedelta,
+    *,
+    window_start: datetime,
+    window_end: datetime,
+    max_estimated_tokens: int | None = None,
+) -> list[EvidenceItem]:
+    """Pick read-only context: the `lookback` before the window plus same-thread/root messages.
+
+    Same-conversation messages qualify from any time before `window_end` (the question a reply
+    answers may be older than the lookback). Nothing at or after `window_end` and nothing already
+    in the chunk is context. When a token budget is given, the messages closest to the chunk are
+    kept, because they are the ones most likely to explain it.
+    """
+    own_ids = {item.id for item in chunk_evidence}
+    threads, roots, referenced = _conversation_ids(chunk_evidence)
+    lookback_start = window_start - lookback
+    chosen: dict[int, EvidenceItem] = {}
+    for candidate in candidates:
+        if candidate.id in own_ids or candidate.occurred_at >= window_end:
+            continue
+        in_lookback = lookback_start <= candidate.occurred_at < window_start
+        same_conversation = (
+            (candidate.thread_id is not None and candidate.thread_id in threads)
+            or (candidate.root_id is not None and candidate.root_id in roots)
+            or candidate.message_id in referenced
+        )
+        if in_lookback or same_conversation:
+            chosen[candidate.id] = candidate
+    ordered = sorted(chosen.values(), key=lambda item: (item.occurred_at, item.id))
+    if max_estimated_tokens is None:
+        return ordered
+    kept: list[EvidenceItem] = []
+    spent = 0
+    for item in reversed(ordered):
+        cost = estimate_evidence_tokens(item)
+        if spent + cost > max_estimated_tokens:
+            break
+        kept.append(item)
+        spent += cost
+    kept.reverse()
+    return kept

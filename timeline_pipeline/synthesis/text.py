@@ -1,0 +1,153 @@
+"""Text hygiene shared by the rule synthesizer: cleaning, sentences, titles, topic words.
+
+Chat text carries mentions, links and filler words that say nothing about the incident; both
+classification and titles work on the cleaned form so that "@Dana ok so rollback done" and
+"rollback done" are read, and shown, the same way.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "clean_text",
+    "make_title",
+    "sentences",
+    "strip_links",
+    "topic_words",
+    "word_count",
+]
+
+_MENTION = re.compile(r"@(?:all\b|_user_\d+|[A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*)?|[\w.-]+)")
+_URL = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
+_SPACES = re.compile(r"[ \t]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
+_LEADING_FILLER = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|hmm+|um+|uh+|well|also|and|but|fyi|btw|update|heads up|yes|yeah|yep|"
+    r"right|alright|wait|note|ps)\b[\s,:;.!-]*)+",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./#%-]*")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+
+_STOPWORDS = frozenset(
+    str.split(
+        """
+    a an the and or but if then so of to in on at by for with from into onto over under up
+    down out off about as is are was were be been being am do does did doing done have has
+    had having i me my we us our you your he him his she her they them their it its this
+    that these those there here what which who whom when where why how all any both each few
+    more most other some such no nor not only own same than too very can will just should
+    would could might must may now still again also please let lets let's ok okay yes yeah
+    yep hmm thanks thank looks look like see seeing seen get got getting going go went gone
+    one two three much many new think
+    """
+    )
+)
+
+MAX_TITLE_CHARS = 120
+
+
+def strip_links(text: str) -> str:
+    """Remove URLs: a link's address says nothing a reader of the timeline can use."""
+    return _URL.sub(" ", text)
+
+
+def clean_text(text: str) -> str:
+    """Drop mentions and links and collapse spacing, keeping line breaks for lists."""
+    without_links = strip_links(text)
+    without_mentions = _MENTION.sub(" ", without_links)
+    lines = (_SPACES.sub(" ", line).strip(" ,;:") for line in without_mentions.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def sentences(text: str) -> list[str]:
+    """Split cleaned text into sentences and list items, dropping bullets and empty pieces."""
+    pieces = (_LIST_MARKER.sub("", piece).strip() for piece in _SENTENCE_END.split(text))
+    return [piece for piece in pieces if piece]
+
+
+def word_count(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+_PHRASAL = (
+    (re.compile(r"\broll(?:ed|ing|s)?[\s-]+back\b", re.IGNORECASE), "rollback"),
+    (re.compile(r"\bfail(?:ed|ing|s)?[\s-]+over\b", re.IGNORECASE), "failover"),
+    (re.compile(r"\b(?:turn|switch)(?:ed|ing|s)?[\s-]+off\b", re.IGNORECASE), "disable"),
+    (re.compile(r"\b(?:turn|switch)(?:ed|ing|s)?[\s-]+on\b", re.IGNORECASE), "enable"),
+    (re.compile(r"\bscal(?:e|ed|ing|es)[\s-]+(?:up|out)\b", re.IGNORECASE), "scaleup"),
+)
+"""Two-word verbs said both ways ("rolled back", "rollback") name one action."""
+
+_KEEP_DOUBLE = frozenset("lsz")
+
+
+def _stem(word: str) -> str:
+    """A crude English stemmer: enough to see "restarting", "restarted", "restart" as one topic."""
+    lowered = word.lower().strip("./#%-")
+    if any(ch.isdigit() for ch in lowered):
+        return lowered  # numbers and versions are compared as written
+    for suffix in ("ing", "ed", "es", "s", "e"):
+        if lowered.endswith(suffix) and len(lowered) - len(suffix) >= 3:
+            lowered = lowered[: -len(suffix)]
+            break
+    if len(lowered) >= 4 and lowered[-1] == lowered[-2] and lowered[-1] not in _KEEP_DOUBLE:
+        lowered = lowered[:-1]
+    return lowered
+
+
+def _pieces(word: str) -> list[str]:
+    """An identifier and its parts: `reconcile_stuck_carts.py` also talks about carts."""
+    parts = [part for part in re.split(r"[_./-]+", word) if part]
+    return [word, *parts] if len(parts) > 1 else [word]
+
+
+def topic_words(text: str) -> frozenset[str]:
+    """Content words (stemmed) used to tell whether two messages talk about the same thing."""
+    canonical = clean_text(text)
+    for pattern, replacement in _PHRASAL:
+        canonical = pattern.sub(replacement, canonical)
+    words = (
+        _stem(piece)
+        for word in _WORD.findall(canonical)
+        for piece in _pieces(word)
+        if piece.lower() not in _STOPWORDS
+    )
+    return frozenset(
+        word
+        for word in words
+        if (len(word) >= 3 or any(ch.isdigit() for ch in word)) and word not in _STOPWORDS
+    )
+
+
+def _shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+def make_title(text: str, *, limit: int = MAX_TITLE_CHARS) -> str:
+    """A concise, capitalised one-liner: fillers, mentions, links and list markers removed."""
+    lines: list[str] = []
+    for raw in clean_text(text).splitlines():
+        line = _LIST_MARKER.sub("", raw).strip()
+        # A post's title is often repeated as its first line ("Follow-ups" / "Follow-ups:").
+        if line and not (lines and line.rstrip(":").casefold() == lines[-1].rstrip(":").casefold()):
+            lines.append(line)
+    if not lines:
+        return ""
+    if len(lines) > 1:
+        head, rest = lines[0].rstrip(":"), [line.rstrip(".;") for line in lines[1:]]
+        joined = f"{head}: {'; '.join(rest)}"
+    else:
+        joined = lines[0]
+    joined = _LEADING_FILLER.sub("", joined).strip() or joined
+    joined = joined.rstrip(" .!,;:")
+    if joined and joined[0].islower():
+        joined = joined[0].upper() + joined[1:]
+    return _shorten(joined, limit)

@@ -1,0 +1,1 @@
+"""Synthesis windows: keys and partition keys, discovery planning, and the discovery tick."""

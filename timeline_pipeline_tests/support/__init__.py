@@ -1,0 +1,1 @@
+"""Test doubles shared by the test packages (loopback stand-ins of outside services)."""

@@ -1,0 +1,107 @@
+"""The rule synthesizer against hand-written incident timelines (the gold set).
+
+Transcripts go through the product's own Lark normalizer, then 10-minute windows and chunks as
+in production. An output entry matches an expected fact when the category is equal and they
+share at least one supporting message; each expected fact is matched at most once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from timeline_pipeline.synthesis.evaluation import (
+    ProducedFact,
+    Score,
+    match_facts,
+    produced_facts,
+    run_windows,
+    score,
+)
+from timeline_pipeline.synthesis.gold import ExpectedFact, GoldTranscript, load_gold_set
+from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.rules import RuleSynthesizer
+
+GOLD = Path(__file__).resolve().parents[1] / "data" / "gold"
+MIN_PRECISION = 0.8
+MIN_RECALL = 0.8
+
+
+@pytest.fixture(scope="module")
+def gold() -> list[GoldTranscript]:
+    return load_gold_set(GOLD)
+
+
+def _score(transcript: GoldTranscript) -> Score:
+    run = run_windows(transcript.evidence, RuleSynthesizer())
+    return score(
+        produced_facts(run.entries, transcript.message_id_by_evidence_id()), transcript.expected
+    )
+
+
+def test_rule_synthesizer_meets_the_quality_bar_on_the_gold_set(
+    gold: list[GoldTranscript],
+) -> None:
+    total = sum((_score(t) for t in gold), Score(0, 0, 0))
+    assert total.precision >= MIN_PRECISION, total
+    assert total.recall >= MIN_RECALL, total
+
+
+def test_no_single_transcript_is_far_below_the_bar(gold: list[GoldTranscript]) -> None:
+    for transcript in gold:
+        result = _score(transcript)
+        assert result.precision >= MIN_PRECISION - 0.1, (transcript.name, result)
+        assert result.recall >= MIN_RECALL - 0.1, (transcript.name, result)
+
+
+# --- the gold set itself -------------------------------------------------------------------
+
+
+def test_gold_set_has_at_least_three_different_incidents(gold: list[GoldTranscript]) -> None:
+    assert len(gold) >= 3
+    speakers = [{item.actor_id for item in t.evidence} for t in gold]
+    assert all(a.isdisjoint(b) for i, a in enumerate(speakers) for b in speakers[i + 1 :])
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in GOLD.iterdir() if p.is_dir()))
+def test_transcript_is_realistic(name: str) -> None:
+    lines = (GOLD / name / "messages.jsonl").read_text().splitlines()
+    items = [json.loads(line) for line in lines]
+    assert 60 <= len(items) <= 150
+    times = [int(item["create_time"]) for item in items]
+    assert times == sorted(times)
+    assert 40 <= (times[-1] - times[0]) / 60_000 <= 90
+    assert len({item["message_id"] for item in items}) == len(items)
+    types = {item["msg_type"] for item in items}
+    assert {"text", "interactive", "image"} <= types
+    assert any(item["sender"]["sender_type"] == "app" for item in items)
+    assert any(item.get("thread_id") for item in items)
+    assert any(item.get("parent_id") and not item.get("thread_id") for item in items)
+    assert any(item["updated"] and item["update_time"] > item["create_time"] for item in items)
+    assert any(item["mentions"] for item in items)
+
+
+def test_expected_facts_rest_on_eligible_messages_of_their_transcript(
+    gold: list[GoldTranscript],
+) -> None:
+    for transcript in gold:
+        eligible = {item.message_id for item in transcript.evidence}
+        assert transcript.expected
+        for fact in transcript.expected:
+            assert isinstance(fact, ExpectedFact)
+            assert fact.evidence_message_ids, fact.title
+            assert fact.evidence_message_ids <= eligible, fact.title
+        assert {fact.category for fact in transcript.expected} == set(Category)
+
+
+def test_matching_claims_each_expected_fact_once() -> None:
+    fact = ExpectedFact(Category.MITIGATION, frozenset({"om_1", "om_2"}), "rolled back")
+    produced = [
+        ProducedFact(Category.MITIGATION, frozenset({"om_1"}), "rolling back"),
+        ProducedFact(Category.MITIGATION, frozenset({"om_2"}), "rollback done"),
+        ProducedFact(Category.DECISION, frozenset({"om_1"}), "decided to roll back"),
+    ]
+    assert match_facts(produced, [fact]) in ({0: 0}, {1: 0})
+    assert score(produced, [fact]) == Score(produced=3, expected=1, matched=1)

@@ -1,0 +1,79 @@
+"""What the model is shown: a versioned system prompt, a flat tool schema generated from the
+pydantic model, and a compact listing where only window evidence carries citable ids."""
+
+from __future__ import annotations
+
+import json
+
+from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
+from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.prompt import (
+    CONTEXT_HEADER,
+    EVIDENCE_HEADER,
+    PROMPT_VERSION,
+    SYSTEM_PROMPT,
+    TOOL_NAME,
+    RecordEntriesInput,
+    render_chunk,
+    tool_definition,
+    tool_input_schema,
+)
+from timeline_pipeline_tests.synthesis.builders import WINDOW_END, WINDOW_START, evidence
+
+
+def test_prompt_is_versioned() -> None:
+    assert PROMPT_VERSION == "claude-v1"
+    for category in Category:
+        assert category.value in SYSTEM_PROMPT
+
+
+def test_tool_schema_is_flat_and_matches_the_pydantic_model() -> None:
+    tool = tool_definition()
+    assert tool["name"] == TOOL_NAME == "record_entries"
+    schema = tool_input_schema()
+    assert tool["input_schema"] == schema
+    text = json.dumps(schema)
+    assert "$ref" not in text and "$defs" not in text
+    assert schema["required"] == ["entries"]
+    entry = schema["properties"]["entries"]["items"]
+    assert set(entry["required"]) == {"title", "category", "evidence_ids"}
+    assert entry["properties"]["category"]["enum"] == [c.value for c in Category]
+    assert entry["additionalProperties"] is False
+    example = {"entries": [{"title": "t", "category": "impact", "evidence_ids": [1]}]}
+    assert RecordEntriesInput.model_validate(example).entries[0].category is Category.IMPACT
+
+
+def test_rendering_lists_context_without_ids_then_evidence_with_ids_and_groups() -> None:
+    context = evidence(50, "earlier message", at=-60, actor="ou_ctx")
+    items = [
+        evidence(1, "first\nsecond line", at=5, thread="omt_a"),
+        evidence(2, 'quote " and {braces}', at=9),
+        evidence(3, "in the thread", at=12, thread="omt_a"),
+    ]
+    [chunk] = plan_chunks(
+        WINDOW_START, WINDOW_END, items, limits=ChunkLimits(), context_candidates=[context, *items]
+    )
+    lines = render_chunk(chunk).splitlines()
+    assert lines[0] == "Window 2025-03-14T02:10:00Z to 2025-03-14T02:20:00Z (UTC), part 1."
+    assert lines[1] == CONTEXT_HEADER
+    assert json.loads(lines[2]) == {
+        "time": "02:09:00",
+        "actor": "ou_ctx",
+        "text": "earlier message",
+    }
+    assert lines[3] == EVIDENCE_HEADER
+    rows = [json.loads(line) for line in lines[4:]]
+    assert [row["id"] for row in rows] == [1, 2, 3]
+    assert [row["group"] for row in rows] == ["g1", "g2", "g1"]
+    assert rows[0]["text"] == "first\nsecond line"
+    assert rows[1]["text"] == 'quote " and {braces}'
+
+
+def test_truncated_messages_are_announced() -> None:
+    [chunk] = plan_chunks(
+        WINDOW_START,
+        WINDOW_END,
+        [evidence(1, "x" * 10_000)],
+        limits=ChunkLimits(max_estimated_tokens=500),
+    )
+    assert render_chunk(chunk).endswith("Note: messages [1] were truncated to fit.")
