@@ -1,0 +1,80 @@
+"""The bundled incident chat behind `timeline-pipeline demo`.
+
+One realistic incident group chat (checkout latency and 5xx after a payment-gateway config
+deploy) in Lark's history list-item shape, one JSON object per line, preceded by one
+`{"kind": "user", "open_id", "name"}` line per person for the contact lookup. The local Lark
+(`timeline_pipeline.lark.simulator.store.ChatStore.load_jsonl`) loads the file as it is.
+
+`expected_facts.json` is the incident commander's timeline for the chat, in the gold-set format
+(`category`, `evidence_message_ids`, `title`). Both files are produced by `generate.py`; edit the
+script, never the files.
+
+Times start at a fixed moment (2026-11-29T08:00:00Z); the demo shifts them so the chat ends now.
+Message texts therefore avoid wall-clock times and speak in relative terms.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "CHAT_FILE",
+    "CHAT_ID",
+    "EXPECTED_FACTS_FILE",
+    "chat_path",
+    "expected_facts_path",
+    "load_expected_facts",
+    "load_messages",
+    "load_records",
+    "load_users",
+]
+
+CHAT_ID: Final = "oc_demo_checkout_incident"
+CHAT_FILE: Final = "incident_chat.jsonl"
+EXPECTED_FACTS_FILE: Final = "expected_facts.json"
+
+
+def _resource(name: str) -> Path:
+    resource = files(__name__).joinpath(name)
+    if not isinstance(resource, Path):
+        # Only a zipped install gives a non-file resource; the simulator needs a real path.
+        raise RuntimeError(f"demo data {name} is not on the file system (zipped install?)")
+    return resource
+
+
+def chat_path() -> Path:
+    """The JSONL chat: user lines first, then every message in creation order."""
+    return _resource(CHAT_FILE)
+
+
+def expected_facts_path() -> Path:
+    return _resource(EXPECTED_FACTS_FILE)
+
+
+def load_records() -> list[dict[str, Any]]:
+    """Every line of the chat file as parsed JSON, user lines included."""
+    text = chat_path().read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def load_messages() -> list[dict[str, Any]]:
+    """The chat's messages as Lark history list items, in creation order (no user lines)."""
+    return [record for record in load_records() if "kind" not in record]
+
+
+def load_users() -> dict[str, str]:
+    """open_id -> display name for every person in the chat."""
+    return {
+        str(record["open_id"]): str(record["name"])
+        for record in load_records()
+        if record.get("kind") == "user"
+    }
+
+
+def load_expected_facts() -> list[dict[str, Any]]:
+    """The hand-written timeline: `category`, `evidence_message_ids` and `title` per fact."""
+    facts: list[dict[str, Any]] = json.loads(expected_facts_path().read_text(encoding="utf-8"))
+    return facts

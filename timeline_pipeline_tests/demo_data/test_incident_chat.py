@@ -1,0 +1,307 @@
+"""The bundled demo chat: Lark's list-item shape, a believable incident, and a stable generator."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from timeline_pipeline.demo_data import (
+    CHAT_FILE,
+    CHAT_ID,
+    EXPECTED_FACTS_FILE,
+    chat_path,
+    expected_facts_path,
+    generate,
+    load_expected_facts,
+    load_messages,
+    load_records,
+    load_users,
+)
+from timeline_pipeline.lark.normalize import normalize_list_item
+from timeline_pipeline.lark.simulator.store import RECALLED_CONTENT, ChatStore
+from timeline_pipeline.synthesis.models import Category
+
+MAX_TEXT_CHARS = 4000
+MINUTE_MS = 60_000
+MILLIS = re.compile(r"[0-9]{13}")
+PLACEHOLDER = re.compile(r"@_user_[0-9]+")
+MESSAGE_KEYS = {
+    "message_id",
+    "msg_type",
+    "create_time",
+    "update_time",
+    "deleted",
+    "updated",
+    "chat_id",
+    "sender",
+    "body",
+    "mentions",
+}
+REPLY_KEYS = {"root_id", "parent_id", "thread_id"}
+
+
+@pytest.fixture(scope="module")
+def messages() -> list[dict[str, Any]]:
+    return load_messages()
+
+
+@pytest.fixture(scope="module")
+def by_id(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {message["message_id"]: message for message in messages}
+
+
+def _content(message: dict[str, Any]) -> dict[str, Any]:
+    parsed: dict[str, Any] = json.loads(message["body"]["content"])
+    return parsed
+
+
+def _created(message: dict[str, Any]) -> int:
+    return int(message["create_time"])
+
+
+# --- the file ------------------------------------------------------------------------------------
+
+
+def test_every_line_is_a_json_object_and_users_come_first() -> None:
+    lines = chat_path().read_text(encoding="utf-8").splitlines()
+    assert all(line.strip() for line in lines)
+    records = [json.loads(line) for line in lines]
+    assert all(isinstance(record, dict) for record in records)
+    kinds = ["user" if record.get("kind") == "user" else "message" for record in records]
+    assert kinds == sorted(kinds, key=lambda kind: kind != "user"), "user lines first"
+    assert {record["kind"] for record in records if "kind" in record} == {"user"}
+
+
+def test_message_count_and_people(messages: list[dict[str, Any]]) -> None:
+    assert 250 <= len(messages) <= 350
+    users = load_users()
+    assert 6 <= len(users) <= 9
+    assert len(set(users.values())) == len(users), "distinct names"
+    assert all(open_id.startswith("ou_") for open_id in users)
+    senders = {m["sender"]["id"] for m in messages if m["sender"]["sender_type"] == "user"}
+    mentioned = {mention["id"] for m in messages for mention in m["mentions"]}
+    assert senders == set(users), "every person speaks and has a name for the contact lookup"
+    assert mentioned <= set(users)
+
+
+def test_every_message_has_the_list_item_shape(messages: list[dict[str, Any]]) -> None:
+    for message in messages:
+        where = message["message_id"]
+        assert MESSAGE_KEYS <= set(message) <= MESSAGE_KEYS | REPLY_KEYS, where
+        assert message["message_id"].startswith("om_"), where
+        assert message["chat_id"] == CHAT_ID, where
+        assert isinstance(message["msg_type"], str), where
+        assert MILLIS.fullmatch(message["create_time"]), where
+        assert MILLIS.fullmatch(message["update_time"]), where
+        assert int(message["update_time"]) >= _created(message), where
+        assert isinstance(message["deleted"], bool), where
+        assert isinstance(message["updated"], bool), where
+        assert isinstance(message["body"]["content"], str), where
+        assert isinstance(_content(message), dict), where
+        sender = message["sender"]
+        assert set(sender) == {"id", "id_type", "sender_type", "tenant_key"}, where
+        if sender["sender_type"] == "user":
+            assert sender["id_type"] == "open_id", where
+            assert sender["id"].startswith("ou_"), where
+        else:
+            assert sender["sender_type"] == "app", where
+            assert sender["id_type"] == "app_id", where
+            assert sender["id"].startswith("cli_"), where
+        for mention in message["mentions"]:
+            assert {"key", "id", "id_type", "name"} <= set(mention), where
+            assert re.fullmatch(r"@_user_[0-9]+", mention["key"]), where
+            assert isinstance(mention["id"], str), where
+            assert mention["id"].startswith("ou_"), where
+            assert mention["id_type"] == "open_id", where
+        if "thread_id" in message:
+            assert message["thread_id"].startswith("omt_"), where
+
+
+def test_mention_placeholders_match_the_mention_list(messages: list[dict[str, Any]]) -> None:
+    with_mentions = 0
+    for message in messages:
+        if message["deleted"] or message["msg_type"] not in ("text", "post"):
+            continue
+        used = set(PLACEHOLDER.findall(message["body"]["content"]))
+        assert used == {mention["key"] for mention in message["mentions"]}, message["message_id"]
+        with_mentions += bool(used)
+    assert with_mentions >= 5
+
+
+def test_message_ids_are_unique(messages: list[dict[str, Any]]) -> None:
+    ids = [message["message_id"] for message in messages]
+    assert len(ids) == len(set(ids))
+
+
+def test_replies_point_at_existing_earlier_roots(
+    messages: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]
+) -> None:
+    replies = [message for message in messages if "root_id" in message]
+    assert len(replies) >= 30
+    for reply in replies:
+        root = by_id[reply["root_id"]]
+        parent = by_id[reply["parent_id"]]
+        assert "root_id" not in root, "a root is not itself a reply"
+        assert parent["message_id"] == root["message_id"] or parent["root_id"] == root["message_id"]
+        assert _created(root) <= _created(parent) < _created(reply)
+        if "thread_id" in reply:
+            assert root.get("thread_id") == reply["thread_id"]
+    threads = {reply["thread_id"] for reply in replies if "thread_id" in reply}
+    plain = [reply for reply in replies if "thread_id" not in reply]
+    assert len(threads) >= 3, "investigation threads"
+    assert plain, "some quote replies stay in the main chat"
+    for message in messages:
+        if "thread_id" in message and "root_id" not in message:
+            assert any(reply.get("root_id") == message["message_id"] for reply in replies)
+
+
+def test_times_increase_and_span_at_least_80_minutes(messages: list[dict[str, Any]]) -> None:
+    created = [_created(message) for message in messages]
+    assert created == sorted(created)
+    assert len(set(created)) == len(created)
+    assert created[0] == int(generate.START.timestamp() * 1000)
+    assert 80 * MINUTE_MS <= created[-1] - created[0] <= 100 * MINUTE_MS
+
+
+def test_a_burst_of_30_messages_within_2_minutes(messages: list[dict[str, Any]]) -> None:
+    created = [_created(message) for message in messages]
+    densest = max(
+        bisect.bisect_right(created, start + 2 * MINUTE_MS) - index
+        for index, start in enumerate(created)
+    )
+    assert densest >= 30
+
+
+# --- the special messages ------------------------------------------------------------------------
+
+
+def test_one_edit_with_a_later_update_time(messages: list[dict[str, Any]]) -> None:
+    edited = [message for message in messages if message["updated"]]
+    assert len(edited) == 1
+    assert int(edited[0]["update_time"]) > _created(edited[0])
+    assert not edited[0]["deleted"]
+    others = [message for message in messages if not message["updated"] and not message["deleted"]]
+    assert all(message["update_time"] == message["create_time"] for message in others)
+
+
+def test_one_recall_with_the_placeholder_content(messages: list[dict[str, Any]]) -> None:
+    recalled = [message for message in messages if message["deleted"]]
+    assert len(recalled) == 1
+    assert recalled[0]["body"]["content"] == RECALLED_CONTENT
+    assert int(recalled[0]["update_time"]) > _created(recalled[0])
+    assert recalled[0]["sender"]["sender_type"] == "user"
+
+
+def test_attachments_posts_and_bots(messages: list[dict[str, Any]]) -> None:
+    types = Counter(message["msg_type"] for message in messages)
+    assert types["image"] == 1
+    assert types["file"] == 1
+    assert types["post"] >= 5
+    image = next(m for m in messages if m["msg_type"] == "image")
+    assert _content(image)["image_key"].startswith("img_")
+    file = next(m for m in messages if m["msg_type"] == "file")
+    assert _content(file)["file_key"].startswith("file_")
+    assert _content(file)["file_name"].endswith(".csv")
+
+    posts = [_content(m) for m in messages if m["msg_type"] == "post"]
+    assert any("en_us" in post for post in posts), "locale-wrapped posts"
+    assert any("content" in post for post in posts), "bare posts"
+
+    cards = [m for m in messages if m["msg_type"] == "interactive"]
+    assert len(cards) >= 4
+    assert all(card["sender"]["id"] == generate.MONITOR_BOT for card in cards)
+    titles = [_content(card)["title"] for card in cards]
+    assert any(title.startswith("[FIRING]") for title in titles)
+    assert any(title.startswith("[RESOLVED]") for title in titles)
+
+    bot_texts = [
+        m for m in messages if m["sender"]["sender_type"] == "app" and m["msg_type"] == "text"
+    ]
+    assert len(bot_texts) >= 3
+
+
+def test_chatter_sits_next_to_the_facts(messages: list[dict[str, Any]]) -> None:
+    texts = [
+        _content(m)["text"].lower()
+        for m in messages
+        if m["msg_type"] == "text" and not m["deleted"] and m["sender"]["sender_type"] == "user"
+    ]
+    for word in ("ack", "+1", "on it", "joining", "thx", "👍"):
+        assert any(text == word or text.startswith(word) for text in texts), word
+    short = sum(len(text) <= 12 for text in texts)
+    assert short >= 45, "plenty of short acknowledgements, not only facts"
+
+
+# --- through the product ------------------------------------------------------------------------
+
+
+def test_every_message_normalizes(messages: list[dict[str, Any]]) -> None:
+    normalized = [normalize_list_item(m, max_text_chars=MAX_TEXT_CHARS) for m in messages]
+    eligible = [message for message in normalized if message.ai_eligible]
+    assert len(eligible) >= 200
+    assert all(message.chat_id == CHAT_ID for message in normalized)
+    assert not any(PLACEHOLDER.search(message.text) for message in normalized)
+    recalled = [message for message in normalized if message.deleted]
+    assert len(recalled) == 1
+    assert recalled[0].text == ""
+    assert not any(message.ai_eligible for message in normalized if message.sender_type == "app")
+    cards = [message for message in normalized if message.message_type == "interactive"]
+    assert all(message.metadata.get("card_title") for message in cards)
+
+
+def test_the_local_lark_loads_the_file(messages: list[dict[str, Any]]) -> None:
+    store = ChatStore.load_jsonl(chat_path())
+    assert store.has_chat(CHAT_ID)
+    assert len(store.messages(CHAT_ID)) == len(messages)
+    users = load_users()
+    assert {user["name"] for user in store.users(users)} == set(users.values())
+
+
+def test_records_and_messages_helpers_agree() -> None:
+    records = load_records()
+    assert len(records) == len(load_messages()) + len(load_users())
+    assert chat_path().name == CHAT_FILE
+    assert expected_facts_path().name == EXPECTED_FACTS_FILE
+
+
+# --- the expected timeline ----------------------------------------------------------------------
+
+
+def test_expected_facts_cite_eligible_messages(
+    messages: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]
+) -> None:
+    facts = load_expected_facts()
+    assert 15 <= len(facts) <= 45
+    categories = {Category(fact["category"]) for fact in facts}
+    assert categories == set(Category), "every kind of fact appears"
+    cited: list[str] = []
+    for fact in facts:
+        assert set(fact) == {"category", "evidence_message_ids", "title"}
+        assert fact["title"].strip()
+        assert fact["evidence_message_ids"]
+        for message_id in fact["evidence_message_ids"]:
+            normalized = normalize_list_item(by_id[message_id], max_text_chars=MAX_TEXT_CHARS)
+            assert normalized.ai_eligible, message_id
+        cited.extend(fact["evidence_message_ids"])
+    assert len(cited) == len(set(cited)), "a message backs one fact"
+    order = {message["message_id"]: index for index, message in enumerate(messages)}
+    firsts = [min(order[i] for i in fact["evidence_message_ids"]) for fact in facts]
+    assert firsts == sorted(firsts), "facts are listed in the order they happened"
+
+
+# --- the generator ------------------------------------------------------------------------------
+
+
+def test_regenerating_gives_identical_bytes(tmp_path: Path) -> None:
+    assert generate.main(["--out", str(tmp_path)]) == 0
+    assert (tmp_path / CHAT_FILE).read_bytes() == chat_path().read_bytes()
+    assert (tmp_path / EXPECTED_FACTS_FILE).read_bytes() == expected_facts_path().read_bytes()
+    again = tmp_path / "again"
+    generate.write(again)
+    assert (again / CHAT_FILE).read_bytes() == chat_path().read_bytes()
