@@ -121,7 +121,7 @@ class LarkTimelineSettings(BaseSettings):
     synthesis_window_max_attempts: int = Field(default=3, ge=1, le=20)
     synthesis_chunk_max_attempts: int = Field(default=3, ge=1, le=20)
     synthesis_group_gap: PositiveDuration = timedelta(minutes=3)
-    model: str = Field(default="claude-sonnet-4-5", min_length=1)
+    model: str = Field(default="claude-sonnet-5-5", min_length=1)
     model_timeout: PositiveDuration = timedelta(seconds=60)
     retry_backoff_base: PositiveDuration = timedelta(seconds=1)
     retry_backoff_cap: PositiveDuration = timedelta(seconds=30)
