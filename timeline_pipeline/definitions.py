@@ -5,5 +5,6 @@ from __future__ import annotations
 import dagster as dg
 
 from timeline_pipeline.orchestration.resources import default_resources
+from timeline_pipeline.orchestration.windows import window_defs
 
-defs = dg.Definitions(resources=default_resources())
+defs = dg.Definitions.merge(dg.Definitions(resources=default_resources()), window_defs())

@@ -12,7 +12,19 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Insert, and_, false, func, or_, select, true, tuple_
+from sqlalchemy import (
+    Connection,
+    Insert,
+    Select,
+    and_,
+    bindparam,
+    false,
+    func,
+    or_,
+    select,
+    true,
+    tuple_,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 
@@ -243,3 +255,59 @@ def fill_display_names(conn: Connection, workspace_id: str, names: dict[str, str
         )
         total += result.rowcount
     return total
+
+
+# --- window discovery (seed 000 §11): reads bounded by new ids or by one index seek ---
+
+
+def eligible_since(
+    conn: Connection, after_id: int, upto_id: int
+) -> list[tuple[str, str, datetime]]:
+    """(workspace_id, scope_key, occurred_at) of eligible rows with id in (after_id, upto_id].
+
+    A primary-key range: what discovery reads to learn which windows got new evidence, at a
+    cost that follows the new rows, never the stored history.
+    """
+    if upto_id <= after_id:
+        return []
+    rows = conn.execute(
+        select(ev.c.workspace_id, ev.c.scope_key, ev.c.occurred_at).where(
+            ev.c.id > after_id,
+            ev.c.id <= upto_id,
+            ev.c.scope_key.is_not(None),
+            ev.c.ai_eligible == true(),
+            ev.c.deleted == false(),
+        )
+    )
+    return [(r.workspace_id, r.scope_key, r.occurred_at) for r in rows]
+
+
+def first_eligible_at_or_after(
+    conn: Connection, workspace_id: str, scope_key: str, at: datetime
+) -> datetime | None:
+    """The time of the chat's first eligible row at or after `at`: one seek of the
+    (workspace_id, scope_key, occurred_at, id) index, so discovery can step from one non-empty
+    window to the next without reading the messages in between."""
+    row = conn.execute(
+        _first_eligible_statement(),
+        {"workspace_id": workspace_id, "scope_key": scope_key, "at": at},
+    ).first()
+    return row.occurred_at if row else None
+
+
+@cache
+def _first_eligible_statement() -> Select[Any]:
+    # Built once: discovery runs this once per uncovered window, and building the expression
+    # costs more than the index seek itself.
+    return (
+        select(ev.c.occurred_at)
+        .where(
+            ev.c.workspace_id == bindparam("workspace_id"),
+            ev.c.scope_key == bindparam("scope_key"),
+            ev.c.occurred_at >= bindparam("at", type_=ev.c.occurred_at.type),
+            ev.c.ai_eligible == true(),
+            ev.c.deleted == false(),
+        )
+        .order_by(ev.c.occurred_at, ev.c.id)
+        .limit(1)
+    )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, exists, false, literal, or_, select, true
+from sqlalchemy import Connection, and_, exists, false, func, literal, or_, select, true, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 
@@ -462,3 +462,118 @@ def mark_summary_attempted(conn: Connection, state_id: int) -> bool:
         .values(summary_attempted=True, revision=ss.c.revision + 1)
     )
     return result.rowcount == 1
+
+
+# --- window discovery (seed 000 §11): the sensor's reads and its one extra transition ---
+
+
+def requeue_window(
+    conn: Connection,
+    state: SyncState,
+    *,
+    max_attempts: int,
+    stale_timeout: timedelta,
+    reissue_at: datetime,
+    now: datetime | None = None,
+) -> SyncState | None:
+    """Mark a window as requested: `pending`, with `next_attempt_at` = when to check the request.
+
+    Accepted from pending (a fresh row, or one the rerun job made), from failed with attempts
+    left, and from a stale `processing` row with attempts left (its worker died). Attempts and
+    the cursor are kept: the next run resumes after the last committed chunk. Compare-and-set on
+    the revision the caller read, so a run that claimed the window meanwhile wins.
+    """
+    stamp = now or datetime.now(UTC)
+    requeueable = or_(
+        ss.c.status == "pending",
+        and_(ss.c.status == "failed", ss.c.attempt_count < max_attempts),
+        and_(
+            ss.c.status == "processing",
+            ss.c.processing_started_at <= stamp - stale_timeout,
+            ss.c.attempt_count < max_attempts,
+        ),
+    )
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state.id, ss.c.revision == state.revision, requeueable)
+        .values(
+            status="pending",
+            next_attempt_at=reissue_at,
+            lease_owner=None,
+            revision=ss.c.revision + 1,
+            updated_at=stamp,
+        )
+    )
+    if result.rowcount != 1:
+        return None
+    return get(conn, state.id)
+
+
+def poll_unfinished_windows(
+    conn: Connection, *, since: datetime, max_attempts: int, limit: int
+) -> tuple[int, list[SyncState]]:
+    """The highest evidence id and every unfinished window state, in one statement.
+
+    Unfinished: pending, processing, or failed with attempts left; in the default namespace
+    only from `since` (the lookback), in a versioned namespace (an operator's rerun) always.
+    This is the whole cost of an idle discovery tick, so it is one indexed round trip: a
+    one-row subquery for max(id), left-joined to the (few) unfinished rows.
+    """
+    top = select(func.max(ev.c.id).label("max_evidence_id")).subquery("top")
+    unfinished = and_(
+        ss.c.source_type == SOURCE_TYPE_WINDOW,
+        or_(
+            ss.c.status.in_(("pending", "processing")),
+            and_(ss.c.status == "failed", ss.c.attempt_count < max_attempts),
+        ),
+        or_(ss.c.window_start >= since, ss.c.processor_version.is_not(None)),
+    )
+    rows = conn.execute(
+        select(top.c.max_evidence_id, ss)
+        .select_from(top.outerjoin(ss, unfinished))
+        .order_by(ss.c.window_start, ss.c.id)
+        .limit(limit)
+    ).all()
+    max_id = int(rows[0].max_evidence_id or 0) if rows else 0
+    return max_id, [_to_state(row) for row in rows if row.id is not None]
+
+
+def window_states_by_keys(
+    conn: Connection, keys: Sequence[tuple[str, str]], *, batch_size: int = 500
+) -> dict[tuple[str, str], SyncState]:
+    """Bulk-load window states by (workspace_id, source_key), through the unique index."""
+    found: dict[tuple[str, str], SyncState] = {}
+    unique = sorted(set(keys))
+    for start in range(0, len(unique), batch_size):
+        batch = unique[start : start + batch_size]
+        rows = conn.execute(
+            select(ss).where(
+                ss.c.source == SOURCE_SYSTEM,
+                ss.c.source_type == SOURCE_TYPE_WINDOW,
+                tuple_(ss.c.workspace_id, ss.c.source_key).in_(batch),
+            )
+        )
+        for row in rows:
+            state = _to_state(row)
+            found[(state.workspace_id, state.source_key)] = state
+    return found
+
+
+def checkpoint_coverage(
+    conn: Connection, chats: Sequence[tuple[str, str]], *, batch_size: int = 500
+) -> dict[tuple[str, str], datetime | None]:
+    """`last_seen_updated_at` of each chat's collection checkpoint: how far history is covered."""
+    keys = sorted({(ws, chat_checkpoint_key(chat)) for ws, chat in chats})
+    found: dict[tuple[str, str], datetime | None] = {}
+    for start in range(0, len(keys), batch_size):
+        batch = keys[start : start + batch_size]
+        rows = conn.execute(
+            select(ss.c.workspace_id, ss.c.scope_key, ss.c.last_seen_updated_at).where(
+                ss.c.source == SOURCE_LARK,
+                ss.c.source_type == SOURCE_TYPE_LARK_MESSAGES,
+                tuple_(ss.c.workspace_id, ss.c.source_key).in_(batch),
+            )
+        )
+        for row in rows:
+            found[(row.workspace_id, row.scope_key)] = row.last_seen_updated_at
+    return found

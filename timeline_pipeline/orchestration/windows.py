@@ -1,0 +1,371 @@
+"""Dagster: window partitions, the discovery sensor, the synthesis asset and the rerun job.
+
+* `timeline_windows` is a DynamicPartitionsDefinition: each non-empty window is a partition
+  keyed `<workspace>:<chat>:<YYYYMMDDTHHMMZ>[:<processor version>]` (`windows.keys`).
+* `timeline_window_sensor` discovers closed, uncovered windows (`windows.discovery`), adds their
+  partitions and requests their runs in the same tick, oldest first, within the backlog limits.
+* `timeline_window_drafts` synthesizes one window partition (`synthesis_run.runner`); its
+  materialization records the lineage: evidence ids (or range and count), aggregate hash,
+  chunks, entries created/updated, tokens, model, prompt version and status.
+* Concurrency is Dagster's: the asset is in pool `synthesis`, and every run carries
+  `timeline/synthesis=1` and `timeline/workspace=<id>`, which the run queue limits in
+  `dagster.yaml` (two syntheses at once, one per workspace). Runs the sensor requests carry the
+  tags; launches of job `synthesize_windows` from the UI get them from the job's partition tag
+  function; a run without them (e.g. materialized from the asset graph, which uses Dagster's
+  implicit job and no tag function) is refused at start rather than run outside the limits.
+* Operators: launching `synthesize_windows` for a partition from the UI replays the window as a
+  whole (the launchpad's default config is `replay: true`; set it to false to resume instead).
+  A run with tag `timeline/replay=true` replays as well. Re-executing a failed sensor run keeps
+  its config (`replay: false`) and so resumes. Job `rerun_windows` starts an explicit full
+  regeneration under a new processor version (partitions with the `:<version>` suffix).
+
+No `from __future__ import annotations`: Dagster reads the annotations of assets, ops and
+sensors at definition time.
+"""
+
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import dagster as dg
+
+from timeline_pipeline.domain.keys import InvalidKey
+from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_timeline_settings
+from timeline_pipeline.synthesis.models import Synthesizer
+from timeline_pipeline.synthesis.rules import RuleSynthesizer
+from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
+from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup
+from timeline_pipeline.windows.keys import InvalidPartitionKey, WindowRef, parse_partition_key
+from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE, DiscoveryCursor
+from timeline_pipeline.windows.rerun import RerunRefused, plan_versioned_rerun
+
+WINDOW_PARTITIONS = "timeline_windows"
+WINDOW_DRAFTS_KEY = dg.AssetKey("timeline_window_drafts")
+SYNTHESIS_JOB = "synthesize_windows"
+RERUN_JOB = "rerun_windows"
+DISCOVERY_SENSOR = "timeline_window_sensor"
+REPLAY_TAG = "timeline/replay"
+RUN_KEY_TAG = "dagster/run_key"
+_FINISHED = {
+    dg.DagsterRunStatus.SUCCESS,
+    dg.DagsterRunStatus.FAILURE,
+    dg.DagsterRunStatus.CANCELED,
+}
+
+window_partitions = dg.DynamicPartitionsDefinition(name=WINDOW_PARTITIONS)
+_OP_NAME = WINDOW_DRAFTS_KEY.to_python_identifier()
+
+
+class SynthesizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """Builds the synthesizer: Claude when an Anthropic key is set, the rule-based one otherwise.
+
+    Unset fields fall back to ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL, the variables the rest
+    of the product reads; the model, timeouts and retry bounds come from the timeline settings.
+    """
+
+    api_key: str | None = None
+    base_url: str | None = None
+
+    def build(self, settings: Settings) -> Synthesizer:
+        key = self.api_key or settings.runtime.anthropic_api_key.get_secret_value()
+        if not key:
+            return RuleSynthesizer()
+        # The SDK is imported only when a model is configured.
+        from timeline_pipeline.synthesis.claude import ClaudeSynthesizer, build_claude_client
+
+        timeline = settings.timeline
+        client = build_claude_client(
+            key,
+            self.base_url or settings.runtime.anthropic_base_url,
+            timeline.model_timeout.total_seconds(),
+        )
+        return ClaudeSynthesizer(
+            client,
+            model=timeline.model,
+            max_output_tokens=timeline.synthesis_max_output_tokens,
+            max_attempts=timeline.synthesis_chunk_max_attempts,
+            backoff_base_seconds=timeline.retry_backoff_base.total_seconds(),
+            backoff_cap_seconds=timeline.retry_backoff_cap.total_seconds(),
+            max_retry_after_seconds=timeline.max_retry_after.total_seconds(),
+        )
+
+
+class WindowSynthesisConfig(dg.Config):
+    replay: bool = False
+    """Reset the window and synthesize it again from its first chunk (an explicit rerun)."""
+
+
+class WindowRerunConfig(dg.Config):
+    workspace_id: str
+    processor_version: str
+    """The new namespace, e.g. `v2`: state keys chat/<chat>/processor/v2/window/<start>."""
+    chat_id: str | None = None
+    since: str | None = None
+    """ISO 8601; default: the workspace's creation."""
+    until: str | None = None
+    """ISO 8601; default: now."""
+    max_windows: int = 500
+
+
+# --- run tags: the per-workspace limit must hold however a run is launched --------------------
+
+
+def partition_tags(partition_key: str) -> Mapping[str, str]:
+    """Tags of a window partition's run: what dagster.yaml's run-queue limits act on."""
+    ref = parse_partition_key(partition_key)
+    return {TAG_WORKSPACE: ref.workspace_id, TAG_SYNTHESIS: "1"}
+
+
+def run_tag_problem(tags: Mapping[str, str], ref: WindowRef) -> str | None:
+    """Why a run may not synthesize `ref` (its tags escape the concurrency limits), or None."""
+    workspace = tags.get(TAG_WORKSPACE)
+    if workspace != ref.workspace_id or tags.get(TAG_SYNTHESIS) != "1":
+        return (
+            f"refusing to synthesize {ref.partition_key}: the run carries "
+            f"{TAG_WORKSPACE}={workspace!r} and {TAG_SYNTHESIS}={tags.get(TAG_SYNTHESIS)!r}, "
+            f"not {TAG_WORKSPACE}={ref.workspace_id!r} and {TAG_SYNTHESIS}='1', so Dagster's "
+            "one-synthesis-per-workspace limit would not apply. Launch it through job "
+            f"{SYNTHESIS_JOB!r} (its partitions carry these tags) or add the tags."
+        )
+    return None
+
+
+def _launchpad_config(partition_key: str) -> Mapping[str, Any]:
+    # What the UI's launchpad pre-fills for a partition of the job: an operator's explicit
+    # rerun replays the window. Sensor requests pass their own config (replay: false).
+    return {"ops": {_OP_NAME: {"config": {"replay": True}}}}
+
+
+synthesis_job = dg.define_asset_job(
+    SYNTHESIS_JOB,
+    selection=dg.AssetSelection.assets(WINDOW_DRAFTS_KEY),
+    tags={TAG_SYNTHESIS: "1"},
+    config=dg.PartitionedConfig(
+        partitions_def=window_partitions,
+        run_config_for_partition_key_fn=_launchpad_config,
+        tags_for_partition_key_fn=partition_tags,
+    ),
+    description=(
+        "Synthesize window partitions. Launched by timeline_window_sensor; launch a partition "
+        "here to replay that window (config replay: true)."
+    ),
+)
+
+
+# --- the asset ---------------------------------------------------------------------------------
+
+
+def report_metadata(report: WindowRunReport) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
+    for key, value in report.metadata().items():
+        metadata[key] = dg.MetadataValue.json(value) if isinstance(value, list) else value
+    metadata["dagster/row_count"] = len(report.evidence)
+    return metadata
+
+
+@dg.asset(
+    key=WINDOW_DRAFTS_KEY,
+    partitions_def=window_partitions,
+    pool="synthesis",
+    group_name="timeline",
+    output_required=False,
+    description=(
+        "Draft timeline entries of one window of one chat, bound to their evidence "
+        "(seed 000 section 12). Partition: <workspace>:<chat>:<YYYYMMDDTHHMMZ>[:<version>]."
+    ),
+)
+def timeline_window_drafts(
+    context: dg.AssetExecutionContext,
+    config: WindowSynthesisConfig,
+    database: DatabaseResource,
+    timeline_settings: TimelineSettingsResource,
+    synthesizer: SynthesizerResource,
+) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]
+    try:
+        ref = parse_partition_key(context.partition_key)
+    except InvalidPartitionKey as exc:
+        raise dg.Failure(description=str(exc)) from None
+    problem = run_tag_problem(context.run.tags, ref)
+    if problem is not None:
+        raise dg.Failure(description=problem)
+    replay = config.replay or context.run.tags.get(REPLAY_TAG, "").lower() == "true"
+    settings = timeline_settings.load()
+    runner = WindowRunner(database.engine, settings.timeline, synthesizer.build(settings))
+    report = runner.run(ref, owner=context.run.run_id, replay=replay)
+    metadata = report_metadata(report)
+    if report.status in (RunStatus.SKIPPED, RunStatus.EMPTY):
+        # Nothing was done: the partition's last materialization (its lineage) stays as it was.
+        context.log.info("window %s %s: %s", ref.partition_key, report.status, report.reason)
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=WINDOW_DRAFTS_KEY, partition=context.partition_key, metadata=metadata
+            )
+        )
+        return
+    if report.status is RunStatus.FAILED:
+        raise dg.Failure(description=report.reason, metadata=metadata)
+    yield dg.MaterializeResult(metadata=metadata)
+
+
+# --- the discovery sensor ----------------------------------------------------------------------
+
+
+def dagster_run_lookup(instance: dg.DagsterInstance) -> RunLookup:
+    """Which run keys have runs, and whether those runs have finished (one query per 100)."""
+
+    def lookup(run_keys: Sequence[str]) -> Mapping[str, bool]:
+        found: dict[str, bool] = {}
+        for start in range(0, len(run_keys), 100):
+            batch = list(run_keys[start : start + 100])
+            for run in instance.get_runs(filters=dg.RunsFilter(tags={RUN_KEY_TAG: batch})):
+                key = run.tags.get(RUN_KEY_TAG)
+                if key is not None:
+                    found[key] = found.get(key, False) or run.status in _FINISHED
+        return found
+
+    return lookup
+
+
+def evaluate_discovery(
+    context: dg.SensorEvaluationContext,
+    database: DatabaseResource,
+    timeline_settings: TimelineSettingsResource,
+    now: datetime | None = None,
+) -> dg.SensorResult:
+    settings = timeline_settings.timeline
+    cursor = DiscoveryCursor.from_json(context.cursor)
+    tick = DiscoveryTick(
+        database.engine,
+        settings,
+        cursor,
+        now or datetime.now(UTC),
+        run_lookup=dagster_run_lookup(context.instance),
+    )
+    outcome = tick.run()
+    if outcome.skip_reason is not None:
+        return dg.SensorResult(skip_reason=outcome.skip_reason, cursor=context.cursor)
+    requests = sorted(outcome.requests, key=lambda r: r.ref.sort_key())
+    keys = list(dict.fromkeys(r.ref.partition_key for r in requests))
+    existing = (
+        context.instance.get_existing_dynamic_partitions(WINDOW_PARTITIONS, keys) if keys else set()
+    )
+    missing = [key for key in keys if key not in existing]
+    counts = dict(sorted(outcome.counts.items()))
+    oldest = outcome.oldest_uncovered.isoformat() if outcome.oldest_uncovered else None
+    context.log.info("window discovery: %s; oldest uncovered window: %s", counts, oldest)
+    run_requests = [
+        dg.RunRequest(
+            partition_key=r.ref.partition_key,
+            run_key=r.run_key,
+            tags=dict(r.tags),
+            run_config={"ops": {_OP_NAME: {"config": {"replay": False}}}},
+        )
+        for r in requests
+    ]
+    return dg.SensorResult(
+        run_requests=run_requests,
+        dynamic_partitions_requests=(
+            [window_partitions.build_add_request(missing)] if missing else []
+        ),
+        cursor=outcome.cursor.to_json(),
+        skip_reason=None if run_requests else "no closed, uncovered window to request",
+    )
+
+
+def _discovery_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
+    @dg.sensor(
+        name=DISCOVERY_SENSOR,
+        job=synthesis_job,
+        minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            "Finds closed, non-empty, uncovered windows (seed 000 section 11), adds their "
+            "partitions and requests their synthesis runs, oldest first, within the backlog "
+            "limits. Idle ticks cost one indexed query."
+        ),
+    )
+    def timeline_window_sensor(
+        context: dg.SensorEvaluationContext,
+        database: DatabaseResource,
+        timeline_settings: TimelineSettingsResource,
+    ) -> dg.SensorResult:
+        return evaluate_discovery(context, database, timeline_settings)
+
+    return timeline_window_sensor
+
+
+# --- the versioned rerun -------------------------------------------------------------------------
+
+
+def _parse_time(value: str | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise dg.Failure(description=f"invalid {name} {value!r}: use ISO 8601") from None
+    if parsed.tzinfo is None:
+        raise dg.Failure(description=f"invalid {name} {value!r}: give a timezone, e.g. Z")
+    return parsed.astimezone(UTC)
+
+
+@dg.op(description="Create versioned window states and partitions for an explicit full rerun.")
+def plan_window_rerun(
+    context: dg.OpExecutionContext,
+    config: WindowRerunConfig,
+    database: DatabaseResource,
+    timeline_settings: TimelineSettingsResource,
+) -> None:
+    settings = timeline_settings.timeline
+    try:
+        plan = plan_versioned_rerun(
+            database.engine,
+            workspace_id=config.workspace_id,
+            processor_version=config.processor_version,
+            window=settings.synthesis_window,
+            now=datetime.now(UTC),
+            chat_id=config.chat_id,
+            since=_parse_time(config.since, "since"),
+            until=_parse_time(config.until, "until"),
+            max_windows=config.max_windows,
+        )
+    except (RerunRefused, InvalidKey) as exc:
+        raise dg.Failure(description=str(exc)) from None
+    if plan.partition_keys:
+        context.instance.add_dynamic_partitions(WINDOW_PARTITIONS, plan.partition_keys)
+    context.log.info(
+        "rerun %s of %s: %d window(s) queued for %s, %d already present, truncated=%s",
+        config.processor_version,
+        config.workspace_id,
+        len(plan.windows),
+        DISCOVERY_SENSOR,
+        plan.already_present,
+        plan.truncated,
+    )
+
+
+@dg.job(
+    name=RERUN_JOB,
+    description=(
+        "Explicit full rerun of a workspace's windows under a new processor version namespace; "
+        "the window sensor then runs them oldest first within the backlog limits."
+    ),
+)
+def rerun_windows_job() -> None:
+    plan_window_rerun()
+
+
+def window_defs(
+    settings: LarkTimelineSettings | None = None,
+    synthesizer: SynthesizerResource | None = None,
+) -> dg.Definitions:
+    """Everything window synthesis adds to the code location; the sensor interval comes from
+    the settings, the synthesizer from ANTHROPIC_API_KEY unless one is given."""
+    timeline = settings or load_timeline_settings()
+    return dg.Definitions(
+        assets=[timeline_window_drafts],
+        jobs=[synthesis_job, rerun_windows_job],
+        sensors=[_discovery_sensor(timeline)],
+        resources={"synthesizer": synthesizer or SynthesizerResource()},
+    )

@@ -1,0 +1,468 @@
+"""Timeline entries and their evidence bindings (seed 000 section 12.4).
+
+Machine drafts are stored by (workspace_id, fingerprint): the fingerprint is the first
+deduplication layer, so a replayed window re-finds the drafts it wrote before instead of adding
+copies. What a curator owns is never rewritten: confirmed, hidden, human-created and
+human-edited entries keep their text. A confirmed (or human-edited) entry still gains the new
+evidence that supports it, because "who said this" stays useful after review; a hidden or
+human-created entry is left exactly as it is.
+
+Every state change is a compare-and-set (INSERT ... ON CONFLICT, or UPDATE on id and
+revision) so two writers cannot lose each other's changes; the decision itself is the pure
+`plan_draft_write`, tested as a table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Connection, false, select, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Row
+
+from timeline_pipeline.db.schema import workspace_timeline_entries as en
+from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
+from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+
+__all__ = [
+    "MACHINE_SOURCES",
+    "MAX_METADATA_EVIDENCE",
+    "DraftOutcome",
+    "DraftPlan",
+    "DraftWrite",
+    "EntryRow",
+    "EvidenceRef",
+    "ForeignEvidence",
+    "UpsertResult",
+    "create_human_entry",
+    "edit_text",
+    "evidence_ids_of",
+    "get",
+    "get_by_fingerprint",
+    "list_for_workspace",
+    "plan_draft_write",
+    "set_status",
+    "upsert_draft",
+    "upsert_drafts",
+]
+
+MACHINE_SOURCES = ("ai", "rule")
+MAX_METADATA_EVIDENCE = 200
+"""Evidence listed in an entry's metadata; bindings are complete, the metadata is a bounded
+audit copy (ids with the content hashes the synthesizer read)."""
+_MAX_WRITE_ATTEMPTS = 4
+
+
+class ForeignEvidence(ValueError):
+    """A draft cited evidence of another workspace (or none at all); nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRef:
+    id: int
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class DraftWrite:
+    """A machine draft to store, with the provenance of seed 000 section 12.4.
+
+    `provenance` holds processor, prompt version, model, chat/thread/root ids, batch id and
+    window key; the evidence list (ids and the content hashes that were read) is kept apart
+    because it is merged, not replaced, when the draft is seen again.
+    """
+
+    workspace_id: str
+    fingerprint: str
+    occurred_at: datetime
+    title: str
+    category: str
+    evidence: Sequence[EvidenceRef]
+    detail: str | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "ai"
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRow:
+    id: int
+    workspace_id: str
+    occurred_at: datetime
+    title: str
+    detail: str | None
+    category: str
+    source: str
+    status: str
+    fingerprint: str | None
+    human_edited: bool
+    revision: int
+    window_state_id: int | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    evidence_ids: tuple[int, ...] = ()
+
+    @property
+    def curator_owned(self) -> bool:
+        """Text a person decided on: never rewritten by synthesis."""
+        return self.source not in MACHINE_SOURCES or self.status != "draft" or self.human_edited
+
+
+class DraftOutcome(StrEnum):
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    SUPPORTED = "supported"  # curator-owned text kept; new evidence attached as support
+    UNTOUCHED = "untouched"  # hidden or human-created: left exactly as it is
+
+
+@dataclass(frozen=True, slots=True)
+class DraftPlan:
+    outcome: DraftOutcome
+    values: Mapping[str, Any] = field(default_factory=dict)
+    bind: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertResult:
+    entry_id: int | None
+    outcome: DraftOutcome
+    bound: int
+    fingerprint: str
+
+    @property
+    def changed(self) -> bool:
+        return self.outcome in (DraftOutcome.CREATED, DraftOutcome.UPDATED)
+
+
+# --- the decision (pure) ---------------------------------------------------------------------
+
+
+def _merge_evidence(
+    held: Iterable[Mapping[str, Any]], new: Iterable[EvidenceRef]
+) -> tuple[list[dict[str, Any]], int]:
+    """Union by id (the newest content hash wins), ordered by id, bounded."""
+    merged: dict[int, str] = {}
+    for item in held:
+        merged[int(item["id"])] = str(item["content_hash"])
+    for ref in new:
+        merged[ref.id] = ref.content_hash
+    ordered = [{"id": i, "content_hash": merged[i]} for i in sorted(merged)]
+    return ordered[:MAX_METADATA_EVIDENCE], max(0, len(ordered) - MAX_METADATA_EVIDENCE)
+
+
+def _metadata(existing: Mapping[str, Any] | None, draft: DraftWrite) -> dict[str, Any]:
+    held = dict(existing or {})
+    listed, omitted = _merge_evidence(held.get("evidence", []), draft.evidence)
+    merged: dict[str, Any] = {**held, **draft.provenance}
+    for key in ("thread_ids", "root_ids"):
+        values = set(held.get(key, [])) | set(draft.provenance.get(key, []))
+        merged[key] = sorted(values)
+    merged["evidence"] = listed
+    merged["evidence_omitted"] = omitted + int(held.get("evidence_omitted", 0) or 0)
+    if "batch_id" in draft.provenance:
+        merged.setdefault("first_batch_id", held.get("batch_id", draft.provenance["batch_id"]))
+    return merged
+
+
+def plan_draft_write(existing: EntryRow | None, draft: DraftWrite) -> DraftPlan:
+    """What storing `draft` should do, given the entry that holds its fingerprint (if any)."""
+    cited = tuple(sorted({ref.id for ref in draft.evidence}))
+    if existing is None:
+        return DraftPlan(
+            DraftOutcome.CREATED,
+            values={
+                "occurred_at": draft.occurred_at,
+                "title": draft.title,
+                "detail": draft.detail,
+                "category": draft.category,
+                "metadata_json": _metadata(None, draft),
+            },
+            bind=cited,
+        )
+    new_ids = tuple(i for i in cited if i not in set(existing.evidence_ids))
+    if existing.source not in MACHINE_SOURCES or existing.status == "hidden":
+        return DraftPlan(DraftOutcome.UNTOUCHED)
+    if existing.curator_owned:
+        return DraftPlan(DraftOutcome.SUPPORTED, bind=new_ids)
+    values: dict[str, Any] = {}
+    occurred_at = min(existing.occurred_at, draft.occurred_at)
+    if occurred_at != existing.occurred_at:
+        values["occurred_at"] = occurred_at
+    if draft.title != existing.title:
+        values["title"] = draft.title
+    detail = draft.detail if draft.detail is not None else existing.detail
+    if detail != existing.detail:
+        values["detail"] = detail
+    if draft.category != existing.category:
+        values["category"] = draft.category
+    if not values and not new_ids:
+        return DraftPlan(DraftOutcome.UNCHANGED)
+    values["metadata_json"] = _metadata(existing.metadata, draft)
+    values["source"] = draft.source
+    return DraftPlan(DraftOutcome.UPDATED, values=values, bind=new_ids)
+
+
+# --- reads -----------------------------------------------------------------------------------
+
+
+def _to_entry(row: Row[Any], evidence_ids: Sequence[int] = ()) -> EntryRow:
+    return EntryRow(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        occurred_at=row.occurred_at,
+        title=row.title,
+        detail=row.detail,
+        category=row.category,
+        source=row.source,
+        status=row.status,
+        fingerprint=row.fingerprint,
+        human_edited=bool(row.human_edited),
+        revision=row.revision,
+        window_state_id=row.window_state_id,
+        metadata=dict(row.metadata_json or {}),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        evidence_ids=tuple(evidence_ids),
+    )
+
+
+def evidence_ids_of(conn: Connection, entry_ids: Sequence[int]) -> dict[int, list[int]]:
+    found: dict[int, list[int]] = {entry_id: [] for entry_id in entry_ids}
+    if not entry_ids:
+        return found
+    rows = conn.execute(
+        select(ee.c.entry_id, ee.c.evidence_id)
+        .where(ee.c.entry_id.in_(list(entry_ids)))
+        .order_by(ee.c.entry_id, ee.c.evidence_id)
+    )
+    for row in rows:
+        found[row.entry_id].append(row.evidence_id)
+    return found
+
+
+def get(conn: Connection, entry_id: int) -> EntryRow | None:
+    row = conn.execute(select(en).where(en.c.id == entry_id)).first()
+    if row is None:
+        return None
+    return _to_entry(row, evidence_ids_of(conn, [row.id])[row.id])
+
+
+def get_by_fingerprint(conn: Connection, workspace_id: str, fingerprint: str) -> EntryRow | None:
+    row = conn.execute(
+        select(en).where(en.c.workspace_id == workspace_id, en.c.fingerprint == fingerprint)
+    ).first()
+    if row is None:
+        return None
+    return _to_entry(row, evidence_ids_of(conn, [row.id])[row.id])
+
+
+def list_for_workspace(
+    conn: Connection,
+    workspace_id: str,
+    *,
+    statuses: Sequence[str] = ("draft", "confirmed"),
+    after: tuple[datetime, int] | None = None,
+    limit: int = 200,
+) -> list[EntryRow]:
+    """A page of a workspace's timeline in (occurred_at, id) order, with bound evidence ids.
+
+    Keyset paging (`after` = the last row's (occurred_at, id)) keeps every page one index range
+    however long the timeline grows. Hidden entries are left out unless asked for.
+    """
+    stmt = select(en).where(en.c.workspace_id == workspace_id, en.c.status.in_(list(statuses)))
+    if after is not None:
+        stmt = stmt.where(tuple_(en.c.occurred_at, en.c.id) > tuple_(after[0], after[1]))
+    rows = conn.execute(stmt.order_by(en.c.occurred_at, en.c.id).limit(limit)).all()
+    bound = evidence_ids_of(conn, [row.id for row in rows])
+    return [_to_entry(row, bound[row.id]) for row in rows]
+
+
+# --- writes ----------------------------------------------------------------------------------
+
+
+def _insert(conn: Connection, table: Any) -> Any:
+    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table)
+
+
+def _check_evidence(conn: Connection, workspace_id: str, ids: set[int]) -> None:
+    if not ids:
+        raise ForeignEvidence("a draft must cite at least one evidence row")
+    known = {
+        row.id
+        for row in conn.execute(
+            select(ev.c.id).where(ev.c.workspace_id == workspace_id, ev.c.id.in_(sorted(ids)))
+        )
+    }
+    missing = sorted(ids - known)
+    if missing:
+        raise ForeignEvidence(
+            f"evidence ids {missing[:10]} are not evidence of workspace {workspace_id!r}"
+        )
+
+
+def _bind(conn: Connection, entry_id: int, evidence_ids: Sequence[int], now: datetime) -> int:
+    if not evidence_ids:
+        return 0
+    stmt = _insert(conn, ee).on_conflict_do_nothing().returning(ee.c.evidence_id)
+    rows = conn.execute(
+        stmt, [{"entry_id": entry_id, "evidence_id": i, "created_at": now} for i in evidence_ids]
+    ).all()
+    return len(rows)
+
+
+def upsert_draft(
+    conn: Connection,
+    draft: DraftWrite,
+    *,
+    window_state_id: int | None = None,
+    now: datetime | None = None,
+) -> UpsertResult:
+    """Store one machine draft and bind its evidence; see the module docstring for the rules."""
+    if draft.source not in MACHINE_SOURCES:
+        raise ValueError(f"upsert_draft stores machine drafts only, not {draft.source!r}")
+    stamp = now or datetime.now(UTC)
+    _check_evidence(conn, draft.workspace_id, {ref.id for ref in draft.evidence})
+    for _ in range(_MAX_WRITE_ATTEMPTS):
+        existing = get_by_fingerprint(conn, draft.workspace_id, draft.fingerprint)
+        plan = plan_draft_write(existing, draft)
+        if plan.outcome is DraftOutcome.CREATED:
+            row = conn.execute(
+                _insert(conn, en)
+                .values(
+                    workspace_id=draft.workspace_id,
+                    source=draft.source,
+                    status="draft",
+                    fingerprint=draft.fingerprint,
+                    human_edited=False,
+                    revision=1,
+                    window_state_id=window_state_id,
+                    created_at=stamp,
+                    updated_at=stamp,
+                    **plan.values,
+                )
+                .on_conflict_do_nothing()
+                .returning(en.c.id)
+            ).first()
+            if row is None:
+                continue  # someone stored the same fingerprint meanwhile: decide again
+            bound = _bind(conn, row.id, plan.bind, stamp)
+            return UpsertResult(row.id, plan.outcome, bound, draft.fingerprint)
+        assert existing is not None  # only a missing entry plans CREATED
+        if plan.outcome is DraftOutcome.UPDATED:
+            result = conn.execute(
+                en.update()
+                .where(
+                    en.c.id == existing.id,
+                    en.c.revision == existing.revision,
+                    en.c.status == "draft",
+                    en.c.source.in_(MACHINE_SOURCES),
+                    en.c.human_edited == false(),
+                )
+                .values(
+                    revision=en.c.revision + 1,
+                    updated_at=stamp,
+                    window_state_id=window_state_id
+                    if window_state_id is not None
+                    else existing.window_state_id,
+                    **plan.values,
+                )
+            )
+            if result.rowcount != 1:
+                continue  # a curator edited it meanwhile: decide again
+        bound = _bind(conn, existing.id, plan.bind, stamp)
+        return UpsertResult(existing.id, plan.outcome, bound, draft.fingerprint)
+    raise RuntimeError(f"draft {draft.fingerprint[:12]} kept changing under concurrent writers")
+
+
+def upsert_drafts(
+    conn: Connection,
+    drafts: Sequence[DraftWrite],
+    *,
+    window_state_id: int | None = None,
+    now: datetime | None = None,
+) -> list[UpsertResult]:
+    """Store a chunk's drafts in the caller's transaction (with the window cursor)."""
+    return [upsert_draft(conn, d, window_state_id=window_state_id, now=now) for d in drafts]
+
+
+def create_human_entry(
+    conn: Connection,
+    workspace_id: str,
+    *,
+    occurred_at: datetime,
+    title: str,
+    category: str,
+    detail: str | None = None,
+    fingerprint: str | None = None,
+    evidence_ids: Sequence[int] = (),
+    now: datetime | None = None,
+) -> EntryRow:
+    """A curator's own entry (`source=human`, confirmed): synthesis never touches it."""
+    stamp = now or datetime.now(UTC)
+    row = conn.execute(
+        en.insert()
+        .values(
+            workspace_id=workspace_id,
+            occurred_at=occurred_at,
+            title=title,
+            detail=detail,
+            category=category,
+            source="human",
+            status="confirmed",
+            fingerprint=fingerprint,
+            human_edited=False,
+            revision=1,
+            metadata_json={},
+            created_at=stamp,
+            updated_at=stamp,
+        )
+        .returning(en.c.id)
+    ).one()
+    if evidence_ids:
+        _check_evidence(conn, workspace_id, set(evidence_ids))
+        _bind(conn, row.id, sorted(set(evidence_ids)), stamp)
+    entry = get(conn, row.id)
+    assert entry is not None
+    return entry
+
+
+def set_status(
+    conn: Connection, entry: EntryRow, status: str, *, now: datetime | None = None
+) -> EntryRow | None:
+    """A curator confirms, hides or re-opens an entry; None when it changed meanwhile."""
+    if status not in ("draft", "confirmed", "hidden"):
+        raise ValueError(f"invalid entry status {status!r}")
+    result = conn.execute(
+        en.update()
+        .where(en.c.id == entry.id, en.c.revision == entry.revision)
+        .values(status=status, revision=en.c.revision + 1, updated_at=now or datetime.now(UTC))
+    )
+    return get(conn, entry.id) if result.rowcount == 1 else None
+
+
+def edit_text(
+    conn: Connection,
+    entry: EntryRow,
+    *,
+    title: str,
+    detail: str | None,
+    now: datetime | None = None,
+) -> EntryRow | None:
+    """A curator rewrites an entry; from now on synthesis keeps its hands off the text."""
+    result = conn.execute(
+        en.update()
+        .where(en.c.id == entry.id, en.c.revision == entry.revision)
+        .values(
+            title=title,
+            detail=detail,
+            human_edited=True,
+            revision=en.c.revision + 1,
+            updated_at=now or datetime.now(UTC),
+        )
+    )
+    return get(conn, entry.id) if result.rowcount == 1 else None

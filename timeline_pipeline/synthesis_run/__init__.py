@@ -1,0 +1,1 @@
+"""Running one synthesis window: claim, read, chunk, synthesize, commit, finish (seed 000 §12)."""

@@ -1,0 +1,517 @@
+"""Synthesize one window (seed 000 section 12.1): claim, read, chunk, call, commit, finish.
+
+The run owns a window only after a compare-and-set moves its state to `processing`; a second
+run for the same window finds nothing to claim and reports `skipped`. The window's eligible
+evidence is read in (occurred_at, id) order, cut into chunks bounded by count and estimated
+tokens, and each chunk's drafts are committed in the same transaction that advances the
+window cursor, so a crash loses at most the chunk in progress and a retry resumes after the
+last committed chunk (the window is still retried as a whole unit of scheduling: no
+per-message state is ever written). A failing chunk is retried with bounded attempts and
+backoff; past the limit the window is marked `failed` with bounded diagnostics and the
+discovery sensor decides on a later whole-window attempt. An operator's replay resets the
+state first, and the window runs again from its first chunk.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+import structlog
+from sqlalchemy import Engine
+
+from timeline_pipeline.domain.evidence import EvidenceCursor, EvidenceRow
+from timeline_pipeline.domain.keys import (
+    SOURCE_LARK,
+    SOURCE_TYPE_LARK_MESSAGE,
+    message_source_key,
+)
+from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store import entries, evidence, sync_states
+from timeline_pipeline.store.sync_states import SyncState
+from timeline_pipeline.synthesis.chunking import plan_chunks
+from timeline_pipeline.synthesis.models import (
+    EvidenceItem,
+    SynthesisChunk,
+    SynthesisError,
+    SynthesisRejected,
+    SynthesisResult,
+    Synthesizer,
+    validate_entries,
+)
+from timeline_pipeline.synthesis_run.lineage import (
+    ChunkFailure,
+    aggregate_hash,
+    backoff_seconds,
+    bounded,
+    chunk_limits,
+    draft_write,
+    evidence_item,
+    evidence_lineage,
+)
+from timeline_pipeline.windows.keys import WindowRef, decode_window_cursor, encode_window_cursor
+
+__all__ = ["RunStatus", "WindowRunReport", "WindowRunner"]
+
+log = structlog.get_logger(__name__)
+
+READ_PAGE = 1000
+MAX_CONTEXT_ROWS = 500
+MAX_REFERENCED_ROOTS = 50
+
+
+class RunStatus(StrEnum):
+    COMPLETED = "completed"  # the window yielded timeline entries (new, updated or re-found)
+    IGNORED = "ignored"  # nothing timeline-worthy; the evidence stays traceable
+    SKIPPED = "skipped"  # not ours to run: finished, exhausted, or claimed by another run
+    EMPTY = "empty"  # no eligible evidence, so no state row exists (nothing to do)
+    FAILED = "failed"  # a chunk exhausted its attempts; the state records why
+
+
+class LeaseLost(Exception):
+    """The state moved under us (a replay or a stale-timeout takeover); stop writing."""
+
+
+@dataclass
+class WindowRunReport:
+    """What one run did; becomes the materialization's metadata (lineage to evidence)."""
+
+    ref: WindowRef
+    status: RunStatus
+    state_id: int | None = None
+    attempt: int = 0
+    evidence: list[EvidenceItem] = field(default_factory=list)
+    aggregate_hash: str | None = None
+    chunks_run: int = 0
+    chunks_total: int = 0
+    model_calls: int = 0
+    entries_created: int = 0
+    entries_updated: int = 0
+    entries_supported: int = 0
+    entries_unchanged: int = 0
+    bindings: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    processor: str = ""
+    prompt_version: str = ""
+    model: str = ""
+    resumed_after: str | None = None
+    replayed: bool = False
+    reason: str | None = None
+
+    def metadata(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "status": self.status.value,
+            "window": self.ref.source_key,
+            "workspace_id": self.ref.workspace_id,
+            "chat_id": self.ref.chat_id,
+            "window_start": self.ref.window_start.isoformat(),
+            "processor_version": self.ref.processor_version or "default",
+            "attempt": self.attempt,
+            "aggregate_hash": self.aggregate_hash or "",
+            "chunks": self.chunks_total,
+            "chunks_this_run": self.chunks_run,
+            "model_calls": self.model_calls,
+            "entries_created": self.entries_created,
+            "entries_updated": self.entries_updated,
+            "entries_supported": self.entries_supported,
+            "entries_unchanged": self.entries_unchanged,
+            "evidence_bindings": self.bindings,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "processor": self.processor,
+            "prompt_version": self.prompt_version,
+            "model": self.model,
+            "replayed": self.replayed,
+        }
+        data.update(evidence_lineage(self.evidence))
+        if self.resumed_after:
+            data["resumed_after"] = self.resumed_after
+        if self.reason:
+            data["reason"] = self.reason
+        return data
+
+
+class WindowRunner:
+    """Runs windows with one synthesizer; clock, sleep and randomness are injectable."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: LarkTimelineSettings,
+        synthesizer: Synthesizer,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sleep: Callable[[float], None] = time.sleep,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.synthesizer = synthesizer
+        self.clock = clock
+        self.sleep = sleep
+        self.rng = rng
+
+    # --- entry point -------------------------------------------------------------------------
+
+    def run(self, ref: WindowRef, *, owner: str, replay: bool = False) -> WindowRunReport:
+        report = WindowRunReport(
+            ref=ref,
+            status=RunStatus.SKIPPED,
+            processor=self.synthesizer.name,
+            prompt_version=self.synthesizer.prompt_version,
+            replayed=replay,
+        )
+        state = self._ensure_state(ref)
+        if state is None:
+            report.status = RunStatus.EMPTY
+            report.reason = "no eligible evidence in the window: no state, nothing to synthesize"
+            return report
+        report.state_id = state.id
+        if replay:
+            state = self._reset(state)
+        claimed = self._claim(state, owner)
+        if claimed is None:
+            report.reason = self._why_not_claimed(state.id)
+            report.attempt = state.attempt_count
+            log.info("window.skipped", window=ref.partition_key, reason=report.reason)
+            return report
+        report.attempt = claimed.attempt_count
+        try:
+            return self._process(ref, claimed, report)
+        except LeaseLost as exc:
+            report.status = RunStatus.FAILED
+            report.reason = str(exc)
+            log.warning("window.lease_lost", window=ref.partition_key, state_id=claimed.id)
+            return report
+
+    # --- state transitions -------------------------------------------------------------------
+
+    def _ensure_state(self, ref: WindowRef) -> SyncState | None:
+        """The sensor made the row; a manual run of a partition makes it if evidence exists."""
+        with self.engine.begin() as conn:
+            return sync_states.create_window_if_evidence(
+                conn,
+                workspace_id=ref.workspace_id,
+                chat_id=ref.chat_id,
+                window_start=ref.window_start,
+                window_end=ref.window_end(self.settings.synthesis_window),
+                processor_version=ref.processor_version,
+                now=self.clock(),
+            )
+
+    def _reset(self, state: SyncState) -> SyncState:
+        with self.engine.begin() as conn:
+            sync_states.reset_window(conn, state, now=self.clock())
+            current = sync_states.get(conn, state.id)
+        assert current is not None
+        return current
+
+    def _claim(self, state: SyncState, owner: str) -> SyncState | None:
+        with self.engine.begin() as conn:
+            return sync_states.claim_window(
+                conn,
+                state,
+                owner=owner,
+                max_attempts=self.settings.synthesis_window_max_attempts,
+                stale_timeout=self.settings.synthesis_stale_timeout,
+                now=self.clock(),
+            )
+
+    def _why_not_claimed(self, state_id: int) -> str:
+        with self.engine.connect() as conn:
+            current = sync_states.get(conn, state_id)
+        if current is None:
+            return "the window state disappeared"
+        if current.status in sync_states.TERMINAL:
+            return f"the window is already {current.status}"
+        if current.status == "processing":
+            return f"another run ({current.lease_owner}) is processing the window"
+        if current.is_exhausted(self.settings.synthesis_window_max_attempts):
+            return "the window failed and has no attempts left (replay it to run again)"
+        return "the window changed while this run started; a later run will take it"
+
+    # --- the work ------------------------------------------------------------------------------
+
+    def _read_window(self, ref: WindowRef) -> list[EvidenceRow]:
+        rows: list[EvidenceRow] = []
+        end = ref.window_end(self.settings.synthesis_window)
+        after: EvidenceCursor | None = None
+        with self.engine.connect() as conn:
+            while True:
+                page = evidence.scope_range(
+                    conn,
+                    ref.workspace_id,
+                    ref.chat_id,
+                    ref.window_start,
+                    end,
+                    after=after,
+                    limit=READ_PAGE,
+                )
+                rows.extend(page)
+                if len(page) < READ_PAGE:
+                    return rows
+                after = EvidenceCursor(page[-1].occurred_at, page[-1].id)
+
+    def _context_candidates(
+        self, ref: WindowRef, window_items: Sequence[EvidenceItem]
+    ) -> list[EvidenceItem]:
+        """The lookback before the window, referenced roots and parents, and the window itself.
+
+        `select_context` picks from these per chunk; same-thread messages older than the
+        lookback are reached through the root and parent they reply to.
+        """
+        lookback = self.settings.synthesis_context_lookback
+        candidates: dict[int, EvidenceItem] = {item.id: item for item in window_items}
+        referenced: set[str] = set()
+        for item in window_items:
+            referenced.update(r for r in (item.root_id, item.parent_id) if r is not None)
+        referenced -= {item.message_id for item in window_items}
+        with self.engine.connect() as conn:
+            if lookback:
+                before = evidence.scope_range(
+                    conn,
+                    ref.workspace_id,
+                    ref.chat_id,
+                    ref.window_start - lookback,
+                    ref.window_start,
+                    limit=MAX_CONTEXT_ROWS,
+                )
+                candidates.update((row.id, evidence_item(row)) for row in before)
+            for message_id in sorted(referenced)[:MAX_REFERENCED_ROOTS]:
+                row = evidence.get_by_key(
+                    conn,
+                    ref.workspace_id,
+                    SOURCE_LARK,
+                    SOURCE_TYPE_LARK_MESSAGE,
+                    message_source_key(ref.chat_id, message_id),
+                )
+                if row is not None and row.ai_eligible and not row.deleted:
+                    candidates[row.id] = evidence_item(row)
+        return list(candidates.values())
+
+    def _process(
+        self, ref: WindowRef, state: SyncState, report: WindowRunReport
+    ) -> WindowRunReport:
+        items = [evidence_item(row) for row in self._read_window(ref)]
+        report.evidence = items
+        report.aggregate_hash = aggregate_hash(items)
+        resume = decode_window_cursor(state.last_seen_cursor) if state.last_seen_cursor else None
+        if resume is not None:
+            report.resumed_after = state.last_seen_cursor
+        todo = [i for i in items if resume is None or (i.occurred_at, i.id) > resume]
+        chunks = plan_chunks(
+            ref.window_start,
+            ref.window_end(self.settings.synthesis_window),
+            todo,
+            limits=chunk_limits(self.settings),
+            context_candidates=self._context_candidates(ref, items),
+        )
+        held = state.metadata if resume is not None else {}
+        done_before = int(held.get("chunk_count", 0) or 0)
+        totals = {
+            key: int(held.get(key, 0) or 0)
+            for key in (
+                "entries_proposed",
+                "entries_created",
+                "entries_updated",
+                "input_tokens",
+                "output_tokens",
+            )
+        }
+        report.chunks_total = done_before + len(chunks)
+        current = state
+        for position, chunk in enumerate(chunks):
+            number = done_before + position + 1
+            outcome = self._synthesize_chunk(chunk, report)
+            if isinstance(outcome, ChunkFailure):
+                diagnostic = outcome.diagnostic(chunk, number, report.chunks_total)
+                return self._fail(current, report, diagnostic, outcome)
+            following = chunks[position + 1].evidence[0] if position + 1 < len(chunks) else None
+            current = self._commit_chunk(
+                ref, current, chunk, outcome, number, report, totals, following
+            )
+            report.chunks_run += 1
+        # Completed when the window yields timeline entries, even ones a replay finds already
+        # stored (created/updated say whether anything changed); ignored when it yields none.
+        status = "completed" if totals["entries_proposed"] else "ignored"
+        with self.engine.begin() as conn:
+            finished = sync_states.finish_window(
+                conn,
+                current,
+                status=status,
+                aggregate_hash=report.aggregate_hash,
+                metadata=self._state_metadata(report, totals, status=status, chunk_start=None),
+                now=self.clock(),
+            )
+        if finished is None:
+            raise LeaseLost("lease lost: another run took over the window before it finished")
+        report.status = RunStatus(status)
+        log.info(
+            "window.finished",
+            window=ref.partition_key,
+            status=status,
+            evidence=len(items),
+            chunks=report.chunks_total,
+            created=report.entries_created,
+            updated=report.entries_updated,
+        )
+        return report
+
+    def _synthesize_chunk(
+        self, chunk: SynthesisChunk, report: WindowRunReport
+    ) -> SynthesisResult | ChunkFailure:
+        limit = self.settings.synthesis_chunk_max_attempts
+        failure = ChunkFailure("unknown", "", 0, True)
+        for attempt in range(1, limit + 1):
+            report.model_calls += 1
+            try:
+                result = self.synthesizer.synthesize(chunk)
+                checked = validate_entries(chunk, list(result.entries))
+                return result.model_copy(update={"entries": checked})
+            except SynthesisRejected as exc:
+                return ChunkFailure(exc.reason, bounded(str(exc), 300), attempt, False)
+            except SynthesisError as exc:
+                failure = ChunkFailure(exc.reason, bounded(str(exc), 300), attempt, True)
+            except Exception as exc:  # a synthesizer bug must fail the window, not the sensor
+                failure = ChunkFailure("unexpected_error", type(exc).__name__, attempt, True)
+            log.warning(
+                "window.chunk_retry",
+                window=report.ref.partition_key,
+                chunk=chunk.index,
+                attempt=attempt,
+                reason=failure.reason,
+            )
+            if attempt < limit:
+                self.sleep(
+                    backoff_seconds(
+                        attempt,
+                        self.settings.retry_backoff_base,
+                        self.settings.retry_backoff_cap,
+                        self.rng,
+                    )
+                )
+        return failure
+
+    def _commit_chunk(
+        self,
+        ref: WindowRef,
+        state: SyncState,
+        chunk: SynthesisChunk,
+        result: SynthesisResult,
+        number: int,
+        report: WindowRunReport,
+        totals: dict[str, int],
+        following: EvidenceItem | None,
+    ) -> SyncState:
+        """The chunk's drafts, their bindings and the window cursor: one transaction."""
+        batch_id = f"w{state.id}.a{state.attempt_count}.c{number}"
+        writes = [
+            draft_write(
+                ref, chunk, entry, result, processor=self.synthesizer.name, batch_id=batch_id
+            )
+            for entry in result.entries
+        ]
+        last = chunk.evidence[-1]
+        created = updated = supported = unchanged = bound = 0
+        with self.engine.begin() as conn:
+            for written in entries.upsert_drafts(
+                conn, writes, window_state_id=state.id, now=self.clock()
+            ):
+                created += written.outcome is entries.DraftOutcome.CREATED
+                updated += written.outcome is entries.DraftOutcome.UPDATED
+                supported += written.outcome is entries.DraftOutcome.SUPPORTED
+                unchanged += written.outcome is entries.DraftOutcome.UNCHANGED
+                bound += written.bound
+            totals["entries_proposed"] += len(writes)
+            totals["entries_created"] += created
+            totals["entries_updated"] += updated
+            totals["input_tokens"] += result.usage.input_tokens
+            totals["output_tokens"] += result.usage.output_tokens
+            report.model = result.model
+            report.prompt_version = result.prompt_version
+            advanced = sync_states.advance_window_cursor(
+                conn,
+                state,
+                cursor=encode_window_cursor(last.occurred_at, last.id),
+                metadata=self._state_metadata(
+                    report,
+                    totals,
+                    status="processing",
+                    chunk_start=(
+                        encode_window_cursor(following.occurred_at, following.id)
+                        if following is not None
+                        else None
+                    ),
+                    chunk_count=number,
+                ),
+                now=self.clock(),
+            )
+            if advanced is None:
+                # Rolls back this chunk's drafts with the transaction.
+                raise LeaseLost("lease lost: another run took over the window mid-way")
+        report.entries_created += created
+        report.entries_updated += updated
+        report.entries_supported += supported
+        report.entries_unchanged += unchanged
+        report.bindings += bound
+        report.input_tokens += result.usage.input_tokens
+        report.output_tokens += result.usage.output_tokens
+        return advanced
+
+    def _fail(
+        self, state: SyncState, report: WindowRunReport, diagnostic: str, failure: ChunkFailure
+    ) -> WindowRunReport:
+        now = self.clock()
+        retry_in = backoff_seconds(
+            state.attempt_count,
+            self.settings.retry_backoff_base,
+            self.settings.retry_backoff_cap,
+            lambda: 1.0,
+        )
+        with self.engine.begin() as conn:
+            failed = sync_states.fail_window(
+                conn,
+                state,
+                error=diagnostic,
+                retry_at=now + timedelta(seconds=retry_in),
+                now=now,
+            )
+        if failed is None:
+            raise LeaseLost("lease lost: another run took over the window before it failed")
+        report.status = RunStatus.FAILED
+        report.reason = diagnostic
+        log.warning(
+            "window.failed",
+            window=report.ref.partition_key,
+            attempt=state.attempt_count,
+            reason=failure.reason,
+            retryable=failure.retryable,
+        )
+        return report
+
+    def _state_metadata(
+        self,
+        report: WindowRunReport,
+        totals: dict[str, int],
+        *,
+        status: str,
+        chunk_start: str | None,
+        chunk_count: int | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "status": status,
+            "evidence_count": len(report.evidence),
+            "chunk_count": report.chunks_total if chunk_count is None else chunk_count,
+            "prompt_version": report.prompt_version,
+            "processor": report.processor,
+            "model": report.model,
+            "attempt_count": report.attempt,
+            "current_chunk_start": chunk_start,
+            **totals,
+        }

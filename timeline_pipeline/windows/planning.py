@@ -1,0 +1,311 @@
+"""Discovery decisions that need no database: what a window state calls for, whether a window
+may be synthesized yet, backlog admission, run identity and the sensor cursor. Pure.
+
+The discovery sensor (`windows.discovery`) reads rows and asks these functions what to do, so
+the rules of seed 000 sections 11 and 14 can be tested as tables without a database or Dagster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store.sync_states import SyncState
+from timeline_pipeline.windows.keys import WindowRef
+
+__all__ = [
+    "COMMIT_MARGIN",
+    "PRIORITY_EPOCH",
+    "Admission",
+    "DiscoveryCursor",
+    "DiscoveryLimits",
+    "StateAction",
+    "classify_state",
+    "collection_covers",
+    "is_closed",
+    "run_key",
+    "run_priority",
+    "run_tags",
+]
+
+TAG_WORKSPACE = "timeline/workspace"
+TAG_SYNTHESIS = "timeline/synthesis"
+TAG_WINDOW_ATTEMPT = "timeline/window_attempt"
+TAG_PRIORITY = "dagster/priority"
+
+COMMIT_MARGIN = timedelta(minutes=2)
+"""Longest time an evidence transaction may stay open between taking its id and committing.
+
+Ids come from a sequence and commit out of order, so a row with a smaller id can appear after a
+larger one was seen. The sensor re-scans ids seen during the last margin before it treats them
+as settled (see `DiscoveryCursor.advance`); the receiver and reconciliation commit in well under
+a second, so two minutes is a wide safety margin at the cost of re-reading recent rows once.
+"""
+
+PRIORITY_EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
+MAX_MARKS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryLimits:
+    """The settings discovery obeys (seed 000 section 14), read once per tick."""
+
+    window: timedelta
+    close_grace: timedelta
+    stale_timeout: timedelta
+    max_attempts: int
+    per_workspace: int
+    global_limit: int
+    reconciliation_enabled: bool
+    lookback: timedelta
+    reissue_after: timedelta
+
+    @classmethod
+    def from_settings(cls, settings: LarkTimelineSettings) -> DiscoveryLimits:
+        return cls(
+            window=settings.synthesis_window,
+            close_grace=settings.synthesis_window_close_grace,
+            stale_timeout=settings.synthesis_stale_timeout,
+            max_attempts=settings.synthesis_window_max_attempts,
+            per_workspace=settings.window_backlog_limit_per_workspace,
+            global_limit=settings.window_backlog_limit_global,
+            reconciliation_enabled=settings.reconciliation_enabled,
+            lookback=settings.ingestion_lookback,
+            # A queued run waits at most for the runs ahead of it; a request not seen as a run
+            # after a stale timeout is checked (and re-issued if Dagster never got it).
+            reissue_after=settings.synthesis_stale_timeout,
+        )
+
+
+class StateAction(StrEnum):
+    """What an existing window state calls for in this tick."""
+
+    COVERED = "covered"  # completed or ignored: never reopened automatically
+    EXHAUSTED = "exhausted"  # failed with no attempts left: stays failed for an operator
+    RUNNING = "running"  # processing within the stale timeout: in flight
+    QUEUED = "queued"  # pending and already requested: in flight
+    REQUEUE_STALE = "requeue_stale"  # a worker died: retry the window, keeping its backlog slot
+    FAIL_STALE = "fail_stale"  # a worker died on the last attempt: mark the window failed
+    REQUEST = "request"  # pending but never requested, or failed and due: needs a slot
+    WAIT = "wait"  # failed with attempts left, backoff not over yet
+
+    @property
+    def in_flight(self) -> bool:
+        return self in (StateAction.RUNNING, StateAction.QUEUED, StateAction.REQUEUE_STALE)
+
+
+def classify_state(state: SyncState, now: datetime, limits: DiscoveryLimits) -> StateAction:
+    """Seed 000 section 11 steps 3 and 6, and the stale-worker rule, for one state row.
+
+    A pending row whose `next_attempt_at` is set has been requested (the sensor stamps the time
+    at which an unanswered request is checked again); a pending row without it was created by
+    someone else (the rerun job) and still needs a run.
+    """
+    if state.status in ("completed", "ignored"):
+        return StateAction.COVERED
+    if state.status == "failed":
+        if state.attempt_count >= limits.max_attempts:
+            return StateAction.EXHAUSTED
+        if state.next_attempt_at is not None and state.next_attempt_at > now:
+            return StateAction.WAIT
+        return StateAction.REQUEST
+    if state.status == "processing":
+        if not state.is_stale(now, limits.stale_timeout):
+            return StateAction.RUNNING
+        if state.attempt_count >= limits.max_attempts:
+            return StateAction.FAIL_STALE
+        return StateAction.REQUEUE_STALE
+    if state.next_attempt_at is None:
+        return StateAction.REQUEST
+    return StateAction.QUEUED
+
+
+def is_closed(window_end: datetime, now: datetime, close_grace: timedelta) -> bool:
+    """Late delivery lands before `window_end + grace`; synthesizing earlier would miss it."""
+    return window_end + close_grace <= now
+
+
+def collection_covers(
+    window_end: datetime, covered_until: datetime | None, reconciliation_enabled: bool
+) -> bool:
+    """With reconciliation on, wait until the chat's history was collected past the window."""
+    if not reconciliation_enabled:
+        return True
+    return covered_until is not None and covered_until >= window_end
+
+
+class Admission:
+    """Per-workspace and global backlog slots (seed 000 section 14), oldest window first.
+
+    A slot is a window that was requested and has not finished: queued or running. New
+    windows and due retries take a slot; the caller offers them in window-start order, so the
+    oldest uncovered windows are admitted first and continuous traffic cannot starve them.
+    """
+
+    def __init__(self, per_workspace: int, global_limit: int, in_flight: Iterable[str]) -> None:
+        self.per_workspace = per_workspace
+        self.global_limit = global_limit
+        self.used: Counter[str] = Counter(in_flight)
+        self.total = sum(self.used.values())
+
+    @property
+    def full(self) -> bool:
+        return self.total >= self.global_limit
+
+    def has_room(self, workspace_id: str) -> bool:
+        return not self.full and self.used[workspace_id] < self.per_workspace
+
+    def admit(self, workspace_id: str) -> bool:
+        if not self.has_room(workspace_id):
+            return False
+        self.used[workspace_id] += 1
+        self.total += 1
+        return True
+
+    def release(self, workspace_id: str) -> None:
+        if self.used[workspace_id] > 0:
+            self.used[workspace_id] -= 1
+            self.total -= 1
+
+
+def run_key(ref: WindowRef, state: SyncState) -> str:
+    """Partition plus attempt, and the state's revision, which no later request can repeat.
+
+    Dagster launches a run key at most once. The attempt counter alone is not enough: an
+    operator's replay resets it to zero, and attempt 1 after a replay must still run.
+    """
+    return f"{ref.partition_key}/attempt-{state.attempt_count + 1}/rev-{state.revision}"
+
+
+def run_priority(window_start: datetime) -> int:
+    """`dagster/priority`: higher runs first, so older windows get larger numbers."""
+    return -int((window_start - PRIORITY_EPOCH) // timedelta(minutes=1))
+
+
+def run_tags(ref: WindowRef, state: SyncState) -> dict[str, str]:
+    """Tags that Dagster's run queue limits act on (dagster.yaml `tag_concurrency_limits`)."""
+    return {
+        TAG_WORKSPACE: ref.workspace_id,
+        TAG_SYNTHESIS: "1",
+        TAG_WINDOW_ATTEMPT: str(state.attempt_count + 1),
+        TAG_PRIORITY: str(run_priority(ref.window_start)),
+    }
+
+
+# --- the sensor cursor -----------------------------------------------------------------------
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat()
+
+
+def _from_iso(text: str) -> datetime:
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        raise ValueError("naive time in cursor")
+    return parsed.astimezone(UTC)
+
+
+ChatKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class DiscoveryCursor:
+    """What the sensor remembers between ticks, so that a tick costs O(uncovered windows).
+
+    * `settled_id`: every evidence id up to here was read after it committed; ids above it
+      are read (again) by the next tick. `scanned_id` is the highest id read so far, and
+      `marks` remember which id was highest at each recent tick, to settle ids only once a
+      scan ran `COMMIT_MARGIN` after they were seen.
+    * `frontiers`: per chat with uncovered windows not yet turned into state rows (open, waiting
+      for collection, or held back by a backlog limit), the window start from which to look for
+      them again. A chat with nothing uncovered is absent, so a quiet chat costs nothing.
+    * `reissue_at`: when to check again that requested runs really exist in Dagster.
+
+    An empty cursor means a cold start: each eligible chat resumes after its latest window.
+    """
+
+    settled_id: int = 0
+    scanned_id: int = 0
+    marks: tuple[tuple[datetime, int], ...] = ()
+    last_tick: datetime | None = None
+    frontiers: Mapping[ChatKey, datetime] = field(default_factory=dict)
+    reissue_at: datetime | None = None
+    bootstrapped: bool = False
+
+    def scan_bounds(self, max_id: int, cap: int) -> tuple[int, int]:
+        """Ids to read this tick: (after, up to]. Bounded by `cap` past what was read before."""
+        settled = self.settled_after_margin()
+        upper = min(max_id, max(self.scanned_id, settled) + cap)
+        return settled, max(upper, settled)
+
+    def settled_after_margin(self) -> int:
+        """Marks whose ids were all committed before the previous tick scanned them."""
+        settled = self.settled_id
+        if self.last_tick is None:
+            return settled
+        limit = self.last_tick - COMMIT_MARGIN
+        for stamp, mark_id in self.marks:
+            if stamp <= limit:
+                settled = max(settled, mark_id)
+        return min(settled, self.scanned_id)
+
+    def advance(self, *, now: datetime, settled: int, scanned_to: int) -> DiscoveryCursor:
+        scanned = max(self.scanned_id, scanned_to)
+        marks = [(stamp, mark_id) for stamp, mark_id in self.marks if mark_id > settled]
+        marks.append((now, scanned))
+        return replace(
+            self,
+            settled_id=settled,
+            scanned_id=scanned,
+            marks=tuple(marks[-MAX_MARKS:]),
+            last_tick=now,
+        )
+
+    def to_json(self) -> str:
+        payload: dict[str, Any] = {
+            "v": 1,
+            "settled": self.settled_id,
+            "scanned": self.scanned_id,
+            "marks": [[_iso(stamp), mark_id] for stamp, mark_id in self.marks],
+            "last": _iso(self.last_tick) if self.last_tick else None,
+            "frontiers": {
+                f"{ws}:{chat}": _iso(start) for (ws, chat), start in sorted(self.frontiers.items())
+            },
+            "reissue": _iso(self.reissue_at) if self.reissue_at else None,
+            "boot": self.bootstrapped,
+        }
+        return json.dumps(payload, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> DiscoveryCursor:
+        """An unreadable cursor is a cold start, never a crash: discovery rebuilds from rows."""
+        if not text:
+            return cls()
+        try:
+            raw = json.loads(text)
+            if raw.get("v") != 1:
+                return cls()
+            frontiers: dict[ChatKey, datetime] = {}
+            for key, start in raw["frontiers"].items():
+                ws, sep, chat = key.partition(":")
+                if not sep:
+                    raise ValueError("bad frontier key")
+                frontiers[(ws, chat)] = _from_iso(start)
+            return cls(
+                settled_id=int(raw["settled"]),
+                scanned_id=int(raw["scanned"]),
+                marks=tuple((_from_iso(stamp), int(mark_id)) for stamp, mark_id in raw["marks"]),
+                last_tick=_from_iso(raw["last"]) if raw["last"] else None,
+                frontiers=frontiers,
+                reissue_at=_from_iso(raw["reissue"]) if raw["reissue"] else None,
+                bootstrapped=bool(raw["boot"]),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return cls()

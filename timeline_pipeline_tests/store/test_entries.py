@@ -1,0 +1,262 @@
+"""Timeline entries and evidence bindings (seed 000 sections 12.4, 16 and 21), on both databases."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from timeline_pipeline.store import entries, evidence
+from timeline_pipeline.store.entries import (
+    DraftOutcome,
+    DraftWrite,
+    EntryRow,
+    EvidenceRef,
+    ForeignEvidence,
+    plan_draft_write,
+)
+from timeline_pipeline_tests.store.factories import T0, make_workspace, message
+
+
+def _evidence(engine: Engine, count: int, workspace_id: str = "inc-1") -> list[EvidenceRef]:
+    refs: list[EvidenceRef] = []
+    with engine.begin() as conn:
+        for i in range(count):
+            record = message(
+                f"fact {i}", workspace_id=workspace_id, message_id=f"om_{workspace_id}_{i}"
+            )
+            evidence.upsert(conn, record)
+            row = evidence.get_by_key(
+                conn, workspace_id, record.source, record.source_type, record.source_key
+            )
+            assert row is not None
+            refs.append(EvidenceRef(row.id, row.content_hash))
+    return refs
+
+
+def _draft(refs: list[EvidenceRef], **changes: Any) -> DraftWrite:
+    values: dict[str, Any] = {
+        "workspace_id": "inc-1",
+        "fingerprint": "fp-1",
+        "occurred_at": T0 + timedelta(minutes=3),
+        "title": "Checkout errors for EU customers",
+        "category": "impact",
+        "evidence": refs,
+        "provenance": {
+            "processor": "rules",
+            "prompt_version": "rules-v1",
+            "model": "rules",
+            "chat_id": "oc_chat",
+            "thread_ids": ["omt_1"],
+            "root_ids": [],
+            "batch_id": "w1.a1.c1",
+            "window": "chat/oc_chat/window/2026-11-29T10:00:00Z",
+        },
+    }
+    values.update(changes)
+    return DraftWrite(**values)
+
+
+def _store(engine: Engine, draft: DraftWrite) -> entries.UpsertResult:
+    with engine.begin() as conn:
+        return entries.upsert_draft(conn, draft, now=T0)
+
+
+def _entry(engine: Engine, entry_id: int | None) -> EntryRow:
+    assert entry_id is not None
+    with engine.connect() as conn:
+        found = entries.get(conn, entry_id)
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def refs(engine: Engine) -> list[EvidenceRef]:
+    make_workspace(engine)
+    return _evidence(engine, 4)
+
+
+def test_a_new_draft_is_an_ai_draft_bound_to_every_cited_evidence_row(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    result = _store(engine, _draft(refs[:2]))
+    assert (result.outcome, result.bound) == (DraftOutcome.CREATED, 2)
+    entry = _entry(engine, result.entry_id)
+    assert (entry.source, entry.status, entry.human_edited) == ("ai", "draft", False)
+    assert entry.evidence_ids == (refs[0].id, refs[1].id)
+    assert entry.metadata["evidence"] == [
+        {"id": r.id, "content_hash": r.content_hash} for r in refs[:2]
+    ]
+    assert entry.metadata["prompt_version"] == "rules-v1"
+    assert entry.metadata["batch_id"] == "w1.a1.c1"
+    assert entry.metadata["thread_ids"] == ["omt_1"]
+
+
+def test_the_same_fingerprint_again_is_unchanged_not_a_duplicate(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    first = _store(engine, _draft(refs[:2]))
+    again = _store(engine, _draft(refs[:2]))
+    assert again.outcome is DraftOutcome.UNCHANGED and again.entry_id == first.entry_id
+    assert _entry(engine, first.entry_id).revision == 1
+    with engine.connect() as conn:
+        assert len(entries.list_for_workspace(conn, "inc-1")) == 1
+
+
+def test_a_machine_draft_is_updated_and_gains_evidence(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    first = _store(engine, _draft(refs[:1]))
+    later = _store(
+        engine,
+        _draft(
+            refs[1:3],
+            occurred_at=T0 + timedelta(minutes=30),
+            detail="now 40% of requests",
+            provenance={"batch_id": "w2.a1.c1", "thread_ids": ["omt_2"]},
+        ),
+    )
+    assert (later.outcome, later.bound) == (DraftOutcome.UPDATED, 2)
+    entry = _entry(engine, first.entry_id)
+    assert entry.occurred_at == T0 + timedelta(minutes=3)  # the first sighting stays the time
+    assert entry.detail == "now 40% of requests"
+    assert entry.evidence_ids == tuple(r.id for r in refs[:3])
+    assert [e["id"] for e in entry.metadata["evidence"]] == [r.id for r in refs[:3]]
+    assert entry.metadata["batch_id"] == "w2.a1.c1"
+    assert entry.metadata["first_batch_id"] == "w1.a1.c1"
+    assert entry.metadata["thread_ids"] == ["omt_1", "omt_2"]
+    assert entry.revision == 2
+
+
+def test_a_confirmed_entry_keeps_its_text_but_gains_supporting_evidence(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    first = _store(engine, _draft(refs[:1]))
+    draft = _entry(engine, first.entry_id)
+    with engine.begin() as conn:
+        confirmed = entries.set_status(conn, draft, "confirmed")
+    assert confirmed is not None
+    result = _store(engine, _draft(refs[:3], title="checkout errors for EU customers!"))
+    assert (result.outcome, result.bound) == (DraftOutcome.SUPPORTED, 2)
+    entry = _entry(engine, first.entry_id)
+    assert entry.title == "Checkout errors for EU customers"
+    assert entry.status == "confirmed"
+    assert entry.evidence_ids == tuple(r.id for r in refs[:3])
+
+
+def test_a_human_edited_draft_is_never_rewritten(engine: Engine, refs: list[EvidenceRef]) -> None:
+    first = _store(engine, _draft(refs[:1]))
+    draft = _entry(engine, first.entry_id)
+    with engine.begin() as conn:
+        entries.edit_text(conn, draft, title="EU checkout outage", detail="by hand")
+    result = _store(engine, _draft(refs[:2], detail="machine detail"))
+    assert result.outcome is DraftOutcome.SUPPORTED
+    entry = _entry(engine, first.entry_id)
+    assert (entry.title, entry.detail, entry.human_edited) == (
+        "EU checkout outage",
+        "by hand",
+        True,
+    )
+
+
+def test_hidden_and_human_entries_are_left_exactly_as_they_are(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    hidden = _store(engine, _draft(refs[:1], fingerprint="fp-hidden"))
+    to_hide = _entry(engine, hidden.entry_id)
+    with engine.begin() as conn:
+        entries.set_status(conn, to_hide, "hidden")
+        human = entries.create_human_entry(
+            conn,
+            "inc-1",
+            occurred_at=T0,
+            title="Customer impact declared",
+            category="impact",
+            fingerprint="fp-human",
+            evidence_ids=[refs[0].id],
+        )
+    for fingerprint, entry_id in (("fp-hidden", hidden.entry_id), ("fp-human", human.id)):
+        before = _entry(engine, entry_id)
+        result = _store(engine, _draft(refs, fingerprint=fingerprint, title="rewritten"))
+        assert (result.outcome, result.bound) == (DraftOutcome.UNTOUCHED, 0)
+        assert _entry(engine, entry_id) == before
+
+
+def test_evidence_of_another_workspace_is_refused_and_nothing_is_written(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    make_workspace(engine, "inc-2")
+    foreign = _evidence(engine, 1, workspace_id="inc-2")
+    with pytest.raises(ForeignEvidence, match="inc-1"):
+        _store(engine, _draft([refs[0], foreign[0]]))
+    with engine.connect() as conn:
+        assert entries.list_for_workspace(conn, "inc-1") == []
+
+
+def test_listing_pages_by_time_and_leaves_hidden_entries_out(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    for i in range(5):
+        _store(
+            engine,
+            _draft(
+                refs[i % 4 : i % 4 + 1],
+                fingerprint=f"fp-{i}",
+                title=f"fact {i}",
+                occurred_at=T0 + timedelta(minutes=10 - i),
+            ),
+        )
+    with engine.begin() as conn:
+        third = entries.get_by_fingerprint(conn, "inc-1", "fp-2")
+        assert third is not None
+        entries.set_status(conn, third, "hidden")
+        page = entries.list_for_workspace(conn, "inc-1", limit=2)
+        rest = entries.list_for_workspace(
+            conn, "inc-1", after=(page[-1].occurred_at, page[-1].id), limit=10
+        )
+        everything = entries.list_for_workspace(
+            conn, "inc-1", statuses=("draft", "confirmed", "hidden")
+        )
+    assert [e.title for e in page + rest] == ["fact 4", "fact 3", "fact 1", "fact 0"]
+    assert len(everything) == 5
+    assert all(e.evidence_ids for e in everything)
+
+
+@pytest.mark.parametrize(
+    ("existing", "outcome"),
+    [
+        ({"source": "ai", "status": "draft"}, DraftOutcome.UNCHANGED),
+        ({"source": "rule", "status": "draft"}, DraftOutcome.UNCHANGED),
+        ({"source": "ai", "status": "confirmed"}, DraftOutcome.SUPPORTED),
+        ({"source": "ai", "status": "draft", "human_edited": True}, DraftOutcome.SUPPORTED),
+        ({"source": "ai", "status": "hidden"}, DraftOutcome.UNTOUCHED),
+        ({"source": "human", "status": "confirmed"}, DraftOutcome.UNTOUCHED),
+        ({"source": "human", "status": "draft"}, DraftOutcome.UNTOUCHED),
+    ],
+)
+def test_what_a_repeated_draft_may_do_to_an_existing_entry(
+    existing: dict[str, Any], outcome: DraftOutcome
+) -> None:
+    draft = _draft([EvidenceRef(1, "h1")])
+    row = EntryRow(
+        id=1,
+        workspace_id="inc-1",
+        occurred_at=draft.occurred_at,
+        title=draft.title,
+        detail=None,
+        category="impact",
+        source=existing["source"],
+        status=existing["status"],
+        fingerprint="fp-1",
+        human_edited=existing.get("human_edited", False),
+        revision=1,
+        window_state_id=None,
+        metadata={},
+        created_at=T0,
+        updated_at=T0,
+        evidence_ids=(1,),
+    )
+    assert plan_draft_write(row, draft).outcome is outcome
+    assert plan_draft_write(None, draft).outcome is DraftOutcome.CREATED

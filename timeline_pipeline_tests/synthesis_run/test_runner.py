@@ -1,0 +1,397 @@
+"""One window's synthesis run against a real database (seed 000 sections 12, 16, 20 and 21).
+
+The synthesizers here are the real rule-based one, wrapped to record what it was given and,
+where a test needs it, to fail on chosen calls; the Claude path uses the real SDK against the
+loopback stand-in of the Messages API.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+
+from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store import entries, sync_states
+from timeline_pipeline.store.sync_states import SyncState
+from timeline_pipeline.synthesis.claude import ClaudeSynthesizer, build_claude_client
+from timeline_pipeline.synthesis.models import (
+    InvalidSynthesisOutput,
+    SynthesisChunk,
+    SynthesisResult,
+    SynthesisUnavailable,
+)
+from timeline_pipeline.synthesis.rules import RuleSynthesizer
+from timeline_pipeline.synthesis.tokens import estimate_total_tokens
+from timeline_pipeline.synthesis_run.lineage import aggregate_hash, chunk_limits
+from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner
+from timeline_pipeline.windows.keys import WindowRef, decode_window_cursor
+from timeline_pipeline_tests.support.anthropic_standin import (
+    AnthropicStandIn,
+    cite_first_evidence,
+    overloaded,
+    tool_reply,
+)
+from timeline_pipeline_tests.windows.support import MIN, T0, post, settings, workspace
+
+REF = WindowRef("inc-1", "oc_chat", T0)
+NOW = T0 + timedelta(minutes=30)
+FACTS = [
+    "we rolled back the deploy of payments-api to v{n}",
+    "root cause: connection pool {n} exhausted after the config change",
+    "error rate back to normal on shard {n}, recovered",
+    "next step: add alerting on pool saturation for region {n}",
+    "ok",
+    "thanks!",
+]
+
+
+class Recording:
+    """The rule synthesizer, recording each chunk and the window cursor it found committed."""
+
+    name = "rules"
+    prompt_version = "rules-v1"
+
+    def __init__(self, engine: Engine, script: Sequence[Exception | None] = ()) -> None:
+        self.engine = engine
+        self.inner = RuleSynthesizer()
+        self.script = list(script)
+        self.chunks: list[SynthesisChunk] = []
+        self.cursors: list[str | None] = []
+        self.gate: threading.Event | None = None
+
+    def synthesize(self, chunk: SynthesisChunk) -> SynthesisResult:
+        self.chunks.append(chunk)
+        state = current_state(self.engine)
+        self.cursors.append(state.last_seen_cursor if state else None)
+        if self.gate is not None:
+            self.gate.wait(5)
+        failure = self.script.pop(0) if self.script else None
+        if failure is not None:
+            raise failure
+        return self.inner.synthesize(chunk)
+
+
+def current_state(engine: Engine, ref: WindowRef = REF) -> SyncState | None:
+    with engine.connect() as conn:
+        return sync_states.get_by_key(
+            conn, ref.workspace_id, "system", "lark_timeline_window", ref.source_key
+        )
+
+
+def runner(
+    engine: Engine, synthesizer: Any, config: LarkTimelineSettings | None = None, **kw: Any
+) -> WindowRunner:
+    sleeps: list[float] = kw.pop("sleeps", [])
+    return WindowRunner(
+        engine,
+        config or settings(retry_backoff_base="10ms", retry_backoff_cap="40ms"),
+        synthesizer,
+        clock=lambda: NOW,
+        sleep=sleeps.append,
+        rng=lambda: 1.0,
+        **kw,
+    )
+
+
+def chat(engine: Engine, count: int, *, long_from: int | None = None) -> list[int]:
+    """`count` messages in the 10:00 window, a few seconds apart, facts mixed with chatter."""
+    workspace(engine)
+    ids: list[int] = []
+    for n in range(count):
+        text = FACTS[n % len(FACTS)].format(n=n)
+        if long_from is not None and n >= long_from:
+            text += " - " + "stack frame at payments.pool.acquire(timeout=30) " * 12
+        ids += post(engine, [T0 + timedelta(seconds=4 * n)], text=text, prefix=f"m{n}")
+    return ids
+
+
+def all_entries(engine: Engine) -> list[entries.EntryRow]:
+    with engine.connect() as conn:
+        return entries.list_for_workspace(conn, "inc-1", statuses=("draft", "confirmed", "hidden"))
+
+
+def test_a_130_message_window_runs_in_count_and_token_bounded_chunks_on_one_cursor(
+    engine: Engine,
+) -> None:
+    ids = chat(engine, 130, long_from=60)
+    recording = Recording(engine)
+    config = settings()
+    report = runner(engine, recording, config).run(REF, owner="run-1")
+
+    assert report.status is RunStatus.COMPLETED
+    limits = chunk_limits(config)
+    sizes = [len(c.evidence) for c in recording.chunks]
+    assert all(size <= 40 for size in sizes) and sizes[0] == 40  # count-bounded
+    assert any(size < 40 for size in sizes[:-1])  # token-bounded before the end
+    assert all(
+        estimate_total_tokens(c.evidence) <= limits.max_estimated_tokens for c in recording.chunks
+    )
+    assert [e.id for c in recording.chunks for e in c.evidence] == ids  # each once, in order
+    # One cursor, advanced after every committed chunk and before the next call.
+    assert recording.cursors[0] is None
+    for chunk, seen_next in zip(recording.chunks, recording.cursors[1:], strict=False):
+        assert seen_next is not None
+        assert decode_window_cursor(seen_next)[1] == chunk.evidence[-1].id
+    state = current_state(engine)
+    assert state is not None and state.status == "completed"
+    assert (
+        state.last_seen_cursor is not None
+        and decode_window_cursor(state.last_seen_cursor)[1] == ids[-1]
+    )
+    assert state.last_seen_content_hash == report.aggregate_hash
+    assert report.aggregate_hash == aggregate_hash(report.evidence)
+    assert state.metadata["chunk_count"] == len(recording.chunks) == report.chunks_total
+    assert state.metadata["evidence_count"] == 130
+    assert report.metadata()["evidence_ids"] == ids
+
+
+def test_every_generated_entry_traces_to_evidence_of_its_window(engine: Engine) -> None:
+    ids = chat(engine, 24)
+    post(engine, [T0 - 2 * MIN], text="we restarted the api gateway nodes", prefix="ctx")
+    report = runner(engine, Recording(engine)).run(REF, owner="run-1")
+    assert report.status is RunStatus.COMPLETED
+    made = all_entries(engine)
+    assert made and report.entries_created == len(made)
+    for entry in made:
+        assert entry.source == "ai" and entry.status == "draft"
+        assert entry.evidence_ids and set(entry.evidence_ids) <= set(ids)
+        assert [e["id"] for e in entry.metadata["evidence"]] == list(entry.evidence_ids)
+        assert entry.metadata["window"] == REF.source_key
+        assert entry.metadata["prompt_version"] == "rules-v1"
+        assert entry.window_state_id == report.state_id
+
+
+def test_lookback_context_is_shown_but_never_counted(engine: Engine) -> None:
+    chat(engine, 3)
+    (before,) = post(
+        engine, [T0 - 2 * MIN], text="we restarted the api gateway nodes", prefix="ctx"
+    )
+    recording = Recording(engine)
+    report = runner(engine, recording).run(REF, owner="run-1")
+    assert before in [c.id for c in recording.chunks[0].context]
+    assert before not in [e.id for e in report.evidence]
+
+
+def test_a_window_with_nothing_worth_a_timeline_is_ignored(engine: Engine) -> None:
+    workspace(engine)
+    post(engine, [T0 + MIN, T0 + 2 * MIN], text="ok thanks")
+    report = runner(engine, Recording(engine)).run(REF, owner="run-1")
+    assert report.status is RunStatus.IGNORED
+    state = current_state(engine)
+    assert state is not None and state.status == "ignored"
+    assert all_entries(engine) == []
+
+
+def test_an_empty_window_gets_no_state_and_no_call(engine: Engine) -> None:
+    chat(engine, 3)
+    recording = Recording(engine)
+    report = runner(engine, recording).run(
+        WindowRef("inc-1", "oc_chat", T0 + timedelta(minutes=10)), owner="r"
+    )
+    assert report.status is RunStatus.EMPTY
+    assert recording.chunks == []
+    assert current_state(engine, WindowRef("inc-1", "oc_chat", T0 + timedelta(minutes=10))) is None
+
+
+def test_a_second_run_for_the_same_window_does_nothing(engine: Engine) -> None:
+    chat(engine, 6)
+    assert runner(engine, Recording(engine)).run(REF, owner="run-1").status is RunStatus.COMPLETED
+    before = all_entries(engine)
+    again = Recording(engine)
+    report = runner(engine, again).run(REF, owner="run-2")
+    assert report.status is RunStatus.SKIPPED
+    assert report.reason == "the window is already completed"
+    assert again.chunks == [] and all_entries(engine) == before
+
+
+def test_two_concurrent_runs_race_and_exactly_one_synthesizes(engine: Engine) -> None:
+    chat(engine, 6)
+    gate = threading.Event()
+    first, second = Recording(engine), Recording(engine)
+    first.gate = second.gate = gate
+    reports: dict[str, Any] = {}
+
+    def run(name: str, synthesizer: Recording) -> None:
+        reports[name] = runner(engine, synthesizer).run(REF, owner=name)
+
+    threads = [
+        threading.Thread(target=run, args=("run-a", first)),
+        threading.Thread(target=run, args=("run-b", second)),
+    ]
+    for thread in threads:
+        thread.start()
+    # Whoever claimed is now inside the synthesizer; the other has already lost the claim.
+    for _ in range(200):
+        if len(first.chunks) + len(second.chunks) and len(reports) == 1:
+            break
+        threading.Event().wait(0.02)
+    gate.set()
+    for thread in threads:
+        thread.join(10)
+    statuses = sorted(r.status.value for r in reports.values())
+    assert statuses == ["completed", "skipped"]
+    assert bool(first.chunks) != bool(second.chunks)
+    state = current_state(engine)
+    assert state is not None and state.attempt_count == 1
+
+
+def test_a_failing_chunk_is_retried_with_backoff_then_succeeds(engine: Engine) -> None:
+    chat(engine, 6)
+    recording = Recording(
+        engine,
+        [InvalidSynthesisOutput("unknown_evidence_id"), SynthesisUnavailable("overloaded")],
+    )
+    sleeps: list[float] = []
+    report = runner(engine, recording, sleeps=sleeps).run(REF, owner="run-1")
+    assert report.status is RunStatus.COMPLETED
+    assert report.model_calls == 3 and report.chunks_total == 1
+    assert sleeps == [0.01, 0.02]  # base * 2^(n-1), full jitter at its ceiling
+
+
+def test_a_chunk_out_of_attempts_fails_the_window_then_a_retry_resumes_after_the_last_commit(
+    engine: Engine,
+) -> None:
+    ids = chat(engine, 50)  # two chunks: 40 + 10
+    config = settings(synthesis_chunk_max_attempts=2, retry_backoff_base="10ms")
+    overload = SynthesisUnavailable("overloaded", "529 after 3 tries")
+    failing = Recording(engine, [None, overload, overload])
+    report = runner(engine, failing, config).run(REF, owner="run-1")
+    assert report.status is RunStatus.FAILED
+    assert report.chunks_run == 1 and report.model_calls == 3
+    state = current_state(engine)
+    assert state is not None and (state.status, state.attempt_count) == ("failed", 1)
+    assert state.last_error is not None
+    assert state.last_error.startswith("chunk 2/2 (evidence ")
+    assert "overloaded" in state.last_error and "payments" not in state.last_error
+    assert len(state.last_error) <= 1000
+    assert state.next_attempt_at is not None and state.next_attempt_at > NOW
+    created_first = {e.fingerprint for e in all_entries(engine)}
+    assert created_first
+
+    retry = Recording(engine)
+    report = runner(engine, retry, config).run(REF, owner="run-2")
+    assert report.status is RunStatus.COMPLETED
+    assert report.resumed_after is not None
+    assert [e.id for c in retry.chunks for e in c.evidence] == ids[40:]  # chunk 1 not redone
+    assert report.aggregate_hash == aggregate_hash(report.evidence)  # still the whole window
+    state = current_state(engine)
+    assert state is not None and (state.status, state.attempt_count) == ("completed", 2)
+    assert state.metadata["chunk_count"] == 2
+    assert created_first <= {e.fingerprint for e in all_entries(engine)}
+
+
+def test_whole_window_attempts_are_bounded_and_an_operator_replay_runs_it_again(
+    engine: Engine,
+) -> None:
+    chat(engine, 6)
+    config = settings(synthesis_window_max_attempts=2, synthesis_chunk_max_attempts=1)
+    for owner in ("run-1", "run-2"):
+        report = runner(engine, Recording(engine, [SynthesisUnavailable("x")]), config).run(
+            REF, owner=owner
+        )
+        assert report.status is RunStatus.FAILED
+    out = runner(engine, Recording(engine), config).run(REF, owner="run-3")
+    assert out.status is RunStatus.SKIPPED
+    assert out.reason is not None and "no attempts left" in out.reason
+    replay = Recording(engine)
+    report = runner(engine, replay, config).run(REF, owner="run-4", replay=True)
+    assert report.status is RunStatus.COMPLETED and report.replayed
+    assert replay.chunks
+    state = current_state(engine)
+    assert state is not None and (state.status, state.attempt_count) == ("completed", 1)
+
+
+def test_a_replay_of_a_completed_window_reruns_it_whole_without_duplicates(
+    engine: Engine,
+) -> None:
+    chat(engine, 12)
+    runner(engine, Recording(engine)).run(REF, owner="run-1")
+    before = {(e.id, e.fingerprint) for e in all_entries(engine)}
+    replay = Recording(engine)
+    report = runner(engine, replay).run(REF, owner="run-2", replay=True)
+    assert report.status is RunStatus.COMPLETED
+    assert replay.cursors[0] is None  # from the first chunk again
+    assert {(e.id, e.fingerprint) for e in all_entries(engine)} == before
+    assert report.entries_created == 0
+
+
+def test_human_and_confirmed_entries_are_never_overwritten(engine: Engine) -> None:
+    chat(engine, 12)
+    runner(engine, Recording(engine)).run(REF, owner="run-1")
+    first, second, *_ = all_entries(engine)
+    with engine.begin() as conn:
+        entries.set_status(conn, first, "confirmed")
+        entries.edit_text(conn, second, title="Rolled back by hand", detail="curator wording")
+    confirmed_before = {
+        k: v for k, v in vars_of(first).items() if k not in {"status", "revision", "updated_at"}
+    }
+    runner(engine, Recording(engine)).run(REF, owner="run-2", replay=True)
+    after = {e.id: e for e in all_entries(engine)}
+    assert after[first.id].status == "confirmed"
+    assert {
+        k: v
+        for k, v in vars_of(after[first.id]).items()
+        if k not in {"status", "revision", "updated_at"}
+    } == confirmed_before
+    assert (after[second.id].title, after[second.id].detail) == (
+        "Rolled back by hand",
+        "curator wording",
+    )
+
+
+def vars_of(entry: entries.EntryRow) -> dict[str, Any]:
+    return {name: getattr(entry, name) for name in entry.__slots__}
+
+
+def test_a_versioned_rerun_has_its_own_state_and_reuses_the_drafts(engine: Engine) -> None:
+    chat(engine, 12)
+    runner(engine, Recording(engine)).run(REF, owner="run-1")
+    drafts = {e.fingerprint for e in all_entries(engine)}
+    v2 = WindowRef("inc-1", "oc_chat", T0, "v2")
+    report = runner(engine, Recording(engine)).run(v2, owner="run-2")
+    assert report.status is RunStatus.COMPLETED
+    assert report.entries_created == 0
+    state = current_state(engine, v2)
+    assert (
+        state is not None
+        and state.source_key == "chat/oc_chat/processor/v2/window/2026-11-29T10:00:00Z"
+    )
+    assert state.id == report.state_id and state.status == "completed"
+    default = current_state(engine)
+    assert default is not None and default.id != state.id
+    assert {e.fingerprint for e in all_entries(engine)} == drafts
+
+
+def test_an_ai_failure_then_a_retry_binds_the_drafts(engine: Engine) -> None:
+    """The real anthropic client against the stand-in: 529, then a valid tool answer."""
+    ids = chat(engine, 5)
+    config = settings(synthesis_chunk_max_attempts=1)
+    with AnthropicStandIn(script=[overloaded(), tool_reply(cite_first_evidence)]) as standin:
+        client = build_claude_client(standin.api_key, standin.base_url, timeout_seconds=5)
+        claude = ClaudeSynthesizer(
+            client,
+            model="claude-standin",
+            max_output_tokens=1024,
+            max_attempts=1,
+            backoff_base_seconds=0.01,
+            backoff_cap_seconds=0.02,
+            max_retry_after_seconds=0.05,
+        )
+        failed = runner(engine, claude, config).run(REF, owner="run-1")
+        assert failed.status is RunStatus.FAILED
+        assert failed.reason is not None and "overloaded" in failed.reason
+        assert all_entries(engine) == []
+        done = runner(engine, claude, config).run(REF, owner="run-2")
+        assert len(standin.requests) == 2
+    assert done.status is RunStatus.COMPLETED
+    assert (done.input_tokens, done.output_tokens, done.model) == (120, 40, "claude-standin")
+    (entry,) = all_entries(engine)
+    assert entry.evidence_ids == (ids[0],)
+    assert entry.metadata["processor"] == "claude"
+    assert entry.metadata["model"] == "claude-standin"
+    state = current_state(engine)
+    assert state is not None and (state.status, state.attempt_count) == ("completed", 2)
