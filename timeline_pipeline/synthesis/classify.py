@@ -15,6 +15,7 @@ from timeline_pipeline.synthesis import lexicon
 from timeline_pipeline.synthesis.models import Category, EvidenceItem
 from timeline_pipeline.synthesis.text import (
     clean_text,
+    keep_sentences,
     make_title,
     sentences,
     strip_links,
@@ -22,7 +23,15 @@ from timeline_pipeline.synthesis.text import (
     word_count,
 )
 
-__all__ = ["DEFAULT_MIN_SCORE", "MessageKind", "Reading", "read_message", "score_sentence"]
+__all__ = [
+    "DEFAULT_MIN_SCORE",
+    "MessageKind",
+    "Reading",
+    "impact_aspect",
+    "is_substantive",
+    "read_message",
+    "score_sentence",
+]
 
 DEFAULT_MIN_SCORE = 2.5
 """A single strong cue (about 3) passes; a lone weak cue or bare technical jargon does not."""
@@ -35,8 +44,17 @@ _MAX_TECHNICAL_BONUS = 1.5
 _TECHNICAL_BONUS_EACH = 0.5
 _HEDGE_PENALTY = 2.5
 _PARTIAL_PENALTY = 3.0
+_PENDING_PENALTY = 5.0
+_MIN_PLAIN_WORDS = 4
+"""An observation needs substance: something concrete (a number, a name, an infrastructure or
+business noun) or, failing that, four content words."""
+_MAX_FINDING_CUES = 4.0
 _FINDING_MARGIN = 1.0
 """Finding is the generic kind: a specific kind wins unless finding is clearly stronger."""
+_FINDING_EXTRA_SCORE = 0.5
+"""For the same reason a finding needs a little more than the other kinds to be a fact: one
+observation cue plus a single bit of jargon ("seeing more 200s") is chatter about a graph, an
+observation with a second cue or a few concrete details is a finding."""
 
 
 class MessageKind(Enum):
@@ -46,7 +64,7 @@ class MessageKind(Enum):
     FACT = "fact"  # states something timeline-worthy
     APPROVAL = "approval"  # a bare go-ahead for what was just proposed
     OWNERSHIP = "ownership"  # someone claiming an item of a list just posted
-    PROPOSAL = "proposal"  # an offer that becomes a decision only once accepted
+    PROPOSAL = "proposal"  # an offer (a decision once accepted) or an announced action
 
 
 @dataclass(frozen=True)
@@ -59,6 +77,10 @@ class Reading:
     score: float = 0.0
     title: str = ""
     topics: frozenset[str] = frozenset()
+    aspect: str = ""
+    """For impact: where the impact is seen (`reports`, `business` or `service`)."""
+    requested: bool = False
+    """For an action: it was asked for ("roll back pls"), not reported as done."""
 
 
 def _is_acknowledgement(cleaned: str) -> bool:
@@ -73,18 +95,40 @@ def _is_chatter(sentence: str) -> bool:
     )
 
 
+_NEGATABLE = frozenset({Category.MITIGATION, Category.RECOVERY})
+
+
+def _cue_weight(cue: lexicon.Cue, sentence: str, category: Category) -> float:
+    """A cue's weight when it matches; an action or recovery that is negated did not happen."""
+    match = cue.pattern.search(sentence)
+    if match is None:
+        return 0.0
+    if category in _NEGATABLE and lexicon.NEGATION.search(sentence[: match.start()]):
+        return 0.0
+    return cue.weight
+
+
 def score_sentence(sentence: str) -> tuple[Category | None, float]:
     """The best category for one sentence and its score; questions and chatter score nothing."""
     if sentence.rstrip().endswith("?") or _is_chatter(sentence):
         return None, 0.0
     scores = {
-        category: sum(cue.weight for cue in cues if cue.pattern.search(sentence))
+        category: sum(_cue_weight(cue, sentence, category) for cue in cues)
         for category, cues in lexicon.CATEGORY_CUES.items()
     }
     if lexicon.HEDGE.search(sentence):
         # Something considered has not happened: it is neither an action nor a recovery.
         for category in (Category.MITIGATION, Category.DECISION, Category.RECOVERY):
             scores[category] -= _HEDGE_PENALTY
+    if lexicon.SPECULATION.search(sentence):
+        # A guess or a prediction is not an observation either.
+        for category in (Category.IMPACT, Category.FINDING, Category.RECOVERY):
+            scores[category] -= _HEDGE_PENALTY
+    if lexicon.PENDING.search(sentence):
+        scores[Category.RECOVERY] -= _PENDING_PENALTY
+    # Finding is the generic kind: many weak signs of an observation must not outvote one
+    # specific cue ("purged 118k jobs, queue at 900" is an action with its result).
+    scores[Category.FINDING] = min(scores[Category.FINDING], _MAX_FINDING_CUES)
     technical = {m.group(0).lower() for m in lexicon.TECHNICAL_TOKEN.finditer(sentence)}
     scores[Category.FINDING] += min(_MAX_TECHNICAL_BONUS, _TECHNICAL_BONUS_EACH * len(technical))
     if scores[Category.RECOVERY] > 0 and lexicon.PARTIAL.search(sentence):
@@ -100,13 +144,65 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
     return best, scores[best]
 
 
-def _best_sentence(cleaned: str) -> tuple[Category | None, float]:
-    best: tuple[Category | None, float] = (None, 0.0)
+def _best_sentence(cleaned: str) -> tuple[Category | None, float, str]:
+    best: tuple[Category | None, float, str] = (None, 0.0, "")
     for sentence in sentences(cleaned):
         category, score = score_sentence(sentence)
         if category is not None and score > best[1]:
-            best = (category, score)
+            best = (category, score, sentence)
     return best
+
+
+def is_substantive(sentence: str) -> bool:
+    """Whether an observation says something concrete, beyond a running status reading.
+
+    "p99 at 11s now", "5xx 18% now, worst so far" and "+1, matches what we saw" repeat or agree;
+    "orders-db primary cpu 31%, no lock waits" and "p99 on the gateway is at 3s" report.
+    """
+    content = [
+        word
+        for word in topic_words(sentence)
+        if not any(ch.isdigit() for ch in word) and word not in lexicon.STATUS_WORDS
+    ]
+    if not content or (len(content) == 1 and lexicon.RUNNING_STATUS.search(sentence)):
+        return False
+    concrete = any(
+        not match.group(0).startswith(("+", "-"))
+        for match in lexicon.TECHNICAL_TOKEN.finditer(sentence.lstrip("+1 ,"))
+    ) or bool(lexicon.POPULATION.search(sentence))
+    return concrete or len(content) >= _MIN_PLAIN_WORDS
+
+
+def impact_aspect(sentence: str) -> str:
+    """Where an impact is seen: people telling us, business numbers, or the service itself.
+
+    Two impact statements a minute apart are one picture when they look at the same thing
+    ("12% of requests fail" / "users see 'payment failed'") and two facts when they do not
+    ("30% of orders fail" / "support has 14 tickets").
+    """
+    if lexicon.REPORTS.search(sentence):
+        return "reports"
+    if lexicon.BUSINESS_METRIC.search(sentence):
+        return "business"
+    return "service"
+
+
+def _says_something(sentence: str) -> bool:
+    """Not a question, greeting, acknowledgement or chatter: worth keeping in a title."""
+    if sentence.rstrip().endswith("?") or _is_chatter(sentence):
+        return False
+    return not _is_acknowledgement(sentence.rstrip(".!,;: "))
+
+
+def _is_comms(cleaned: str) -> bool:
+    """A post headed as a status-page or stakeholder update relays words to others.
+
+    Its body restates impact and progress for customers ("some customers may be unable to
+    check out"); the facts behind it are in the conversation already. A one-line message is
+    read sentence by sentence instead ("status page updated. also restarted the workers").
+    """
+    first_line, _, rest = cleaned.partition("\n")
+    return bool(rest.strip()) and bool(lexicon.COMMS.search(first_line))
 
 
 def read_message(item: EvidenceItem, *, min_score: float = DEFAULT_MIN_SCORE) -> Reading:
@@ -118,16 +214,21 @@ def read_message(item: EvidenceItem, *, min_score: float = DEFAULT_MIN_SCORE) ->
     words = word_count(cleaned)
     if words == 0:
         return noise
-    title = make_title(cleaned)
+    title = make_title(keep_sentences(cleaned, _says_something))
     if lexicon.APPROVAL.match(cleaned):
         return Reading(item=item, kind=MessageKind.APPROVAL, title=title)
     if _is_acknowledgement(cleaned):
         return noise
     if strip_links(item.text) != item.text and words < 4:
         return noise  # a link with a label is a pointer, not a fact
+    if _is_comms(cleaned):
+        return noise
     topics = topic_words(cleaned)
-    category, score = _best_sentence(cleaned)
-    strong = category is not None and score >= min_score
+    category, score, sentence = _best_sentence(cleaned)
+    if category in (Category.FINDING, Category.IMPACT) and not is_substantive(sentence):
+        category, score = None, 0.0
+    threshold = min_score + (_FINDING_EXTRA_SCORE if category is Category.FINDING else 0.0)
+    strong = category is not None and score >= threshold
     if (
         words <= _MAX_CLAIM_WORDS
         and lexicon.OWNERSHIP_CLAIM.search(cleaned)
@@ -137,6 +238,15 @@ def read_message(item: EvidenceItem, *, min_score: float = DEFAULT_MIN_SCORE) ->
     # An offer ("I can run the cleanup") is not a fact until someone accepts it.
     if lexicon.PROPOSAL.search(cleaned) and category in (None, Category.FINDING):
         return Reading(item=item, kind=MessageKind.PROPOSAL, title=title, topics=topics)
+    # An announced action ("I'll purge the old jobs") is one once it is done or approved.
+    if lexicon.INTENT.search(cleaned) and (
+        category in (None, Category.FINDING) or (category is Category.MITIGATION and not strong)
+    ):
+        return Reading(
+            item, MessageKind.PROPOSAL, Category.MITIGATION, score, title=title, topics=topics
+        )
     if strong:
-        return Reading(item, MessageKind.FACT, category, score, title, topics)
+        aspect = impact_aspect(sentence) if category is Category.IMPACT else ""
+        requested = category is Category.MITIGATION and bool(lexicon.REQUEST.search(sentence))
+        return Reading(item, MessageKind.FACT, category, score, title, topics, aspect, requested)
     return noise

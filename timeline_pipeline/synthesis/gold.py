@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,13 @@ from typing import Any
 from timeline_pipeline.lark.normalize import normalize_list_item, semantic_content
 from timeline_pipeline.synthesis.models import Category, EvidenceItem
 
-__all__ = ["ExpectedFact", "GoldTranscript", "load_gold_set", "load_transcript"]
+__all__ = [
+    "ExpectedFact",
+    "GoldTranscript",
+    "load_gold_set",
+    "load_transcript",
+    "transcript_from_records",
+]
 
 MAX_TEXT_CHARS = 4000
 
@@ -45,7 +51,7 @@ class GoldTranscript:
         return {item.id: item.message_id for item in self.evidence}
 
 
-def _evidence(items: list[Mapping[str, Any]]) -> tuple[int, list[EvidenceItem]]:
+def _evidence(items: Sequence[Mapping[str, Any]]) -> tuple[int, list[EvidenceItem]]:
     normalized = [normalize_list_item(item, max_text_chars=MAX_TEXT_CHARS) for item in items]
     eligible = sorted(
         (message for message in normalized if message.ai_eligible),
@@ -71,21 +77,34 @@ def _evidence(items: list[Mapping[str, Any]]) -> tuple[int, list[EvidenceItem]]:
     return len(normalized), evidence
 
 
-def load_transcript(directory: Path) -> GoldTranscript:
-    """Read `<directory>/messages.jsonl` and `<directory>/expected.json`."""
-    lines = (directory / "messages.jsonl").read_text(encoding="utf-8").splitlines()
-    count, evidence = _evidence([json.loads(line) for line in lines if line.strip()])
-    raw_expected = json.loads((directory / "expected.json").read_text(encoding="utf-8"))
+def transcript_from_records(
+    name: str,
+    messages: Sequence[Mapping[str, Any]],
+    expected_facts: Sequence[Mapping[str, Any]],
+) -> GoldTranscript:
+    """A transcript from Lark list items and expected facts already in memory.
+
+    The same path as `load_transcript`, for chats that are not stored as a gold directory (the
+    bundled demo chat is scored this way, as a held-out set).
+    """
+    count, evidence = _evidence(list(messages))
     expected = [
         ExpectedFact(
             category=Category(fact["category"]),
             evidence_message_ids=frozenset(fact["evidence_message_ids"]),
             title=fact["title"],
         )
-        for fact in raw_expected
+        for fact in expected_facts
     ]
-    return GoldTranscript(
-        name=directory.name, message_count=count, evidence=evidence, expected=expected
+    return GoldTranscript(name=name, message_count=count, evidence=evidence, expected=expected)
+
+
+def load_transcript(directory: Path) -> GoldTranscript:
+    """Read `<directory>/messages.jsonl` and `<directory>/expected.json`."""
+    lines = (directory / "messages.jsonl").read_text(encoding="utf-8").splitlines()
+    raw_expected = json.loads((directory / "expected.json").read_text(encoding="utf-8"))
+    return transcript_from_records(
+        directory.name, [json.loads(line) for line in lines if line.strip()], raw_expected
     )
 
 

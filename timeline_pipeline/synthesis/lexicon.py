@@ -16,16 +16,27 @@ __all__ = [
     "ACK_WORDS",
     "APPROVAL",
     "BOT_NOTIFICATION",
+    "BUSINESS_METRIC",
     "CATEGORY_CUES",
     "CATEGORY_PRIORITY",
     "COMMS",
     "COORDINATION",
     "HEDGE",
+    "IDENTIFIER",
+    "INTENT",
+    "NEGATION",
     "OWNERSHIP_CLAIM",
     "PARTIAL",
+    "PENDING",
+    "POPULATION",
     "PROPOSAL",
+    "REPORTS",
+    "REQUEST",
+    "RUNNING_STATUS",
     "SCHEDULING",
     "SOCIAL",
+    "SPECULATION",
+    "STATUS_WORDS",
     "TECHNICAL_TOKEN",
     "Cue",
 ]
@@ -47,12 +58,51 @@ _FAILURE = (
     r"(?:can'?t|cannot|unable|fail\w*|errors?|not (?:receiv|get|able|load|see)\w*|"
     r"didn'?t (?:get|receive)\w*|complain\w*|affected|impacted|stuck|broken|charged|"
     r"time ?outs?|timing out|slow|500s?|5xx|blank|empty|missing|lost|losing|wrong|"
-    r"incorrect|down|unavailable|unreachable|degraded)"
+    r"incorrect|down|unavailable|unreachable|degraded|never (?:got|get|received|receive)|"
+    r"double[- ]charged|charged twice)"
 )
 _POPULATION = (
-    r"(?:customers?|users?|clients?|merchants?|shoppers?|buyers?|tenants?|people|accounts?|"
+    r"(?:customers?|users?|merchants?|shoppers?|buyers?|tenants?|people|accounts?|"
     r"everyone|everybody)"
 )
+
+_ACTION_STEMS = (
+    r"revert|restart|reboot|redeploy|reload|renew|rotat|re-?issu|replac|resiz|upgrad|downgrad|"
+    r"evacuat|quarantin|isolat|re-?index|re-?queu|backfill|reprocess|promot|drain|cordon|"
+    r"disabl|enabl|purg|flush|clear|delet|patch|kill|paus|terminat|rerout|redirect|"
+    r"bounc|recycl|suspend|resum|void|refund|replay|captur|re-?sen[dt]|migrat|provision"
+)
+"""Stems of the verbs that act on a system; with -ed or -ing they report an action taken."""
+
+_ACTION_NOUNS = (
+    r"roll-?back|restart|reboot|fail-?over|roll-?out|revert|purge|migration|"
+    r"fix|hot-?fix|patch|re-?index|backfill|clean-?up|rebuild|reconciliation|drain|switch(?:over)?"
+)
+"""Actions as nouns: they report an action when a state follows ("rollback done")."""
+
+_ACTION_BASE = (
+    r"roll\s+(?:[\w.-]+\s+){0,3}?back|rollback|revert|restart|reboot|fail\s?over|failover|"
+    r"promote|scale|drain|disable|enable|turn (?:off|on)|switch|flip|block|purge|flush|clear|"
+    r"delete|reset|patch|hotfix|deploy|apply|raise|increase|bump|kill|pause|terminate|"
+    r"reroute|redirect|rebuild|void|refund|capture"
+)
+"""The plain form of those verbs: an order, an intention or an option."""
+
+_METRIC = (
+    r"(?:p\d{2,3}|latency|cpu|memory|heap|iops|io ?wait|lag|error rate|5xx|4xx|"
+    r"throughput|rps|qps|connections|conns|threads|pool|queue|backlog|disk|load|quer(?:y|ies)|"
+    r"calls?)"
+)
+_BAD_METRIC = (
+    r"(?:p\d{2,3}|latency|cpu|memory|heap|iops|io ?wait|lag|error rate|errors|5xx|4xx|"
+    r"timeouts|connections|conns|queue|backlog|load)"
+)
+"""Metrics where up is bad: "latency is way up" is a symptom, "success rate is up" is not."""
+_MEASURE = (
+    r"(?:~?\d[\d,.]*\s?(?:%|ms|s|sec|secs|seconds|min|mins|minutes|h|hours?|k|gb|mb)(?![\w-])|"
+    r"\d+\s?/\s?\d+)"
+)
+"""A metric and a measurement of it in one sentence is an observation read off a dashboard."""
 
 CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
     Category.ROOT_CAUSE: (
@@ -80,7 +130,8 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
         *_cues(
             3.5,
             r"\bback (?:to|under|below|at|within) "
-            r"(?:normal|baseline|the [\w.%~ ]*baseline|[~<]?\d+(?:\.\d+)?\s?(?:%|ms\b|s\b|x\b))",
+            r"(?:normal|baseline|zero|empty|the [\w.%~ ]*baseline|"
+            r"[~<]?\d+(?:\.\d+)?\s?(?:%|ms\b|s\b|x\b))",
             r"\b(?:normally|fine|ok|properly|as expected) again\b",
             r"\b(?:flowing|running|processing|serving|succeeding|completing|loading) "
             r"(?:\w+ )?again\b",
@@ -100,12 +151,25 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\bcaught up\b|\ball good\b|\b(?:is|are|'s) fixed\b|\bfixed now\b",
             r"\b(?:is|are|'s|looks?) (?:all )?(?:good|green|healthy|fine) now\b",
             r"\b(?:lag|errors?|backlog|queue|5xx|failures?|timeouts?)\b[^.?!]*\b(?:is|are|at) "
-            r"(?:0|zero|empty)\b",
+            r"(?:0|zero|empty)(?![.,]?\d)",
+            r"\b(?:at|to|is|that'?s|reached|hit) (?:the |our )?(?:[\w-]+ )?baseline\b",
+            r"\bback to (?:where it was|what it was|pre-incident|usual|expected|its usual)\b",
+            r"\bno new (?:tickets|chats|errors|alerts|complaints|reports|failures|timeouts)\b",
+            r"\btest (?:orders?|payments?|logins?|requests?|transactions?|purchases?|messages?|"
+            r"calls?|signups?)\b[^.?!]*\b(?:succeed\w*|confirmed|passed|worked|went through)\b",
+            r"\b(?:errors?|timeouts?|failures?|5xx|[45]\d\ds|alerts?|crash\w*|exceptions|"
+            r"complaints|tickets|chats)\b[^.?!]*\b(?:stopped|gone|disappeared|cleared up)\b",
+        ),
+        *_cues(
+            3.0,
+            r"\b(?:is|are|'s)\s+(?:basically |mostly |almost |fully |all )?back\b"
+            r"(?!\s+(?:on|in|to|at|under|from|up|below|within))",
         ),
         *_cues(
             2.5,
             r"\b(?:errors?|error rate|5xx|4xx|latency|failures?|timeouts?|lag|backlog|queue|"
-            r"ratio|rate)\b[^.?!]*\b(?:dropping|dropped|going down|decreasing|falling)\b",
+            r"ratio|rate|tickets|chats|complaints|calls|volume)\b[^.?!]*\b(?:dropping|dropped|"
+            r"going down|coming down|decreasing|falling|slowing down)\b",
             r"\b(?:improving|recovering|subsiding|stabili[sz]ing)\b",
             r"\bsuccessfully\b|\bsucceed(?:ed|s)\b",
             r"\bsuccess rate\b[^.]*\b(?:up to|back|at) \d",
@@ -114,56 +178,78 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
         ),
     ),
     Category.MITIGATION: (
+        # An action on a system in the past or in progress: it happened, or is happening.
         *_cues(
-            3.0,
-            r"\broll(?:ed|ing)?[\s-]?back\b|\brollback\b|\broll(?:ed|ing)? (?:[\w.-]+ ){1,3}back\b",
-            r"\brevert(?:ed|ing)?\b",
-            r"\brestart(?:ed|ing)?\b|\breboot(?:ed|ing)?\b|\bbounc(?:ed|ing)\b|\brecycl(?:ed|ing)\b",
-            r"\bfail(?:ed|ing)?[\s-]?over\b|\bfailover\b|\bswitchover\b",
-            r"\bpromot(?:ed|ing)\b",
+            3.5,
+            rf"\b(?:{_ACTION_STEMS})(?:ed|ing)\b(?!\s+on\b)",
+            r"\broll(?:ed|ing)[\s-]+(?:[\w.-]+\s+){0,3}?back\b",
+            r"\bfail(?:ed|ing)[\s-]?over\b|\bswitchover\b",
+            r"\b(?:ran|rerun|re-ran)\b",
             r"\bscal(?:ed|ing)\b",
             r"\badd(?:ed|ing) (?:more |an? |the )?(?:capacity|nodes?|replicas?|index|rule|limit|"
             r"retry|retries|timeout|cache)",
-            r"\bdrain(?:ed|ing)\b|\bcordon(?:ed|ing)\b",
-            r"\b(?:disabl|enabl)(?:ed|ing)\b|\bturn(?:ed|ing)? (?:off|on)\b",
-            r"\bswitch(?:ed|ing)? (?:\w+ )?(?:to|back|over|off)\b|\bis back on\b",
+            r"\bturn(?:ed|ing) (?:off|on)\b",
+            r"\bswitch(?:ed|ing) (?:\w+ )?(?:to|back|over|off)\b|\bis back on\b",
             r"\bflag [\w.-]+ (?:set|flipped|changed)\b|\bset to [\w.-]+\b",
-            r"\bblock(?:ed|ing)\b|\bban(?:ned|ning)\b",
-            r"\bpurg(?:ed|ing)\b|\bflush(?:ed|ing)\b|\bclear(?:ed|ing)\b|\bdelet(?:ed|ing)\b",
+            r"\bbann(?:ed|ing)\b|\bflipp(?:ed|ing)\b|\bstopp(?:ed|ing) (?:the|all|our)\b",
+            # "blocked the IP range", not "threads blocked on a lock" or "no blocking locks".
+            r"\bblocked\b(?!\s+on\b)|\bblocking (?:the|all|our|their|traffic|access|ips?|users)\b",
             r"\b(?:carts?|jobs?|sessions?|keys?|caches?|records?) reset\b|\breset (?:the )?\d",
-            r"\bhot-?fix\b|\bpatch(?:ed|ing)\b|\bdeploy(?:ed|ing) (?:the |a )?fix\b",
+            r"\bdeploy(?:ed|ing) (?:the |a )?(?:fix|patch|hotfix)\b",
             r"\bappl(?:ied|ying)\b",
             r"\brunning [\w./-]+\.(?:py|sh|sql)\b|\bdry[- ]run\b",
             r"\b(?:ran|running) (?:the |a )?[\w -]*(?:script|job|migration)",
             r"\b(?:raised|increased|bumped|doubled) (?:our |the )?[\w -]*"
             r"(?:limit|capacity|pool|quota)",
-            r"\bkill(?:ed|ing)\b|\bpaus(?:ed|ing)\b|\brate[- ]limit(?:ed|ing)\b",
+            # Changing a setting: "bumped the replica count to 12" (not "latency increased").
+            r"\b(?:raised|increased|bumped|doubled|halved|lowered|reduced|decreased|changed)\s+"
+            r"(?:the|our|its|their)\b",
+            r"\brate[- ]limit(?:ed|ing)\b",
             r"\bthrottl(?:ed|ing) (?:the |our )?(?:traffic|jobs|clients)",
             r"\bopened (?:a|an) (?:ticket|case|support request)\b|\bescalat(?:ed|ing) to\b",
-            r"\brerout(?:ed|ing)\b|\bredirect(?:ed|ing)\b|\bshift(?:ed|ing) traffic\b",
+            r"\bshift(?:ed|ing) traffic\b",
             r"\b(?:traffic|requests|load|users) (?:is |are |was |were )?(?:shifted|moved|drained|"
             r"routed|sent|pinned)\b",
-            r"\b(?:renew|reload|rotat|re-?issu|replac|resiz|upgrad|downgrad|evacuat|quarantin|"
-            r"isolat|re-?index|re-?queu|backfill|reprocess)(?:ed|ing)\b",
-            r"\brebuil(?:d|t|ding)\b|\bre-?provision",
-            r"\brollout (?:done|complete|finished)\b|\bpods? restarted\b",
-            r"\bpurge\b|\bdisable\b|\brestart\b|\bblock\b",
+            r"\brebuil(?:t|ding)\b|\bre-?provision",
+            r"\bpods? restarted\b",
         ),
+        # An action named as a noun with its state: "rollback done", "started the restart".
+        *_cues(
+            3.5,
+            rf"\b(?:{_ACTION_NOUNS})\b[^.?!]{{0,30}}?\b(?:done|complete[d]?|finished|started|"
+            r"underway|in progress|at \d+\s?%|\d+\s?% (?:done|complete)|kicked off|succeeded|"
+            r"went through)(?![\w-])",
+            r"\b(?:start(?:ed|ing)|kick(?:ed|ing) off|began|finish(?:ed|ing)|complet(?:ed|ing)|"
+            rf"trigger(?:ed|ing)) (?:the |a |an )?(?:[\w-]+ ){{0,2}}?(?:{_ACTION_NOUNS})\b",
+        ),
+        # The action is what the sentence opens with: "purged 118k jobs, queue at 900 now".
         *_cues(
             1.5,
-            r"^(?:(?:i'?m|we'?re|i|we|now|just|i'?ll|i will|we'?ll|we will|will|going to|about to|"
-            r"let me) )?"
-            r"(?:roll|revert|restart|reboot|fail(?:ed|ing)? ?over|promot|scal|drain|disabl|enabl|"
-            r"turn|switch|flipp|block|purg|flush|clear|reset|patch|deploy|appl|running|ran|rais|"
-            r"increas|kill|paus|rerout|redirect|shift|rebuil|open)\w*\b",
+            r"^(?:(?:i|we|i'?ve|we'?ve|just|have|has|now|also|then|and)\s+)*"
+            rf"(?:(?:{_ACTION_STEMS})(?:ed|ing)|roll(?:ed|ing)\s+(?:[\w.-]+\s+){{0,3}}?back|"
+            r"fail(?:ed|ing)\s?over|scal(?:ed|ing)|turn(?:ed|ing)\s+(?:off|on)|switch(?:ed|ing)|"
+            r"ran|running|bump(?:ed|ing)|rais(?:ed|ing)|increas(?:ed|ing)|add(?:ed|ing)|"
+            r"start(?:ed|ing))\b",
         ),
+        # The plain verb or noun: an intention, an order or an option, not yet an action.
+        *_cues(1.5, rf"\b(?:{_ACTION_BASE})\b"),
+        # An order to someone ("Sam, please disable the job") is an action being taken.
+        *_cues(
+            1.5,
+            rf"\b(?:please|pls|plz)\b[^.?!]*\b(?:{_ACTION_BASE})\b",
+            rf"\b(?:{_ACTION_BASE})\b[^.?!]*\b(?:please|pls|plz)\b",
+        ),
+        # A completion report: "done, cron disabled", "done: 212 rows".
+        *_cues(2.0, r"^done\b(?![\s:.,!-]*['\"\u2018\u201c])[\s:.,!-]*\S"),
         *_cues(
             1.0,
-            r"\b(?:done|complete(?:d)?|finished|started|in progress|kicked off|now)\b",
+            r"\b(?:done|complete(?:d)?|finished|started|in progress|kicked off)\b",
             r"\bat \d{1,3}%$",
         ),
     ),
     Category.DECISION: (
+        # An explicit label is the author telling us what the message is.
+        *_cues(8.0, r"^(?:decision|decided|we decided)\s*[:-]"),
         *_cues(
             3.5,
             r"\bdecision\b|\bdecided\b|\bwe(?:'re| are) going to\b",
@@ -184,6 +270,8 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             4.5,
             r"^(?:ok(?:ay)?|yes|yep|alright|right)[,.]? (?:let'?s )?(?:roll|switch|fail|revert|"
             r"disable|enable|restart|block|keep|proceed|freeze|pause|stop|move)\b",
+            r"^(?:agree[d]?|approved|ok(?:ay)?|yes|yep|fine|alright)\b[\s,.!:]+(?:go\b|let'?s\b|"
+            r"do it\b|ship it\b|proceed\b|we (?:go|do|proceed)\b)",
         ),
         *_cues(
             3.0,
@@ -203,7 +291,8 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             5.0,
             r"\b\d+(?:\.\d+)?\s?%\s+of\b[^.?!]*\b(?:fail\w*|error\w*|returning [45]\d\d|5xx|500s?|"
             r"timing out|time out|broken)",
-            r"\b(?:fail\w*|error\w*)\b[^.?!]*\b\d+(?:\.\d+)?\s?% of\b",
+            r"\b(?:fail\w*|error\w*|dropping|losing|rejecting|timing out)\b[^.?!]*"
+            r"\b\d+(?:\.\d+)?\s?% of\b",
         ),
         *_cues(
             3.5,
@@ -220,6 +309,26 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\bspike (?:of|in) (?:500s|errors|5xx|failures)\b|\b(?:500s|errors|5xx) spik",
             r"\blost (?:orders|revenue|sales|transactions)\b",
         ),
+        *_cues(
+            3.5,
+            # A business metric falling: orders, revenue, conversions are what users did not do.
+            r"\b(?:orders?|checkouts?|signups?|sign-ups?|logins?|payments?|revenue|sales|"
+            r"conversions?|bookings?|purchases?|gmv)(?:/(?:min|minute|s|sec|h|hour|day))?\b"
+            r"[^.?!]*\b(?:down|dropp\w*|fell|falling|behind|below|lower|tank\w*|plummet\w*|"
+            r"off a cliff|halved)\b",
+            # People telling us something is wrong for them.
+            r"\b(?:saying|say|says|report(?:ing|s)?|complain\w*|telling us)\b (?:that )?"
+            r"(?:they|their|she|her|he|his)\b",
+            r"\b\d[\d,.]*\+?\s*(?:support )?(?:tickets|chats|complaints|calls|emails)\b|"
+            r"\b(?:ticket|chat|complaint|call) (?:count|volume)\b[^.?!]*\d",
+        ),
+        *_cues(
+            2.5,
+            # Counted people or business objects: the size of the impact.
+            r"\b~?\d[\d,.]*k?\+?\s+(?:[\w-]+\s+)?(?:customers|users|orders|payments|accounts|"
+            r"transactions|checkouts|bookings|merchants|signups|logins|purchases)\b",
+        ),
+        *_cues(2.0, r"[€$£]\s?~?\d[\d,.]*k?\b|\b\d[\d,.]*k?\s?(?:eur|usd|gbp)\b"),
         *_cues(-5.0, r"\bno (?:customer |user |external )?impact\b"),
     ),
     Category.FINDING: (
@@ -227,7 +336,8 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             2.0,
             r"\blooks? like\b|\bseems?\b|\bappears? to\b|\bturns? out\b|\bfound\b",
             r"\bnoticed?\b|\bidentified\b|\bconfirmed that\b|\bmatches\b",
-            r"\b(?:logs?|stack ?traces?|traces|metrics|graphs?|dashboards?|profiles?) (?:show|say)",
+            r"\b(?:logs?|stack ?traces?|traces|metrics|graphs?|dashboards?|profiles?) "
+            r"(?:show|say|point|indicate)",
             r"^(?:logs?|stack ?traces?|traces|metrics)\b",
             r"\b\w*(?:exception|panic|segfault|oom\w*|deadlock\w*)\b",
             r"\bsince \d",
@@ -240,31 +350,87 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\bstatus page (?:says|shows|reports|mentions)\b",
             r"\b(?:configured|cach(?:es|ed|ing)|expects?|resolves?)\b",
             r"\bdoesn'?t (?:have|re-?\w+)\b|\bnever (?:re-?\w+|changed|moved)\b",
-            r"\b(?:is|are) (?:healthy|unhealthy|fine|ok)\b",
+            r"\b(?:is|are) unhealthy\b",
             r"\b(?:comes?|came) from\b|\bis from (?:pr|commit|change)\b|\b(?:pr|commit) #?\d+",
             r"\bsame (?:error|stack|symptom)|\bdifferent error\b",
             r"\b(?:checked|inspected|profiled|traced|reproduced|bisected)\b",
             r"\b(?:seeing|we see|i see|observing|observed)\b",
             r"\bstarted (?:around|about|right after|after|at|when)\b",
+            r"\b(?:\d+|a few|two|three|several|an?) (?:min|mins|minutes|hours?|days?) ago\b",
             r"\b(?:expired|jumped|spiked|climbing|rising|elevated|unreachable|refused|resets?|"
             r"crash\w*|evicted|oom\w*|stuck|hung|flapping|saturat\w*)\b",
-            r"\bfrom [~]?\d[\w.%]* to [~]?\d[\w.%]*",
-            r"\binstead of\b|\bsupposed to\b|\bmismatch|\bmisconfigur\w*|\bwrong\b",
+            r"\bfrom [~]?\d[\w.%]* to (?:~|almost |about |around |over |nearly |under |roughly )?"
+            r"\d[\w.%]*",
+            # A metric read off a dashboard: a metric name and a measurement.
+            rf"\b{_METRIC}\b[^.?!]*?{_MEASURE}|{_MEASURE}[^.?!]*?\b{_METRIC}\b",
+            rf"\b{_BAD_METRIC}\b[^.?!]*\b(?:is|are|'s|went|got)\s+(?:way |much |really |very |"
+            r"significantly )?(?:up|high|higher|elevated|through the roof)\b",
+            r"\b(?:tons|lots|loads|a lot|plenty|bunch|hundreds|thousands) of\b[^.?!]*"
+            r"\b(?:errors?|timeouts?|exceptions?|5xx|500s|failures?|retries|rejects?)\b",
+            # Counted system objects: "212 sessions idle in transaction".
+            r"\b~?\d[\d,.]*k?\s+(?:[\w-]+\s+)?(?:sessions|connections|conns|threads|requests|"
+            r"jobs|messages|pods|nodes|queries|locks|processes|workers|backends|rows|keys)\b",
+            r"\b(?:shipped|deployed|pushed|merged|released|went out)\b[^.?!]*"
+            r"\b(?:ago|before|earlier|yesterday|this morning)\b",
+            r"\binstead of\b|\bsupposed to\b|\bmeant (?:for|to)\b|\bintended (?:for|to)\b|"
+            r"\bmismatch|\bmisconfigur\w*|\bwrong\b",
             r"\b(?:is|are|was|were|got|went) full\b|\b(?:disk|volume|queue|pool) full\b",
         ),
-        *_cues(1.0, r"\b(?:failing|erroring|broken|intermittent\w*|flaky)\b"),
+        # What a change did: "the new release raised the batch size" (a person raising it is an
+        # action, a release raising it is a finding about the release).
+        *_cues(
+            3.5,
+            r"\b(?:release|pr|change|commit|deploy|migration|config|upgrade|version|rollout)\s+"
+            r"(?:#?[\w.-]*\d[\w.-]*\s+)?(?:raised|increased|changed|set|moved|removed|added|"
+            r"dropped|bumped|lowered|introduced|enabled|disabled|switched|broke)\b",
+        ),
+        # A third party confirming what we see is as good as seeing it ourselves.
+        *_cues(
+            3.5,
+            r"\b(?:support|vendor|provider)\b[^.?!]*\b(?:came back|confirmed|acknowledged|"
+            r"replied)\b",
+        ),
+        # Timing against the incident ("10 min before the first alert") ties a change to it.
+        *_cues(
+            2.5,
+            r"\b(?:\d+\s?(?:min|mins|minutes|m|h|hours?|s|sec|seconds)|shortly|right|just)\s+"
+            r"(?:before|after)\s+(?:the\s+)?(?:first\s+|[\w.-]*\d[\w.-]*\s+)?(?:alert|page|"
+            r"deploy\w*|release|incident|spike|outage|errors?|change)\b",
+        ),
+        *_cues(
+            1.0,
+            r"\b(?:failing|erroring|broken)\b",
+            r"\b(?:intermittent\w*|flaky|sporadic\w*)\b",
+            r"\bin the (?:logs?|traces?|metrics|dashboards?|graphs?)\b",
+            r"\b[45]\d\ds?\b",
+        ),
     ),
     Category.NEXT_STEP: (
+        # A list header ("INC-12 follow-ups", "Action items:") is what the list is.
+        *_cues(
+            8.0,
+            r"^[^.?!]{0,40}\b(?:follow[\s-]?ups?|action items?|next steps?|to-?dos?)\s*:?\s*$",
+        ),
         *_cues(
             3.5,
             r"\bfollow[\s-]?ups?\b|\baction items?\b|\bnext steps?\b|\bto-?dos?\b",
             r"\bonce\b[^.]*\b(?:sorted|fixed|done|stable|resolved|over|recovered|back)\b",
-            r"\bwe (?:need|should|must|have) to\b|\bwe should\b|\bneeds? to be (?:fixed|added)\b",
-            r"\bblocked on\b|\bblocker\b",
+            r"\bwe (?:need|should|must|have) to\b|\bwe should\b(?! have)|"
+            r"\bneeds? to be (?:fixed|added)\b",
+            # People blocked on something; threads "blocked on a lock" are an observation.
+            r"\b(?:we'?re|we are|i'?m|i am|we'?ve been|still|currently)\s+blocked on\b|"
+            r"\bblocker\b",
             r"\b(?:file|open|create) (?:a |an )?(?:ticket|jira|issue) (?:for|to)\b",
         ),
     ),
 }
+
+POPULATION = re.compile(
+    rf"\b{_POPULATION}\b|\b(?:orders?|checkouts?|signups?|logins?|payments?|revenue|"
+    r"tickets?|chats?|complaints?)\b",
+    re.IGNORECASE,
+)
+"""People and business objects: what makes an impact statement concrete."""
 
 CATEGORY_PRIORITY: tuple[Category, ...] = (
     Category.ROOT_CAUSE,
@@ -286,8 +452,24 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+REPORTS = _any(
+    r"\b(?:tickets?|chats?|complaints?|complain\w*|calls?|emails?|support|reports? from|"
+    r"report(?:ing|s)? (?:that )?(?:they|their))\b",
+    r"\b(?:saying|say|says|telling us)\b (?:that )?(?:they|their|she|her|he|his)\b",
+)
+"""Impact seen through people telling us: support tickets, chats, complaints."""
+
+BUSINESS_METRIC = _any(
+    r"\b(?:orders?|checkouts?|signups?|sign-ups?|logins?|payments?|bookings?|purchases?|"
+    r"conversions?)/(?:min|minute|s|sec|h|hour|day)\b",
+    r"\b(?:revenue|sales|conversions?|gmv|bookings)\b",
+    r"[€$£]\s?~?\d",
+)
+"""Impact seen in business numbers: orders per minute, revenue."""
+
 ACK_WORDS = _words(
     """
+    interesting hmm oh ah phew yikes
     ack acked ack'd acknowledged +1 on it looking checking into thanks thank you thx ty ok
     okay k kk sure sounds good got roger noted nice great cool awesome lgtm will do same
     here agreed yes yep no nope done joining omw brb back perfect fair makes sense classic
@@ -307,8 +489,10 @@ BOT_NOTIFICATION = _any(
 )
 
 SOCIAL = _any(
+    r"^(?:hi|hey|hello|morning|evening)\b(?: (?:all|everyone|folks|team|there|guys))?\W*$",
+    r"^(?:hi|hey|hello) (?:all|everyone|folks|team|there|guys)\b",
     r"\b(?:lol|lmao|haha\w*|hehe|rofl|xd)\b",
-    r"\b(?:coffee|lunch|dinner|breakfast|snack|pizza|beer|tea|water|sleep|nap|birthday|laptop|"
+    r"\b(?:coffee|lunch|dinner|breakfast|snack|pizza|beer|tea|water|nap|birthday|laptop|"
     r"battery|charger)\b",
     r"\bgood (?:night|morning|evening|luck)\b|\bhave a good\b|\bnice work\b|\bgreat (?:job|work)\b",
     r"\bthank(?:s| you)\b[^.?!]*\b(?:all|everyone|team|folks|guys)\b",
@@ -319,7 +503,7 @@ SOCIAL = _any(
 SCHEDULING = _any(
     r"\b(?:meeting|invite|calendar|standup|stand-up|retro(?:spective)?|sync(?: up)?|huddle)\b",
     r"\bpostmortem (?:on|at|doc|meeting|is|will)\b|\bpost-mortem (?:on|at|doc)\b",
-    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b",
+    r"(?<!last )(?<!since )\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b(?!'s)",
     r"\b\d{1,2}(?::\d\d)?\s?(?:am|pm)\b",
     r"\bworks for me\b|\bremind(?:er)?\b|\bin (?:10|15|20|30) ?(?:min|minutes)?\?",
 )
@@ -333,13 +517,25 @@ COORDINATION = _any(
     r"\bgive me \d+ ?(?:min|minutes|sec)\b|\bget on the vpn\b",
     r"\b(?:i'?ll|i will|let me) (?:keep an eye|watch|monitor)\b|\bwatching\b|\bkeep watching\b",
     r"\blet'?s (?:keep watching|hold here|wait|monitor|watch)\b",
+    r"\b(?:bridge|zoom|war ?room|huddle)\b",
+    # Progress pings: the work is under way, its result is the fact.
+    r"^(?:(?:i'?m|we'?re|still|now|also|just)\s+)?(?:grepping|digging|looking|checking|"
+    r"investigating|searching|reading|going through|trying|working on)\b",
+    r"\bdigging (?:into|in)\b|\bwill post (?:when|once|as soon)\b",
+    # Alert hygiene and pointers at a paste ("^ graph of the last hour") are not facts.
+    r"\b(?:silenc|mut|snooz|unsilenc|unmut)(?:ed|ing)\b[^.?!]*\balerts?\b",
+    r"^\^",
 )
 
 COMMS = _any(
-    r"\bstatus ?page (?:is |was )?(?:up|updated|set|on|note)\b|\b(?:update|post|set|draft)\w* "
-    r"(?:on |to )?(?:the )?status ?page\b",
+    # Our own status page; a vendor's status page that "says" something is a finding.
+    r"\bstatus ?page\b(?!\s+(?:says|said|shows|showed|reports|reported|mentions|lists|"
+    r"confirms|confirmed))",
+    r"\b(?:exec|executive|leadership|stakeholder)s?\b[^.?!]*\b(?:update|comms|email|post)\w*",
+    r"\bno eta\b",
     r"\bstatus ?page (?:updated|note)\b|\b(?:support )?macro\b",
-    r"\blet (?:the )?[\w -]+ (?:team )?know\b|\btell (?:customers|users|finance|support)\b",
+    r"\blet (?:the )?[\w -]+ (?:team )?know\b|"
+    r"\btell (?:the )?(?:customers|users|finance|support|agents|execs)\b",
     r"\bpoint support to\b|\bdo we need to tell\b",
 )
 
@@ -350,6 +546,24 @@ HEDGE = _any(
     r"\bif we\b",
 )
 """Deliberation: an action that is only being considered has not happened."""
+
+NEGATION = re.compile(
+    r"(?:\b(?:not|never|no|nothing|nobody|without)|n't)[\s-]+(?:\w+\s+)?$", re.IGNORECASE
+)
+"""A negation just before a cue ("never rolled back", "no restart needed", "isn't draining").
+
+Matched against the text in front of the cue, so it looks at most one word back."""
+
+SPECULATION = _any(
+    r"^(?:so\s+)?(?:if|unless|once|assuming|suppose|in theory)\b",
+    r"\b(?:you'?d|i'?d|would|might|may) expect\b",
+    r"(?:\b(?:will|would|could|might|may)|'d|'ll)\s+(?:\w+\s+)?(?:fail|break|lose|see|get|be|hit|"
+    r"affect|go through|recover)\b",
+)
+"""A hypothesis or a prediction: it has not been observed, so it is no fact yet."""
+
+PENDING = _any(r"\b(?:until|unless|once|if|whether)\b")
+"""A recovery named in a condition ("hold off until the errors are gone") has not happened."""
 
 PARTIAL = _any(r"\bonly\b", r"\bstill\b[^.?!]*\b(?:fail\w*|error\w*|broken|talking to|hitting)")
 """Partial recovery is a finding about what is still wrong, not a recovery."""
@@ -368,6 +582,17 @@ PROPOSAL = _any(
 )
 """An offer of an action, which becomes a decision only when someone approves it."""
 
+REQUEST = _any(r"\b(?:please|pls|plz)\b")
+"""Asking for something: an action asked for is not yet an action done."""
+
+INTENT = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|and|then|now)[,.]?\s+)?(?:i'?ll|i will|we'?ll|we will|let me|"
+    r"i'?m going to|we'?re going to|going to|i'?m about to|about to)\s+(?:\w+\s+)?"
+    rf"(?:{_ACTION_BASE})\b",
+    re.IGNORECASE,
+)
+"""An announced action: it is a fact once done (or once someone approves it)."""
+
 OWNERSHIP_CLAIM = _any(
     r"^(?:i'?ll|i will|i can) (?:take|own|do|handle|grab) (?:the |that |this |it\b|#?\d|\w+ one)",
     r"\b(?:is|are) mine\b|^mine\b",
@@ -375,9 +600,29 @@ OWNERSHIP_CLAIM = _any(
 )
 """Someone claiming an item of a list just posted: it belongs to that list's entry."""
 
+STATUS_WORDS = _words(
+    """
+    now still again far worst best peak flat steady current currently count total ish around
+    about approx roughly yet already up down high low over under normal level levels value
+    p50 p90 p95 p99 p999 latency error errors rate 5xx 4xx 500s cpu memory lag tho though btw
+    fwiw
+    """
+)
+"""Words of a running status reading ("p99 at 11s now", "5xx 18%, worst so far"): a message
+made only of these and numbers repeats the state of a metric rather than adding a fact."""
+
+IDENTIFIER = re.compile(
+    r"#\d+|\b[A-Za-z][\w]*[-_./][\w./-]*[A-Za-z0-9]\b|(?-i:\b[A-Z]?[a-z]+(?:[A-Z][a-z0-9]+)+\b)",
+    re.IGNORECASE,
+)
+"""A name of a system, a setting or a change: `orders-db`, `max_retries`, `#4471`, `HikariPool`."""
+
+RUNNING_STATUS = _any(r"\b(?:now|so far|still|already|currently|atm|at the moment|count|total)\b")
+"""Marks an update of a value already being watched ("40 chats now", "ticket count 60")."""
+
 TECHNICAL_TOKEN = re.compile(
     r"\b\d{1,2}:\d{2}(?::\d{2})?\b"
-    r"|\b\d[\d,.]*\s?(?:%|ms|s|sec|min|k|m|x|/s|msg/s|rps|qps|gb|mb)?(?![\w])"
+    r"|\b\d[\d,.]*\s?(?:%|ms|s|sec|min|k|m|x|/s|msg/s|rps|qps|gb|mb|gi|mi|ki)?(?![\w])"
     r"|#\d+"
     r"|\b[A-Za-z]+(?:[-_./][A-Za-z0-9]+)+\b"
     r"|(?-i:\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b[A-Z]{2,}\b)"

@@ -8,9 +8,11 @@ classification and titles work on the cleaned form so that "@Dana ok so rollback
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 __all__ = [
     "clean_text",
+    "keep_sentences",
     "make_title",
     "sentences",
     "strip_links",
@@ -22,9 +24,12 @@ _MENTION = re.compile(r"@(?:all\b|_user_\d+|[A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*)?|[
 _URL = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
 _SPACES = re.compile(r"[ \t]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
+_SENTENCE_SPLIT = re.compile(r"((?<=[.!?])\s+(?=\S)|\n+)")
+"""The same boundaries, kept in the result of a split so that the text can be put back."""
 _LEADING_FILLER = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|hmm+|um+|uh+|well|also|and|but|fyi|btw|update|heads up|yes|yeah|yep|"
-    r"right|alright|wait|note|ps)\b[\s,:;.!-]*)+",
+    r"^(?:(?:ok(?:ay)?|so|hmm+|um+|uh+|well|also|and|but|fyi|btw|fwiw|tbh|imo|update|heads up|"
+    r"yes|yeah|yep|right|alright|wait|note|ps|pls|please|interesting)\b[\s,:;.!-]*|\+1(?!\d)"
+    r"[\s,:;.!-]*)+",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./#%-]*")
@@ -65,6 +70,22 @@ def sentences(text: str) -> list[str]:
     """Split cleaned text into sentences and list items, dropping bullets and empty pieces."""
     pieces = (_LIST_MARKER.sub("", piece).strip() for piece in _SENTENCE_END.split(text))
     return [piece for piece in pieces if piece]
+
+
+def keep_sentences(text: str, keep: Callable[[str], bool]) -> str:
+    """`text` without the sentences at its start and end that `keep` rejects.
+
+    Used to take greetings, questions and chatter off the edges of a message before it becomes
+    a title ("joining. is this customer facing? orders/min is falling" -> "orders/min is
+    falling"). Sentences in the middle stay, so lists and posts keep their shape; when nothing
+    would be left the text is returned as it is.
+    """
+    pieces = _SENTENCE_SPLIT.split(text)
+    sentences_at = [i for i in range(0, len(pieces), 2) if pieces[i].strip()]
+    kept = [i for i in sentences_at if keep(_LIST_MARKER.sub("", pieces[i]).strip())]
+    if not kept:
+        return text
+    return "".join(pieces[kept[0] : kept[-1] + 1]).strip()
 
 
 def word_count(text: str) -> int:
@@ -148,6 +169,8 @@ def make_title(text: str, *, limit: int = MAX_TITLE_CHARS) -> str:
         joined = lines[0]
     joined = _LEADING_FILLER.sub("", joined).strip() or joined
     joined = joined.rstrip(" .!,;:")
-    if joined and joined[0].islower():
+    first_word = joined.split(" ", 1)[0]
+    if joined and joined[0].islower() and first_word.isalpha():
+        # "Restarted api", but `orders-db` and `max_retries` keep the case they are named in.
         joined = joined[0].upper() + joined[1:]
     return _shorten(joined, limit)

@@ -24,7 +24,7 @@ from timeline_pipeline.synthesis.models import (
     SynthesisResult,
     SynthesisUnavailable,
 )
-from timeline_pipeline.synthesis.rules import RuleSynthesizer
+from timeline_pipeline.synthesis.rules import RULES_PROMPT_VERSION, RuleSynthesizer
 from timeline_pipeline.synthesis.tokens import estimate_total_tokens
 from timeline_pipeline.synthesis_run.lineage import aggregate_hash, chunk_limits
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner
@@ -53,7 +53,7 @@ class Recording:
     """The rule synthesizer, recording each chunk and the window cursor it found committed."""
 
     name = "rules"
-    prompt_version = "rules-v1"
+    prompt_version = RULES_PROMPT_VERSION
 
     def __init__(self, engine: Engine, script: Sequence[Exception | None] = ()) -> None:
         self.engine = engine
@@ -161,7 +161,7 @@ def test_every_generated_entry_traces_to_evidence_of_its_window(engine: Engine) 
         assert entry.evidence_ids and set(entry.evidence_ids) <= set(ids)
         assert [e["id"] for e in entry.metadata["evidence"]] == list(entry.evidence_ids)
         assert entry.metadata["window"] == REF.source_key
-        assert entry.metadata["prompt_version"] == "rules-v1"
+        assert entry.metadata["prompt_version"] == RULES_PROMPT_VERSION
         assert entry.window_state_id == report.state_id
 
 

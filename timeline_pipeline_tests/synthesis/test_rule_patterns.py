@@ -1,0 +1,331 @@
+"""General incident-chat patterns the rule synthesizer reads (seed 000 section 12.3).
+
+Every sentence here is written for this file, deliberately in the words of no particular chat:
+the rules must recognise how on-call engineers write (past-tense actions on systems, causal and
+decision language, business and support impact, recovery wording), and must leave alone what
+is not a fact (questions, guesses, acknowledgements, status pings, progress pings, scheduling,
+stakeholder comms, negated or merely requested actions).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from timeline_pipeline.synthesis.chunking import plan_chunks
+from timeline_pipeline.synthesis.classify import MessageKind, impact_aspect, read_message
+from timeline_pipeline.synthesis.models import Category, EvidenceItem, SynthesisChunk
+from timeline_pipeline.synthesis.rules import RuleSynthesizer
+from timeline_pipeline.synthesis.text import keep_sentences, make_title
+from timeline_pipeline_tests.synthesis.builders import WINDOW_END, WINDOW_START, evidence
+
+WORTHY = [
+    # impact: people, business numbers, support volume
+    ("impact", "orders per minute are down 40% compared to last Tuesday's peak"),
+    ("impact", "revenue is roughly $12k behind the usual hour"),
+    ("impact", "several people saying they were logged out in the middle of a purchase"),
+    ("impact", "we have 120 support tickets about failed transfers"),
+    ("impact", "1,400 customers could not renew their subscription"),
+    ("impact", "users never received the password reset email"),
+    ("impact", "signups are falling off a cliff on the growth dashboard"),
+    ("impact", "merchants in Brazil can't see their payouts since this morning"),
+    ("impact", "we're dropping about 15% of inbound webhooks"),
+    ("impact", "conversion on the mobile app fell by half"),
+    ("impact", "about 8% of video uploads are failing in APAC"),
+    ("impact", "drivers report they cannot accept rides"),
+    ("impact", "bookings dropped 25% in the last half hour"),
+    # finding: readings, changes, counts, timing, vendor confirmations
+    ("finding", "p95 on the search-api went from 300ms to about 2s"),
+    ("finding", "memcached cpu at 97% on every node"),
+    ("finding", "lots of connection timeouts from the billing-worker"),
+    ("finding", "3,200 threads blocked on the same lock in auth-svc"),
+    ("finding", "the config change shipped 20 minutes before the first page"),
+    ("finding", "max_connections is meant to be 500 on the replicas"),
+    ("finding", "the vendor's support confirmed a partial outage in their eu region"),
+    ("finding", "90 worker processes stuck in uninterruptible sleep on the ingest hosts"),
+    ("finding", "queue latency for the mailer is way up since the deploy"),
+    ("finding", "the kafka broker 3 disk is at 99%"),
+    ("finding", "heap usage on the search nodes jumped to 31GB after the reindex"),
+    ("finding", "DNS for api.internal resolves to the old load balancer"),
+    ("finding", "the cert on the ingress expired two hours ago"),
+    ("finding", "the ingest lag on topic clicks is 40 minutes and growing"),
+    ("finding", "all of the 500s come from pods on node pool b"),
+    ("finding", "the new release raised the default batch size from 100 to 5000"),
+    # mitigation: past-tense and progressive actions on systems, completion reports
+    ("mitigation", "killed the runaway analytics query on the primary"),
+    ("mitigation", "terminated the long-running sessions on the replica"),
+    ("mitigation", "restart of the api pods is done"),
+    ("mitigation", "started the failover of the cache cluster"),
+    ("mitigation", "failing over the primary to us-west now"),
+    ("mitigation", "done, 48 duplicate payments refunded"),
+    ("mitigation", "Sam, please restart the scheduler"),
+    ("mitigation", "purged 40k stale jobs, the queue is at 300 now"),
+    ("mitigation", "voided the 12 duplicate authorizations"),
+    ("mitigation", "bumped the replica count of the render service to 12"),
+    ("mitigation", "drained node-7 and cordoned it"),
+    ("mitigation", "rolling back the helm release now"),
+    ("mitigation", "scaled the consumer group from 6 to 24 instances"),
+    ("mitigation", "flipped the kill switch for the recommendations service"),
+    ("mitigation", "re-ran the failed payout batch"),
+    ("mitigation", "blocked the abusive IP range at the WAF"),
+    # decision: explicit labels, agreement with a go, "let's"
+    ("decision", "Decision: we keep writes on the standby until the disk is replaced"),
+    ("decision", "agreed, let's go with read-only mode for the catalog"),
+    ("decision", "approved, go ahead with the cache purge"),
+    ("decision", "we decided to pause the nightly batch"),
+    ("decision", "let's fail over to the dr region"),
+    ("decision", "we will not re-enable the job until the fix ships"),
+    ("decision", "going with the hotfix instead of the rollback"),
+    # root cause: causal language
+    ("root_cause", "the crash loop was caused by a missing env var in the new image"),
+    ("root_cause", "Root cause: the retry budget exceeded the client timeout"),
+    ("root_cause", "the spike was due to a retry storm caused by the SDK's default backoff"),
+    ("root_cause", "this is what broke it: the migration dropped the index"),
+    # recovery: baselines, stopped errors, verification
+    ("recovery", "error rate is at baseline again"),
+    ("recovery", "checkout latency is back to where it was this morning"),
+    ("recovery", "no new complaints for the last 20 minutes"),
+    ("recovery", "test payments from three regions succeeded"),
+    ("recovery", "the 502s stopped after the restart"),
+    ("recovery", "latency is mostly back, p95 at 350ms"),
+    ("recovery", "payouts are flowing again"),
+    ("recovery", "queue depth back to zero"),
+    ("recovery", "p99 has been stable at 120ms for 20 min"),
+    ("recovery", "verified logins work again in all regions"),
+    # next step: list headers and obligations
+    ("next_step", "Follow-ups\n- canary stage for config deploys\n- alert on pool saturation"),
+    ("next_step", "we should add a lint for timeout budgets"),
+    ("next_step", "TODO: add a dashboard for webhook drops"),
+    ("next_step", "action item: runbook for the dr failover, owner Kim"),
+    ("next_step", "follow-up: add an alert on consumer lag"),
+]
+
+NOT_WORTHY = [
+    # questions and guesses
+    "is the replica healthy?",
+    "could it be the new load balancer?",
+    "maybe the cache is cold",
+    "if the queue keeps growing we will lose messages",
+    "if requests hold a connection while they wait, that's what you'd expect",
+    "could the new sdk be retrying too aggressively",
+    "might be the cdn again",
+    "I think it's the new sdk but not sure",
+    "what's the blast radius?",
+    # acknowledgements and agreement without content
+    "ack, looking",
+    "+1, matches what I see",
+    "hi all, support here",
+    # running status: the value of something already being watched
+    "p99 at 4s now",
+    "error rate 12% now, worst so far",
+    "200 chats so far",
+    "ticket count 75",
+    "lag 12 min now",
+    "5xx at 3% now",
+    # progress pings: the result is the fact, not the work
+    "digging into the gateway logs",
+    "checking the replica now",
+    "grepping for the error in the worker code",
+    "looking into why the pods restart",
+    "still looking",
+    "on it, give me 5 min",
+    # scheduling and stakeholder comms
+    "retro on wednesday works for me",
+    "status page updated to monitoring",
+    "Status page: Investigating\nSome customers may be unable to log in. Next update soon.",
+    "for the exec update I'd say: two hours of degraded search",
+    "no ETA yet, next update in 30 min",
+    "I'll update the status page",
+    "let's sync at 3pm",
+    "joining the bridge",
+    "let's keep watching for 15 min",
+    "thanks all, great work",
+    # actions that did not happen, or were only asked about or weighed
+    "we never restarted the workers",
+    "we didn't restart anything yet",
+    "rollback is one click and puts us on yesterday's build",
+    "options: roll back or patch forward",
+    "hold off until the errors are gone",
+    # alert hygiene and pointers at a paste
+    "silenced the disk alert for an hour",
+    "^ latency graph for the last hour",
+]
+
+
+def _chunk(items: list[EvidenceItem]) -> SynthesisChunk:
+    [chunk] = plan_chunks(WINDOW_START, WINDOW_END, items)
+    return chunk
+
+
+def _entries(*items: EvidenceItem) -> list[tuple[str, list[int]]]:
+    result = RuleSynthesizer().synthesize(_chunk(list(items)))
+    return [(entry.category.value, entry.evidence_ids) for entry in result.entries]
+
+
+@pytest.mark.parametrize(("category", "text"), WORTHY)
+def test_timeline_worthy_sentences_get_their_kind(category: str, text: str) -> None:
+    reading = read_message(evidence(1, text))
+    assert (reading.kind, reading.category) == (MessageKind.FACT, Category(category))
+
+
+@pytest.mark.parametrize("text", NOT_WORTHY)
+def test_sentences_without_a_new_fact_are_not_entries(text: str) -> None:
+    assert read_message(evidence(1, text)).kind is not MessageKind.FACT
+
+
+@pytest.mark.parametrize(
+    ("text", "not_category"),
+    [
+        # an adjective or a negation is no action
+        ("orders-db cpu at 31%, iops normal, no blocking locks", Category.MITIGATION),
+        ("the handler never rolled back its transaction on timeout", Category.MITIGATION),
+        ("the pool is not draining", Category.MITIGATION),
+        ("blocking queries are piling up on the primary", Category.MITIGATION),
+        ("rollback fix PR is up for review", Category.MITIGATION),
+        # software clients are not customers
+        ("our client timeout to the gateway is 10s", Category.IMPACT),
+        # a prediction is no impact yet
+        ("in-flight sessions will fail, maybe a few dozen people", Category.IMPACT),
+        # a recovery named in a condition has not happened
+        ("keep the flag off until errors are back to normal", Category.RECOVERY),
+    ],
+)
+def test_lookalikes_are_not_read_as_the_kind_they_resemble(
+    text: str, not_category: Category
+) -> None:
+    assert read_message(evidence(1, text)).category is not not_category
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        ("support has 40 tickets about failed logins", "reports"),
+        ("customers saying they were charged twice", "reports"),
+        ("orders/min down 30% against last week", "business"),
+        ("revenue is $8k behind the same hour yesterday", "business"),
+        ("15% of POST /login requests are failing", "service"),
+    ],
+)
+def test_impact_is_seen_through_reports_business_numbers_or_the_service(
+    text: str, aspect: str
+) -> None:
+    assert impact_aspect(text) == aspect
+
+
+# --- one fact, several messages ------------------------------------------------------------
+
+
+def test_one_person_splitting_an_observation_over_messages_is_one_finding() -> None:
+    assert _entries(
+        evidence(1, "6 of 10 api pods have their db pool at 50/50", actor="ou_a", at=0),
+        evidence(2, "and 300 threads waiting on a connection there", actor="ou_a", at=20),
+    ) == [("finding", [1, 2])]
+
+
+def test_two_actions_in_a_row_by_one_person_are_two_actions() -> None:
+    assert _entries(
+        evidence(1, "flushed the session cache on all edge nodes", actor="ou_a", at=0),
+        evidence(2, "disabling the recommendations widget", actor="ou_a", at=20),
+    ) == [("mitigation", [1]), ("mitigation", [2])]
+
+
+def test_observations_far_apart_by_one_person_stay_apart() -> None:
+    assert _entries(
+        evidence(1, "6 of 10 api pods have their db pool at 50/50", actor="ou_a", at=0),
+        evidence(2, "the replica set is healthy, replication lag 2s", actor="ou_a", at=240),
+    ) == [("finding", [1]), ("finding", [2])]
+
+
+def test_impacts_seen_in_different_places_are_different_impacts() -> None:
+    assert _entries(
+        evidence(1, "about 25% of POST /orders requests are failing", actor="ou_a", at=0),
+        evidence(2, "support has 30 tickets from customers who can't pay", actor="ou_b", at=40),
+    ) == [("impact", [1]), ("impact", [2])]
+
+
+def test_impacts_seen_in_the_same_place_are_one_picture() -> None:
+    assert _entries(
+        evidence(1, "about 25% of POST /orders requests are failing", actor="ou_a", at=0),
+        evidence(2, "users see a blank page after login", actor="ou_b", at=40),
+    ) == [("impact", [1, 2])]
+
+
+def test_an_ask_settled_by_a_decision_is_part_of_the_decision() -> None:
+    assert _entries(
+        evidence(1, "restart the workers pls, the leak is only getting worse", actor="ou_a", at=0),
+        evidence(2, "Decision: we restart the workers now", actor="ou_ic", at=50),
+    ) == [("decision", [1, 2])]
+
+
+def test_an_announced_action_joins_the_report_that_it_was_done() -> None:
+    assert _entries(
+        evidence(1, "I'll purge the stale cache keys", actor="ou_a", at=0),
+        evidence(2, "purged 30k stale cache keys", actor="ou_a", at=90),
+    ) == [("mitigation", [1, 2])]
+
+
+def test_an_approved_announced_action_is_that_action() -> None:
+    assert _entries(
+        evidence(1, "I'll purge the stale cache keys", actor="ou_a", at=0),
+        evidence(2, "go", actor="ou_ic", at=20),
+        evidence(3, "purged 30k stale cache keys", actor="ou_a", at=90),
+    ) == [("mitigation", [1, 2, 3])]
+
+
+def test_an_announced_action_never_done_is_not_an_entry() -> None:
+    assert _entries(evidence(1, "I'll purge the stale cache keys")) == []
+
+
+def test_the_same_reading_told_in_two_conversations_is_one_finding() -> None:
+    assert _entries(
+        evidence(1, "db-2 replica lag at 45s, cpu 80%", at=0, thread="omt_db"),
+        evidence(2, "fyi db-2 replica lag at 45s", actor="ou_bob", at=120, thread="omt_main"),
+    ) == [("finding", [1, 2])]
+
+
+def test_a_status_page_post_quoting_the_impact_is_not_an_entry() -> None:
+    text = 'Status page: Identified\n"Some customers cannot complete checkout. We are on it."'
+    assert _entries(evidence(1, text)) == []
+
+
+# --- titles ---------------------------------------------------------------------------------
+
+
+def test_a_one_line_comms_note_keeps_the_action_next_to_it() -> None:
+    reading = read_message(evidence(1, "status page updated. also restarted the workers"))
+    assert (reading.kind, reading.category) == (MessageKind.FACT, Category.MITIGATION)
+
+
+def test_titles_leave_out_greetings_questions_and_chatter_at_the_edges() -> None:
+    item = evidence(1, "joining. is this customer facing? signups are failing for all users")
+    [entry] = RuleSynthesizer().synthesize(_chunk([item])).entries
+    assert entry.title == "Signups are failing for all users"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("hi all. the api is down. any ideas?", "the api is down."),
+        ("the api is down", "the api is down"),
+        ("ok? thanks?", "ok? thanks?"),  # nothing left: unchanged
+        ("lol. one\ntwo. three?", "one\ntwo."),
+    ],
+)
+def test_keep_sentences_trims_only_the_edges(text: str, kept: str) -> None:
+    def says_something(sentence: str) -> bool:
+        return not sentence.endswith("?") and sentence not in {"lol.", "hi all."}
+
+    assert keep_sentences(text, says_something) == kept
+
+
+@pytest.mark.parametrize(
+    ("raw", "title"),
+    [
+        ("+1, cache hit rate dropped to 20%", "Cache hit rate dropped to 20%"),
+        ("pls keep the flag off", "Keep the flag off"),
+        ("fwiw the cron still runs on the primary", "The cron still runs on the primary"),
+        ("orders-db primary is at 90% cpu", "orders-db primary is at 90% cpu"),
+        ("max_retries applies to read timeouts too", "max_retries applies to read timeouts too"),
+    ],
+)
+def test_titles_drop_filler_and_keep_the_case_of_names(raw: str, title: str) -> None:
+    assert make_title(raw) == title
