@@ -7,6 +7,7 @@ Statements are built once per dialect: rebuilding an upsert per row halves the w
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from functools import cache
@@ -14,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Dialect,
     Insert,
     Select,
     and_,
@@ -128,16 +130,73 @@ def upsert_many(
     """Batch upsert for reconciliation pages; same semantics as `upsert`, row for row."""
     unique = _latest_per_key(records)
     stamp = now or datetime.now(UTC)
-    stmt = _upsert_statement(conn.dialect.name)
+    write = _pg_batch if conn.dialect.name == "postgresql" else _generic_batch
     inserted = updated = 0
     for start in range(0, len(unique), batch_size):
         batch = [_params(r, stamp) for r in unique[start : start + batch_size]]
-        for _key, revision in conn.execute(stmt, batch):
+        for revision in write(conn, batch):
             if revision == 1:
                 inserted += 1
             else:
                 updated += 1
     return UpsertSummary(inserted, updated, len(records) - inserted - updated)
+
+
+def _generic_batch(conn: Connection, batch: list[dict[str, Any]]) -> list[int]:
+    return [row.revision for row in conn.execute(_upsert_statement(conn.dialect.name), batch)]
+
+
+_COLUMNS = (
+    "workspace_id",
+    "source",
+    "source_type",
+    "source_key",
+    "occurred_at",
+    "source_updated_at",
+    "observed_at",
+    "actor_id",
+    "actor_display_name",
+    "content",
+    "content_hash",
+    "metadata_json",
+    "scope_key",
+    "ai_eligible",
+    "deleted",
+    "revision",
+    "updated_at",
+)
+
+
+@cache
+def _pg_batch_sql(dialect: Dialect) -> tuple[str, dict[str, Any]]:
+    compiled = _upsert_statement("postgresql").compile(dialect=dialect, column_keys=list(_COLUMNS))
+    constants = {k: v for k, v in compiled.params.items() if k not in _COLUMNS}
+    return str(compiled), constants
+
+
+def _pg_batch(conn: Connection, batch: list[dict[str, Any]]) -> list[int]:
+    """psycopg's pipelined executemany of the one-row upsert, in the caller's transaction.
+
+    SQLAlchemy would send one multi-row VALUES statement; psycopg does not cache the
+    conversion of statements with that many parameters, which made a page of 500 rows cost
+    more on the client than in the database (about 2,400 rows/s here). Pipelined single-row
+    statements keep RETURNING per row and run at executemany speed.
+    """
+    sql, constants = _pg_batch_sql(conn.dialect)
+    rows = [
+        {**params, **constants, "metadata_json": json.dumps(params["metadata_json"])}
+        for params in batch
+    ]
+    revisions: list[int] = []
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor() as cursor:
+        cursor.executemany(sql, rows, returning=True)
+        while True:
+            revisions.extend(revision for _key, revision in cursor.fetchall())
+            if not cursor.nextset():
+                break
+    return revisions
 
 
 def _outcome(row: Row[Any] | None) -> UpsertOutcome:
