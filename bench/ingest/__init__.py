@@ -1,0 +1,1 @@
+"""Event ingestion throughput and ack latency of `timeline-pipeline serve` on PostgreSQL."""

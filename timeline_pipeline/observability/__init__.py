@@ -1,0 +1,1 @@
+"""Structured logging and Prometheus metrics shared by the long-running processes."""

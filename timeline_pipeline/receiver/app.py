@@ -1,0 +1,144 @@
+"""The receiver's HTTP surface: `POST /lark/events`, `GET /healthz`, `GET /metrics`.
+
+Routes only translate between HTTP and the `EventService`. Verification and normalization are
+short CPU work and run on the event loop (a thread hop per request cost more than the work);
+a large body is handed to the thread pool instead so it cannot stall other requests. Database
+writes go to the group-commit writer, and the answer is sent once the write is committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Final
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from starlette.concurrency import run_in_threadpool
+
+from timeline_pipeline.api import api_router
+from timeline_pipeline.db.engine import DatabaseUnavailable, connection
+from timeline_pipeline.observability.metrics import ReceiverMetrics
+from timeline_pipeline.receiver.batching import WriteBatcher
+from timeline_pipeline.receiver.bindings import BindingCache
+from timeline_pipeline.receiver.body import BodyTooLarge, read_bounded_body
+from timeline_pipeline.receiver.handlers import EventHandlers
+from timeline_pipeline.receiver.outcomes import Reply
+from timeline_pipeline.receiver.service import EventService
+from timeline_pipeline.receiver.verification import CallbackVerifier, Credentials
+from timeline_pipeline.receiver.wakeups import WakeupHub
+from timeline_pipeline.settings import Settings
+
+EVENTS_PATH: Final = "/lark/events"
+INLINE_BODY_BYTES: Final = 64 * 1024
+"""Bodies up to this size are verified on the event loop; larger ones in the thread pool."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class ReceiverState:
+    """What the app exposes on `app.state.receiver`, e.g. for wakeup subscribers."""
+
+    service: EventService
+    metrics: ReceiverMetrics
+    wakeups: WakeupHub
+    bindings: BindingCache
+    writer: WriteBatcher
+
+
+def create_app(
+    settings: Settings,
+    engine: Engine,
+    *,
+    clock: Callable[[], datetime] = _utc_now,
+    registry: CollectorRegistry | None = None,
+    wakeups: WakeupHub | None = None,
+    bindings: BindingCache | None = None,
+) -> FastAPI:
+    """Build the receiver; raises ValueError when LARK_VERIFICATION_TOKEN is not set."""
+    timeline, runtime = settings.timeline, settings.runtime
+    credentials = Credentials(
+        verification_token=runtime.lark_verification_token.get_secret_value(),
+        encrypt_key=runtime.lark_encrypt_key.get_secret_value(),
+    )
+    metrics = ReceiverMetrics(registry)
+    hub = wakeups if wakeups is not None else WakeupHub()
+    cache = bindings if bindings is not None else BindingCache(timeline.binding_cache_ttl)
+    writer = WriteBatcher(engine)
+    service = EventService(
+        verifier=CallbackVerifier(credentials, max_skew=timeline.event_timestamp_skew, clock=clock),
+        handlers=EventHandlers(timeline, cache, app_id=runtime.lark_app_id, clock=clock),
+        writer=writer,
+        metrics=metrics,
+        wakeups=hub,
+        ingestion_enabled=timeline.enabled and timeline.event_ingestion_enabled,
+        clock=clock,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        # Runs after uvicorn has let in-flight requests finish: write what is queued, then stop.
+        await run_in_threadpool(writer.close)
+
+    app = FastAPI(
+        title="timeline-pipeline receiver",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+    )
+    app.state.receiver = ReceiverState(service, metrics, hub, cache, writer)
+    limit = timeline.event_max_body_bytes
+
+    async def lark_events(request: Request) -> Response:
+        reply = await _receive(request, service, limit)
+        return JSONResponse(reply.body, status_code=reply.status)
+
+    # A plain Starlette route: FastAPI's dependency solving would cost more than verification.
+    app.add_route(EVENTS_PATH, lark_events, methods=["POST"], include_in_schema=False)
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        try:
+            with connection(engine) as conn:
+                conn.execute(text("SELECT 1"))
+        except (DatabaseUnavailable, PoolTimeoutError):
+            return JSONResponse({"status": "unavailable", "database": "down"}, status_code=503)
+        return JSONResponse({"status": "ok", "database": "ok"})
+
+    @app.get("/metrics")
+    def prometheus_metrics() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    app.include_router(api_router(engine, settings))  # the timeline API, GET /api/openapi.json
+    return app
+
+
+async def _receive(request: Request, service: EventService, limit: int) -> Reply:
+    try:
+        body = await read_bounded_body(request, limit)
+    except BodyTooLarge:
+        return service.reject_oversized()
+    headers = request.headers
+    if len(body) <= INLINE_BODY_BYTES:
+        step = service.begin(body, headers)
+    else:
+        step = await run_in_threadpool(partial(service.begin, body, headers))
+    if isinstance(step, Reply):
+        return step
+    try:
+        outcome = await asyncio.wrap_future(service.submit(step))
+    except Exception as error:
+        return service.fail(step, error)
+    return service.finish(step, outcome)

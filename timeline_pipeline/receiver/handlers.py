@@ -1,0 +1,248 @@
+"""What each routed event does: bounded work, and the database as the only thing it calls.
+
+Handling is split in two. The first half is pure CPU on the request (normalize, chat type,
+cached bindings) and settles most ignorable events without touching the database. What is left
+is a `Pending` write, run by the group-commit writer inside a transaction: resolve bindings on a
+cache miss, then the shared ingest path (the one reconciliation uses) for received messages
+(all those of one chat in the batch in one call), or the deletion policy for a recalled one.
+No AI call, no attachment download and no contact lookup happens anywhere here (seed 000 §7.2).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from sqlalchemy import Connection
+
+from timeline_pipeline.ingest.eligibility import chat_skip, message_skip
+from timeline_pipeline.ingest.writer import ingest
+from timeline_pipeline.lark.message_policy import is_self_message
+from timeline_pipeline.lark.normalize import (
+    EARLIEST_MESSAGE_TIME,
+    LATEST_MESSAGE_TIME,
+    MalformedMessageError,
+    NormalizedLarkMessage,
+    UnsupportedMessageTypeError,
+    normalize_event_message,
+)
+from timeline_pipeline.receiver import recall
+from timeline_pipeline.receiver.batching import GroupWriter
+from timeline_pipeline.receiver.bindings import BindingCache
+from timeline_pipeline.receiver.outcomes import Reason, Rejected
+from timeline_pipeline.receiver.wakeups import Wakeup
+from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store.workspaces import Workspace
+
+# The same key-safety rule as normalization: ids become part of `chat/<chat>/message/<id>`.
+_IDENTIFIER: Final = re.compile(r"[\x21-\x2e\x30-\x7e]{1,256}")
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an event did; `ignored` names the reason when nothing was stored.
+
+    `writes` and `wakeups` belong to the transaction's group of events (see `_write_messages`):
+    they are carried by one event of the group, so that summing over events gives the totals.
+    """
+
+    message_id: str | None = None
+    chat_id: str | None = None
+    ignored: str | None = None
+    workspace_ids: tuple[str, ...] = ()
+    writes: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    excluded: str | None = None
+    wakeups: tuple[Wakeup, ...] = ()
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The database half of an event, for the group-commit writer.
+
+    `writer(conn, items)` runs inside the batch transaction for every pending item of the same
+    (writer, group) in the batch, and returns one Outcome per item.
+    """
+
+    writer: GroupWriter
+    item: Any
+    group: Hashable
+    message_id: str
+    chat_id: str
+
+
+@dataclass(frozen=True)
+class _Recall:
+    message_id: str
+    chat_id: str
+    recalled_at: datetime
+    now: datetime
+
+
+class EventHandlers:
+    def __init__(
+        self,
+        settings: LarkTimelineSettings,
+        bindings: BindingCache,
+        *,
+        app_id: str | None,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._settings = settings
+        self._bindings = bindings
+        self._app_id = app_id or None
+        self._clock = clock
+
+    def forget_bindings(self, chat_id: str) -> None:
+        """A write found a cached workspace gone: read the bindings again next time."""
+        self._bindings.invalidate(chat_id)
+
+    # --- im.message.receive_v1 --------------------------------------------------------------
+
+    def message(self, event: Mapping[str, Any]) -> Outcome | Pending:
+        try:
+            message = normalize_event_message(
+                event, max_text_chars=self._settings.max_message_chars, app_id=self._app_id
+            )
+        except UnsupportedMessageTypeError as error:
+            return Outcome(error.message_id, ignored=Reason.UNSUPPORTED_MESSAGE_TYPE)
+        except MalformedMessageError as error:
+            raise Rejected(400, error.reason) from None
+        base = self._base(message)
+        if chat_skip(message) is not None:
+            return replace(base, ignored=Reason.NOT_GROUP_CHAT)
+        if self._bindings.cached(message.chat_id) == ():
+            return replace(base, ignored=Reason.UNBOUND_CHAT)
+        group = ("message", message.chat_id)
+        return Pending(self._write_messages, message, group, message.message_id, message.chat_id)
+
+    def _write_messages(
+        self, conn: Connection, messages: Sequence[NormalizedLarkMessage]
+    ) -> list[Outcome]:
+        """Messages of one chat: one ingest call, so one batch upsert for the lot."""
+        chat_id = messages[0].chat_id
+        bases = [self._base(message) for message in messages]
+        workspaces = self._bindings.resolve(conn, chat_id)
+        if not workspaces:
+            return [replace(base, ignored=Reason.UNBOUND_CHAT) for base in bases]
+        now = self._clock()
+        result = ingest(conn, messages, workspaces, self._settings, now)
+        outcomes = [
+            self._placed(base, message, workspaces, now)
+            for base, message in zip(bases, messages, strict=True)
+        ]
+        # The group's row counts ride on its first event, so that per-event counts add up.
+        upserts = result.upserts
+        changed = upserts.inserted + upserts.updated > 0
+        outcomes[0] = replace(
+            outcomes[0],
+            writes=Counter(
+                inserted=upserts.inserted, updated=upserts.updated, duplicate=upserts.duplicate
+            ),
+            wakeups=tuple(Wakeup(w, chat_id) for w in sorted(result.workspaces)) if changed else (),
+        )
+        return outcomes
+
+    def _placed(
+        self,
+        base: Outcome,
+        message: NormalizedLarkMessage,
+        workspaces: Sequence[Workspace],
+        now: datetime,
+    ) -> Outcome:
+        """Where this message went: the same eligibility decision `ingest` made for it."""
+        stored: list[str] = []
+        skipped: Counter[str] = Counter()
+        for workspace in workspaces:
+            reason = message_skip(message, workspace, self._settings, now)
+            if reason is None:
+                stored.append(workspace.id)
+            else:
+                skipped[reason] += 1
+        ignored = None if stored else _main_reason(skipped)
+        return replace(base, ignored=ignored, workspace_ids=tuple(stored), skipped=skipped)
+
+    def _base(self, message: NormalizedLarkMessage) -> Outcome:
+        return Outcome(message.message_id, message.chat_id, excluded=self._exclusion(message))
+
+    def _exclusion(self, message: NormalizedLarkMessage) -> str | None:
+        """Why the message can never reach synthesis on account of its sender, if it cannot."""
+        if not is_self_message(
+            sender_type=message.sender_type, sender_id=message.sender_id, app_id=self._app_id
+        ):
+            return None
+        return "self" if message.sender_id == self._app_id else "bot"
+
+    # --- im.message.recalled_v1 -------------------------------------------------------------
+
+    def recall(self, event: Mapping[str, Any], now: datetime) -> Outcome | Pending:
+        message_id = _identifier(event, "message_id")
+        chat_id = _identifier(event, "chat_id")
+        recalled_at = _recall_time(event.get("recall_time"), now)
+        if self._bindings.cached(chat_id) == ():
+            return Outcome(message_id, chat_id, ignored=Reason.UNBOUND_CHAT)
+        request = _Recall(message_id, chat_id, recalled_at, now)
+        return Pending(self._write_recalls, request, ("recall", chat_id), message_id, chat_id)
+
+    def _write_recalls(self, conn: Connection, recalls: Sequence[_Recall]) -> list[Outcome]:
+        return [self._write_recall(conn, request) for request in recalls]
+
+    def _write_recall(self, conn: Connection, request: _Recall) -> Outcome:
+        base = Outcome(request.message_id, request.chat_id)
+        workspaces = [w.id for w in self._bindings.resolve(conn, request.chat_id)]
+        if not workspaces:
+            return replace(base, ignored=Reason.UNBOUND_CHAT)
+        counts = recall.redact_everywhere(
+            conn,
+            workspaces,
+            chat_id=request.chat_id,
+            message_id=request.message_id,
+            recalled_at=request.recalled_at,
+            now=request.now,
+        )
+        redacted = counts[recall.REDACTED] > 0
+        missing = counts[recall.NOT_FOUND] == len(workspaces)
+        return replace(
+            base,
+            ignored=Reason.MESSAGE_NOT_FOUND if missing else None,
+            workspace_ids=tuple(workspaces),
+            writes=Counter(redacted=counts[recall.REDACTED]),
+            wakeups=tuple(Wakeup(w, request.chat_id) for w in workspaces) if redacted else (),
+        )
+
+
+def _main_reason(skipped: Counter[str]) -> str:
+    """The most frequent skip reason (ties by name), so the event-level label is stable."""
+    if not skipped:
+        return Reason.UNBOUND_CHAT
+    return min(skipped.items(), key=lambda item: (-item[1], item[0]))[0]
+
+
+def _identifier(event: Mapping[str, Any], key: str) -> str:
+    value = event.get(key)
+    if value is None or value == "":
+        raise Rejected(400, f"missing_{key}")
+    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+        raise Rejected(400, f"bad_{key}")
+    return value
+
+
+def _recall_time(value: object, now: datetime) -> datetime:
+    """Epoch milliseconds as Lark sends them; absent means "now" (the recall just happened)."""
+    if value is None or value == "":
+        return now
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 15:
+        millis = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**15:
+        millis = value
+    else:
+        raise Rejected(400, "bad_recall_time")
+    moment = _EPOCH + timedelta(milliseconds=millis)
+    if not EARLIEST_MESSAGE_TIME <= moment < LATEST_MESSAGE_TIME:
+        raise Rejected(400, "bad_recall_time")
+    return moment

@@ -1,0 +1,197 @@
+"""One callback from bytes to answer: verify, dispatch, handle, then count and log.
+
+This is the only place that turns outcomes and exceptions into HTTP statuses, metrics and log
+lines, so the three always agree. A callback is handled in two steps: `begin` does the CPU work
+(verification, normalization) and either answers at once or returns a `Step`, whose write
+`submit` hands to the group-commit writer; `finish` (or `fail`) turns the committed outcome (or
+the failure) into the answer. `handle` chains them for callers without an event loop.
+
+Logs carry ids and reason codes only; an exception is logged by its type, never its text,
+because database errors can quote the statement's parameters.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from timeline_pipeline.observability.logs import get_logger
+from timeline_pipeline.observability.metrics import ReceiverMetrics, event_type_label
+from timeline_pipeline.receiver import event_types
+from timeline_pipeline.receiver.batching import CONFLICT_ERRORS, UNAVAILABLE_ERRORS, WriteBatcher
+from timeline_pipeline.receiver.handlers import EventHandlers, Outcome, Pending
+from timeline_pipeline.receiver.outcomes import Reason, Rejected, Reply
+from timeline_pipeline.receiver.verification import CallbackVerifier, LarkHeaders
+from timeline_pipeline.receiver.wakeups import WakeupHub
+
+log = get_logger("timeline_pipeline.receiver")
+
+
+@dataclass
+class Step:
+    """A callback waiting for its database write."""
+
+    event_type: str
+    pending: Pending
+    ids: dict[str, Any]
+    started: float
+
+
+class EventService:
+    def __init__(
+        self,
+        *,
+        verifier: CallbackVerifier,
+        handlers: EventHandlers,
+        writer: WriteBatcher,
+        metrics: ReceiverMetrics,
+        wakeups: WakeupHub,
+        ingestion_enabled: bool,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._verifier = verifier
+        self._handlers = handlers
+        self._writer = writer
+        self._metrics = metrics
+        self._wakeups = wakeups
+        self._ingestion_enabled = ingestion_enabled
+        self._clock = clock
+
+    def handle(self, body: bytes, headers: Mapping[str, str]) -> Reply:
+        """Both steps, blocking until the write is committed."""
+        step = self.begin(body, headers)
+        if isinstance(step, Reply):
+            return step
+        try:
+            outcome = self.submit(step).result()
+        except Exception as error:
+            return self.fail(step, error)
+        return self.finish(step, outcome)
+
+    def submit(self, step: Step) -> Future[Outcome]:
+        """Hand the step's write to the group-commit writer."""
+        pending = step.pending
+        return self._writer.submit_to_group(pending.writer, pending.item, pending.group)
+
+    def begin(self, body: bytes, headers: Mapping[str, str]) -> Reply | Step:
+        """Never raises: an answer, or a Step to write and then `finish` (or `fail`)."""
+        started = time.perf_counter()
+        self._metrics.events_received.inc()
+        ids: dict[str, Any] = {}
+        try:
+            result = self._begin(body, LarkHeaders.from_mapping(headers), ids)
+        except Exception as error:
+            return self._answer_failure(error, ids, started)
+        if isinstance(result, Pending):
+            ids.update(message_id=result.message_id, chat_id=result.chat_id)
+            return Step(ids["event_type"], result, ids, started)
+        return self._observe(result, started)
+
+    def finish(self, step: Step, outcome: Outcome) -> Reply:
+        return self._observe(self._conclude(step.event_type, outcome, step.ids), step.started)
+
+    def fail(self, step: Step, error: BaseException) -> Reply:
+        if isinstance(error, CONFLICT_ERRORS):
+            self._handlers.forget_bindings(step.pending.chat_id)
+        return self._answer_failure(error, step.ids, step.started)
+
+    def reject_oversized(self) -> Reply:
+        """Called by the HTTP layer, which stops reading a body once it passes the limit."""
+        self._metrics.events_received.inc()
+        return self._fail(413, Reason.BODY_TOO_LARGE, {})
+
+    # --- the steps ------------------------------------------------------------------------
+
+    def _begin(self, body: bytes, headers: LarkHeaders, ids: dict[str, Any]) -> Reply | Pending:
+        verified = self._verifier.verify(body, headers)
+        ids["event_type"] = verified.event_type
+        if verified.event_id is not None:
+            ids["event_id"] = verified.event_id
+        if verified.is_url_verification:
+            self._accept(verified.event_type, ids)
+            return Reply(200, {"challenge": verified.challenge}, result="accepted")
+        if verified.event_type not in event_types.HANDLED:
+            return self._ignore(verified.event_type, Reason.UNKNOWN_EVENT_TYPE, ids)
+        if verified.event_type == event_types.CARD_ACTION:
+            # Interactions are a later issue; acknowledged so that Lark does not retry.
+            return self._ignore(verified.event_type, Reason.NOT_IMPLEMENTED, ids)
+        event = verified.payload["event"]
+        if verified.event_type == event_types.MESSAGE_RECALLED:
+            # Applied even with ingestion off: stored content must still be forgotten.
+            handled = self._handlers.recall(event, self._clock())
+        elif not self._ingestion_enabled:
+            return self._ignore(verified.event_type, Reason.INGESTION_DISABLED, ids)
+        else:
+            handled = self._handlers.message(event)
+        if isinstance(handled, Pending):
+            return handled
+        return self._conclude(verified.event_type, handled, ids)
+
+    def _conclude(self, event_type: str, outcome: Outcome, ids: dict[str, Any]) -> Reply:
+        for key in ("message_id", "chat_id"):
+            if getattr(outcome, key) is not None:
+                ids[key] = getattr(outcome, key)
+        if outcome.workspace_ids:
+            ids["workspace_ids"] = list(outcome.workspace_ids)
+        self._count(outcome)
+        if outcome.ignored is not None:
+            return self._ignore(event_type, outcome.ignored, ids)
+        self._accept(event_type, ids)
+        return Reply.accepted()
+
+    def _count(self, outcome: Outcome) -> None:
+        metrics = self._metrics
+        for name, count in outcome.writes.items():
+            if count:
+                metrics.evidence_writes.labels(name).inc(count)
+        for reason, count in outcome.skipped.items():
+            metrics.evidence_skipped.labels(reason).inc(count)
+        if outcome.excluded is not None:
+            metrics.messages_excluded.labels(outcome.excluded).inc()
+        if outcome.wakeups:
+            delivery = self._wakeups.notify(outcome.wakeups)
+            for name, count in (
+                ("sent", delivery.sent),
+                ("coalesced", delivery.coalesced),
+                ("dropped", delivery.dropped),
+            ):
+                if count:
+                    metrics.wakeups.labels(name).inc(count)
+
+    # --- answers --------------------------------------------------------------------------
+
+    def _answer_failure(self, error: BaseException, ids: dict[str, Any], started: float) -> Reply:
+        if isinstance(error, Rejected):
+            reply = self._fail(error.status, error.reason, ids)
+        elif isinstance(error, UNAVAILABLE_ERRORS):
+            reply = self._fail(503, Reason.DATABASE_UNAVAILABLE, ids)
+        elif isinstance(error, CONFLICT_ERRORS):
+            reply = self._fail(503, Reason.BINDING_CHANGED, ids)
+        else:  # a bug: answer 500 (Lark retries) and log the type only
+            reply = self._fail(500, Reason.INTERNAL_ERROR, ids, error_type=type(error).__name__)
+        return self._observe(reply, started)
+
+    def _observe(self, reply: Reply, started: float) -> Reply:
+        self._metrics.handling_seconds.labels(reply.result).observe(time.perf_counter() - started)
+        return reply
+
+    def _accept(self, event_type: str, ids: dict[str, Any]) -> None:
+        self._metrics.events_accepted.labels(event_type_label(event_type)).inc()
+        log.debug("lark_event_accepted", **ids)
+
+    def _ignore(self, event_type: str, reason: str, ids: dict[str, Any]) -> Reply:
+        self._metrics.events_ignored.labels(event_type_label(event_type), reason).inc()
+        log.info("lark_event_ignored", reason=reason, **ids)
+        return Reply.ignored(reason)
+
+    def _fail(self, status: int, reason: str, ids: dict[str, Any], **fields: Any) -> Reply:
+        self._metrics.events_failed.labels(reason).inc()
+        if status >= 500:
+            log.error("lark_event_failed", status=status, reason=reason, **ids, **fields)
+            return Reply.retry(reason, status)
+        log.warning("lark_event_rejected", status=status, reason=reason, **ids, **fields)
+        return Reply.rejected(status, reason)

@@ -1,0 +1,74 @@
+"""Structured logging: every line is one JSON object, whoever logged it."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import lark_oapi  # noqa: F401 - installs the SDK's own stdout handler, which must be adopted
+import pytest
+import structlog
+
+from timeline_pipeline.observability.logs import LARK_SDK_LOGGER, configure_logging, get_logger
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        structlog.reset_defaults()
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_structlog_stdlib_and_sdk_records_all_come_out_as_json_lines() -> None:
+    stream = io.StringIO()
+    configure_logging(json=True, level=logging.INFO, stream=stream)
+
+    get_logger("timeline_pipeline.test").info("evidence_written", workspace_id="inc-1", rows=2)
+    logging.getLogger("uvicorn.error").warning("Started server process")
+    logging.getLogger(LARK_SDK_LOGGER).error("handle event failed")
+    get_logger("timeline_pipeline.test").debug("below_the_level")
+
+    records = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(r["event"], r["level"], r["logger"]) for r in records] == [
+        ("evidence_written", "info", "timeline_pipeline.test"),
+        ("Started server process", "warning", "uvicorn.error"),
+        ("handle event failed", "error", LARK_SDK_LOGGER),
+    ]
+    assert records[0]["workspace_id"] == "inc-1"
+    assert records[0]["rows"] == 2
+    assert all(r["ts"].endswith("Z") for r in records)
+    assert logging.getLogger(LARK_SDK_LOGGER).handlers == []
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_configuring_twice_replaces_rather_than_duplicates_the_handler() -> None:
+    first, second = io.StringIO(), io.StringIO()
+    configure_logging(stream=first)
+    configure_logging(stream=second)
+
+    get_logger("timeline_pipeline.test").warning("once")
+
+    assert first.getvalue() == ""
+    assert len(second.getvalue().splitlines()) == 1
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_console_rendering_for_humans() -> None:
+    stream = io.StringIO()
+    configure_logging(json=False, stream=stream)
+
+    get_logger("timeline_pipeline.test").warning("lark_event_rejected", reason="bad_token")
+
+    line = stream.getvalue()
+    assert "lark_event_rejected" in line
+    assert "reason=bad_token" in line
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(line)
