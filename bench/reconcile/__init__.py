@@ -1,0 +1,1 @@
+"""Reconciliation benchmark (python -m bench.reconcile.run)."""

@@ -1,0 +1,373 @@
+"""Reconcile Lark chat history into evidence, one (workspace, chat) checkpoint at a time.
+
+The I/O half of reconciliation (planning is in `planning`). For each target it reads the chat
+checkpoint, lists the planned range page by page, fetches the replies of the threads it meets
+(and of threads our evidence says were recently active, since Lark lists thread roots only),
+and commits each page through the receiver's own write path (`ingest.writer.ingest`) in one
+transaction together with the in-progress marker. The high-water mark moves only after the
+last page (seed 000 §8.2); any failure leaves it where it was, records the failure on the
+checkpoint and is reported as a counted failure, and the next run resumes from the marker.
+
+Completed synthesis windows are never touched here: an edit or recall refreshes evidence only
+(seed 000 §8, §16).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from timeline_pipeline.db.engine import DatabaseUnavailable, connection, transaction
+from timeline_pipeline.ingest.eligibility import Scope
+from timeline_pipeline.ingest.writer import ingest
+from timeline_pipeline.lark.client import (
+    LarkApiError,
+    LarkClient,
+    LarkPermissionError,
+    LarkTokenError,
+)
+from timeline_pipeline.receiver.display_names import DisplayNameCache, fill_missing_display_names
+from timeline_pipeline.reconcile.metrics import ReconcileMetrics
+from timeline_pipeline.reconcile.pages import NormalizedPage, normalize_page
+from timeline_pipeline.reconcile.planning import (
+    MARKER_KEY,
+    METADATA_VERSION,
+    CheckpointView,
+    MessageKey,
+    Mode,
+    Progress,
+    RangeBounds,
+    RangeKind,
+    ReconcileRange,
+    newest_within,
+    next_high_water,
+    plan_range,
+)
+from timeline_pipeline.reconcile.report import (
+    THREAD_BUDGET_EXHAUSTED,
+    ChatReport,
+    FailureKind,
+    RunReport,
+)
+from timeline_pipeline.reconcile.store import active_thread_ids, record_progress
+from timeline_pipeline.reconcile.targets import Target
+from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store.sync_states import (
+    SyncState,
+    advance_checkpoint,
+    ensure_checkpoint,
+    record_checkpoint_failure,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class CheckpointConflict(Exception):
+    """Another run changed this chat's checkpoint first; this run stops and lets it finish."""
+
+
+class Reconciler:
+    """Runs reconciliation for a list of targets with one client, engine and settings."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        client: LarkClient,
+        settings: LarkTimelineSettings,
+        *,
+        app_id: str | None = None,
+        metrics: ReconcileMetrics | None = None,
+        fill_names: bool = True,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.engine = engine
+        self.client = client
+        self.settings = settings
+        self.app_id = app_id
+        self.metrics = metrics or ReconcileMetrics()
+        self.fill_names = fill_names
+        self.name_cache = DisplayNameCache.from_settings(settings)
+        self.timer = timer
+
+    def run(
+        self,
+        targets: Sequence[Target],
+        *,
+        mode: Mode,
+        scope: Scope,
+        now: datetime | None = None,
+        workspaces_skipped: Counter[str] | None = None,
+    ) -> RunReport:
+        """Reconcile every target; one chat's failure is counted and the others still run."""
+        moment = now or datetime.now(UTC)
+        started = self.timer()
+        report = RunReport(mode.value, moment, workspaces_skipped=workspaces_skipped or Counter())
+        for target in targets:
+            report.chats.append(self.run_chat(target, mode=mode, scope=scope, now=moment))
+        if self.fill_names:
+            self._fill_display_names(report)
+        report.duration_seconds = self.timer() - started
+        return report
+
+    def _fill_display_names(self, report: RunReport) -> None:
+        """Name the senders of what was just collected (batched contact lookups, cached).
+
+        Best effort: a failed lookup is counted, the collected evidence stands without names.
+        """
+        for workspace_id in dict.fromkeys(chat.workspace_id for chat in report.chats if chat.ok):
+            try:
+                filled = fill_missing_display_names(
+                    self.engine,
+                    workspace_id,
+                    self.client.batch_user_names,
+                    cache=self.name_cache,
+                    batch_size=self.settings.display_name_batch_size,
+                )
+            except (LarkApiError, DatabaseUnavailable, SQLAlchemyError) as exc:
+                report.name_lookup_failures += 1
+                log.warning(
+                    "display name fill failed workspace=%s error=%s",
+                    workspace_id,
+                    type(exc).__name__,
+                    extra={"workspace_id": workspace_id},
+                )
+            else:
+                report.names_filled += filled.rows_updated
+
+    def run_chat(self, target: Target, *, mode: Mode, scope: Scope, now: datetime) -> ChatReport:
+        report = ChatReport(target.workspace.id, target.chat_id, mode.value)
+        started = self.timer()
+        try:
+            _ChatRun(self, target, mode, scope, now, report).run()
+        finally:
+            report.duration_seconds = self.timer() - started
+            self.metrics.observe(report)
+            log.info(
+                "reconciled chat workspace=%s chat=%s kind=%s pages=%d messages=%d failure=%s",
+                report.workspace_id,
+                report.chat_id,
+                report.kind,
+                report.pages,
+                report.messages,
+                report.failure,
+                extra={"workspace_id": report.workspace_id, "chat_id": report.chat_id},
+            )
+        return report
+
+
+class _ChatRun:
+    """One (workspace, chat) range: the state that lives for the duration of one run."""
+
+    def __init__(
+        self,
+        owner: Reconciler,
+        target: Target,
+        mode: Mode,
+        scope: Scope,
+        now: datetime,
+        report: ChatReport,
+    ) -> None:
+        self.engine = owner.engine
+        self.client = owner.client
+        self.settings = owner.settings
+        self.app_id = owner.app_id
+        self.timer = owner.timer
+        self.workspace = target.workspace
+        self.chat_id = target.chat_id
+        self.mode = mode
+        self.scope = scope
+        self.now = now
+        self.report = report
+        self.state: SyncState | None = None
+        self.fetched_threads: set[str] = set()
+        self.skipped_threads: set[str] = set()
+        self.thread_budget = self.settings.reconcile_max_threads
+        self.newest: MessageKey | None = None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except LarkTokenError as exc:
+            self._fail(FailureKind.TOKEN_REJECTED, str(exc))
+        except LarkPermissionError as exc:
+            self._fail(FailureKind.PERMISSION_DENIED, str(exc))
+        except LarkApiError as exc:
+            self._fail(FailureKind.LARK_API_ERROR, str(exc))
+        except CheckpointConflict as exc:
+            self._fail(FailureKind.CONCURRENT_RUN, str(exc))
+        except (DatabaseUnavailable, SQLAlchemyError) as exc:
+            # A driver error can quote the statement's parameters (message text): name it only.
+            self._fail(FailureKind.DATABASE_ERROR, f"database error {type(exc).__name__}")
+
+    def _run(self) -> None:
+        with transaction(self.engine) as conn:
+            self.state = ensure_checkpoint(conn, self.workspace.id, self.chat_id)
+        view = CheckpointView.from_row(
+            self.state.last_seen_cursor, self.state.last_seen_updated_at, self.state.metadata
+        )
+        plan = plan_range(
+            mode=self.mode,
+            workspace_created_at=self.workspace.created_at,
+            checkpoint=view,
+            bounds=RangeBounds.from_settings(self.settings),
+            now=self.now,
+        )
+        if plan is None:
+            return
+        self.report.kind = plan.kind.value
+        self.report.range_start, self.report.range_end = plan.start, plan.end
+        self.report.resumed_from = plan.resumed_from.encode() if plan.resumed_from else None
+        self._collect(plan)
+        self._advance(plan, view.high_water)
+
+    def _collect(self, plan: ReconcileRange) -> None:
+        with connection(self.engine) as conn:
+            active = active_thread_ids(
+                conn, self.workspace.id, self.chat_id, plan.start, limit=self.thread_budget
+            )
+        marker = Progress(plan.kind, plan.committed_from, plan.end, plan.resumed_from, 0, self.now)
+        for page in self._timed(self.client.iter_chat_messages(self.chat_id, plan.start, plan.end)):
+            self.report.chat_pages += 1
+            self.report.items += len(page.items)
+            normalized = self._normalize(page.items)
+            # The marker may only claim chat-listed keys: a thread reply can be hours newer than
+            # its root, and resuming after it would skip the top-level messages in between.
+            marker = marker.advanced(max(normalized.keys, default=None))
+            for thread_id in self._within_budget(normalized.thread_ids()):
+                normalized.extend(self._thread(thread_id, plan.start))
+            self._commit(normalized, marker, plan.end)
+        for thread_id in self._within_budget(active):
+            self._commit(self._thread(thread_id, plan.start), marker, plan.end)
+
+    def _thread(self, thread_id: str, not_before: datetime) -> NormalizedPage:
+        """All replies of one thread back to the range start (newest first, then cut)."""
+        collected = NormalizedPage()
+        self.report.threads_fetched += 1
+        pages = self.client.iter_thread_messages(thread_id, not_before=not_before)
+        for page in self._timed(pages):
+            self.report.thread_pages += 1
+            self.report.items += len(page.items)
+            collected.extend(self._normalize(page.items))
+        return collected
+
+    def _within_budget(self, thread_ids: Iterable[str]) -> Iterator[str]:
+        """Each thread once per run, at most `reconcileMaxThreads`; the rest are counted."""
+        for thread_id in thread_ids:
+            if thread_id in self.fetched_threads or thread_id in self.skipped_threads:
+                continue
+            if self.thread_budget <= 0:
+                self.skipped_threads.add(thread_id)
+                self.report.skipped[THREAD_BUDGET_EXHAUSTED] += 1
+                continue
+            self.thread_budget -= 1
+            self.fetched_threads.add(thread_id)
+            yield thread_id
+
+    def _normalize(self, items: Sequence[Mapping[str, Any]]) -> NormalizedPage:
+        started = self.timer()
+        page = normalize_page(
+            items, max_text_chars=self.settings.max_message_chars, app_id=self.app_id
+        )
+        self.report.normalize_seconds += self.timer() - started
+        return page
+
+    def _commit(self, page: NormalizedPage, marker: Progress, end: datetime) -> None:
+        """One transaction: the page's evidence and the marker that says it is committed."""
+        assert self.state is not None
+        started = self.timer()
+        with transaction(self.engine) as conn:
+            result = ingest(
+                conn, page.messages, [self.workspace], self.settings, self.now, self.scope
+            )
+            moved = record_progress(conn, self.state, marker.to_json(), now=self.now)
+            if moved is None:
+                raise CheckpointConflict(
+                    f"checkpoint of chat {self.chat_id} changed under this run (another run?)"
+                )
+        self.state = moved
+        self.report.write_seconds += self.timer() - started
+        self.report.messages += len(page.messages)
+        self.report.upserts = self.report.upserts + result.upserts
+        self.report.skipped.update(result.skipped)
+        self.report.rejected.update(page.rejected)
+        self.newest = next_high_water(self.newest, newest_within(page.keys, end))
+
+    def _advance(self, plan: ReconcileRange, previous: MessageKey | None) -> None:
+        """Every page is committed: move the high-water mark and clear the marker."""
+        assert self.state is not None
+        mark = next_high_water(previous, self.newest)
+        last_run = {
+            "kind": plan.kind.value,
+            "range_start": plan.start.isoformat(),
+            "range_end": plan.end.isoformat(),
+            "pages": self.report.pages,
+            "messages": self.report.messages,
+        }
+        metadata: dict[str, object] = {
+            "version": METADATA_VERSION,
+            MARKER_KEY: None,
+            "last_run": last_run,
+        }
+        if plan.kind is not RangeKind.INCREMENTAL and plan.resumed_from is None:
+            metadata["last_full_scan_at"] = plan.end.isoformat()
+        with transaction(self.engine) as conn:
+            advanced = advance_checkpoint(
+                conn,
+                self.state,
+                cursor=mark.encode() if mark else None,
+                covered_until=plan.end,
+                metadata=metadata,
+            )
+        if not advanced:
+            raise CheckpointConflict(
+                f"checkpoint of chat {self.chat_id} changed before it could advance"
+            )
+        self.report.checkpoint_advanced = True
+        if mark is not None:
+            self.report.newest_message_at = mark.created_at
+            self.report.lag_seconds = max(0.0, (self.now - mark.created_at).total_seconds())
+
+    def _fail(self, kind: FailureKind, detail: str) -> None:
+        """Count the failure and keep the old high-water mark; the marker stays for resuming."""
+        message = f"{kind.value}: {detail}"
+        self.report.fail(kind, message)
+        log.warning(
+            "reconciliation failed workspace=%s chat=%s kind=%s",
+            self.workspace.id,
+            self.chat_id,
+            kind.value,
+            extra={"workspace_id": self.workspace.id, "chat_id": self.chat_id},
+        )
+        if self.state is None or kind is FailureKind.CONCURRENT_RUN:
+            return
+        try:
+            with transaction(self.engine) as conn:
+                record_checkpoint_failure(conn, self.state, message)
+        except (DatabaseUnavailable, SQLAlchemyError):
+            log.warning(
+                "could not record the failure on the checkpoint workspace=%s chat=%s",
+                self.workspace.id,
+                self.chat_id,
+            )
+
+    def _timed(self, pages: Iterable[T]) -> Iterator[T]:
+        """Yield from a page iterator, adding the time spent waiting on Lark to fetch_seconds."""
+        iterator = iter(pages)
+        while True:
+            started = self.timer()
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return
+            finally:
+                self.report.fetch_seconds += self.timer() - started
+            yield item

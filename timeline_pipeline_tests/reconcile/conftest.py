@@ -1,0 +1,33 @@
+"""Fixtures for reconciliation tests: a harness over a real simulator and the real database."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from timeline_pipeline.lark.simulator import ChatStore
+from timeline_pipeline_tests.reconcile.harness import Harness, start_simulator, test_settings
+
+MakeHarness = Callable[..., Harness]
+
+
+@pytest.fixture(autouse=True)
+def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+def make_harness(engine: Engine) -> Iterator[MakeHarness]:
+    """`make_harness(messages, **setting_overrides)`: a running local Lark holding `messages`."""
+    with ExitStack() as exits:
+
+        def make(items: list[dict[str, Any]] | None = None, **settings: Any) -> Harness:
+            sim = start_simulator(ChatStore(items or []), exits)
+            return Harness(engine, sim, test_settings(**settings), exits)
+
+        yield make

@@ -1,0 +1,446 @@
+"""Reconciliation end to end: the real client against the local Lark, into the real database.
+
+Each test states one behaviour of seed 000 §8 / §16 / §20 and issue 4 and runs on SQLite and
+PostgreSQL (the `engine` fixture).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any
+
+from timeline_pipeline.ingest.eligibility import MANUAL, Skip
+from timeline_pipeline.lark.simulator.server import ROUTE_LIST_MESSAGES, ROUTE_TOKEN
+from timeline_pipeline.reconcile.planning import MARKER_KEY, MessageKey, Mode
+from timeline_pipeline.reconcile.report import THREAD_BUDGET_EXHAUSTED, FailureKind
+from timeline_pipeline_tests.reconcile.conftest import MakeHarness
+from timeline_pipeline_tests.reconcile.harness import CHAT, NOW, PAGE, chat_listed, messages
+
+H = timedelta(hours=1)
+M = timedelta(minutes=1)
+NOW_MS = MessageKey.of(NOW, "").create_time_ms
+
+
+def key_of(item: dict[str, Any]) -> MessageKey:
+    return MessageKey(int(item["create_time"]), item["message_id"])
+
+
+def listed_since(items: list[dict[str, Any]], since_ms: int) -> int:
+    """How many chat-listed items a listing starting at `since_ms` (floored to seconds) sees."""
+    floor_ms = since_ms // 1000 * 1000
+    return sum(1 for i in chat_listed(items) if int(i["create_time"]) >= floor_ms)
+
+
+# ----------------------------------------------------------------- backfill and incremental
+
+
+def test_backfill_follows_every_page_and_moves_the_mark_to_the_newest_message(
+    make_harness: MakeHarness,
+) -> None:
+    items = messages(120, start=NOW - 5 * H)
+    h = make_harness(items)
+    h.workspace(created_at=NOW - 6 * H)
+
+    report = h.run()
+
+    chat = report.chats[0]
+    assert (chat.kind, chat.range_start, chat.range_end) == ("backfill", NOW - 6 * H, NOW)
+    assert (chat.chat_pages, chat.messages, chat.upserts.inserted) == (3, 120, 120)
+    assert h.page_requests == 3
+    assert h.message_ids() == {i["message_id"] for i in items}
+    state = h.checkpoint()
+    assert state.status == "completed"
+    assert state.last_seen_cursor == key_of(items[-1]).encode()
+    assert state.last_seen_updated_at == NOW
+    assert state.metadata[MARKER_KEY] is None
+    assert state.metadata["last_full_scan_at"] == NOW.isoformat()
+    assert chat.lag_seconds == (NOW - key_of(items[-1]).created_at).total_seconds()
+
+
+def test_the_next_run_rereads_only_the_overlap_and_finds_only_duplicates(
+    make_harness: MakeHarness,
+) -> None:
+    items = messages(120, start=NOW - 5 * H)
+    h = make_harness(items)
+    h.workspace(created_at=NOW - 6 * H)
+    h.run()
+    h.sim.reset_counts()
+
+    report = h.run(now=NOW + 5 * M)
+
+    chat = report.chats[0]
+    mark = key_of(items[-1])
+    assert chat.kind == "incremental"
+    assert chat.range_start == mark.created_at - 10 * M
+    in_overlap = listed_since(items, mark.create_time_ms - 10 * 60_000)
+    assert chat.messages == in_overlap
+    assert h.page_requests == math.ceil(in_overlap / PAGE) == 1
+    assert (chat.upserts.inserted, chat.upserts.updated, chat.upserts.duplicate) == (
+        0,
+        0,
+        in_overlap,
+    )
+    assert h.checkpoint().last_seen_cursor == mark.encode()
+
+
+def test_new_messages_after_the_mark_are_collected_by_the_next_run(
+    make_harness: MakeHarness,
+) -> None:
+    items = messages(60, start=NOW - 2 * H)
+    h = make_harness(items)
+    h.workspace()
+    h.run()
+    later = messages(30, start=NOW + M, seed=2)
+    for item in later:
+        h.sim.store.add_message(item)
+
+    report = h.run(now=NOW + 30 * M)
+
+    assert report.chats[0].upserts.inserted == 30
+    assert h.message_ids() == {i["message_id"] for i in items + later}
+    assert h.checkpoint().last_seen_cursor == key_of(later[-1]).encode()
+
+
+# ----------------------------------------------------------------- threads
+
+
+def test_thread_replies_hidden_from_the_chat_listing_are_collected(
+    make_harness: MakeHarness,
+) -> None:
+    items = messages(60, start=NOW - 3 * H, thread_every=10)
+    replies = [i for i in items if i.get("root_id")]
+    h = make_harness(items)
+    h.workspace()
+
+    chat = h.run().chats[0]
+
+    assert len(replies) == 6
+    assert chat.threads_fetched == 6
+    assert chat.upserts.inserted == 60
+    assert h.message_ids() == {i["message_id"] for i in items}
+
+
+def test_a_new_reply_in_a_thread_rooted_before_the_range_is_found_through_evidence(
+    make_harness: MakeHarness,
+) -> None:
+    """Lark lists thread roots only; a root older than the overlap is not in the listing, so
+    the run asks for the threads our own evidence shows active inside the range."""
+    items = messages(40, start=NOW - 4 * H, thread_every=10)
+    root = items[0]
+    h = make_harness(items)
+    h.workspace()
+    h.run()
+    reply = {
+        **messages(2, start=NOW + 2 * M, seed=9)[1],
+        "thread_id": root["thread_id"],
+        "root_id": root["message_id"],
+        "parent_id": root["message_id"],
+    }
+    h.sim.store.add_message(reply)
+    # A refresh (or the event path) stored the reply, so the thread has recent evidence ...
+    h.run(mode=Mode.REFRESH, now=NOW + 3 * M)
+    assert reply["message_id"] in h.message_ids()
+    # ... and the next reply's event is lost.
+    lost = {**reply, "message_id": "om_lost_reply", "create_time": str(NOW_MS + 4 * 60_000)}
+    h.sim.store.add_message(lost)
+
+    chat = h.run(now=NOW + 10 * M).chats[0]
+
+    assert chat.range_start is not None
+    assert chat.range_start > key_of(root).created_at  # the root is not in this listing
+    assert chat.threads_fetched == 1
+    assert "om_lost_reply" in h.message_ids()
+
+
+def test_threads_beyond_the_budget_are_counted_not_fetched(make_harness: MakeHarness) -> None:
+    items = messages(50, start=NOW - 3 * H, thread_every=10)
+    h = make_harness(items, reconcile_max_threads=2)
+    h.workspace()
+
+    chat = h.run().chats[0]
+
+    assert chat.threads_fetched == 2
+    assert chat.skipped[THREAD_BUDGET_EXHAUSTED] == 3
+    assert h.evidence_count() == 50 - 3
+
+
+# ----------------------------------------------------------------- failures and resuming
+
+
+def test_a_failing_page_keeps_the_checkpoint_and_the_next_run_resumes_from_progress(
+    make_harness: MakeHarness,
+) -> None:
+    first = messages(60, start=NOW - 5 * H)
+    h = make_harness(first)
+    h.workspace()
+    h.run()
+    before = h.checkpoint()
+    later = messages(200, start=NOW - 30 * M, seed=3, interval_seconds=10)
+    for item in later:
+        h.sim.store.add_message(item)
+    h.sim.faults.update(fail_page=3)
+
+    failed = h.run(now=NOW + 40 * M).chats[0]
+
+    assert failed.failure is FailureKind.LARK_API_ERROR
+    assert "code=1000" in (failed.error or "")
+    assert failed.chat_pages == 2
+    after_failure = h.checkpoint()
+    assert after_failure.last_seen_cursor == before.last_seen_cursor
+    assert after_failure.last_seen_updated_at == before.last_seen_updated_at
+    assert (after_failure.status, after_failure.attempt_count) == ("failed", 1)
+    assert "lark_api_error" in (after_failure.last_error or "")
+    progress = after_failure.metadata[MARKER_KEY]
+    assert progress["pages"] == 2
+    committed = h.message_ids()
+    assert {i["message_id"] for i in later[:40]} <= committed
+
+    h.sim.faults.update(fail_page=None)
+    h.sim.reset_counts()
+    resumed = h.run(now=NOW + 45 * M).chats[0]
+
+    resume_from = MessageKey.decode(progress["after"])
+    assert resumed.resumed_from == resume_from.encode()
+    assert resumed.range_start == resume_from.created_at - 10 * M
+    reread = listed_since(first + later, resume_from.create_time_ms - 10 * 60_000)
+    assert h.sim.request_counts[ROUTE_LIST_MESSAGES] == math.ceil(reread / PAGE)
+    assert h.message_ids() == {i["message_id"] for i in first + later}
+    done = h.checkpoint()
+    assert (done.status, done.last_seen_cursor) == ("completed", key_of(later[-1]).encode())
+    assert done.metadata[MARKER_KEY] is None
+
+
+def test_a_backfill_interrupted_twice_still_resumes_and_loses_nothing(
+    make_harness: MakeHarness,
+) -> None:
+    items = messages(400, start=NOW - 5 * H)
+    h = make_harness(items)
+    h.workspace()
+    h.sim.faults.update(fail_page=3)
+    first = h.run().chats[0]
+    second = h.run(now=NOW + M).chats[0]
+    assert first.failure is second.failure is FailureKind.LARK_API_ERROR
+    assert second.resumed_from is not None
+    marker = h.checkpoint().metadata[MARKER_KEY]
+    h.sim.faults.update(fail_page=None)
+
+    third = h.run(now=NOW + 2 * M).chats[0]
+
+    assert third.ok
+    assert third.resumed_from == marker["after"] != second.resumed_from
+    assert third.range_start == MessageKey.decode(marker["after"]).created_at - 10 * M
+    assert h.message_ids() == {i["message_id"] for i in items}
+
+
+def test_a_failed_first_backfill_leaves_no_mark(make_harness: MakeHarness) -> None:
+    h = make_harness(messages(150, start=NOW - 5 * H))
+    h.workspace()
+    h.sim.faults.update(fail_page=2)
+
+    chat = h.run().chats[0]
+
+    state = h.checkpoint()
+    assert chat.failure is FailureKind.LARK_API_ERROR
+    assert (state.last_seen_cursor, state.last_seen_updated_at) == (None, None)
+    assert h.evidence_count() == PAGE
+
+
+def test_a_chat_the_bot_cannot_read_is_a_counted_failure_and_other_chats_still_run(
+    make_harness: MakeHarness,
+) -> None:
+    readable = messages(30, start=NOW - 2 * H)
+    hidden = messages(30, start=NOW - 2 * H, chat_id="oc_hidden", seed=5)
+    h = make_harness(readable + hidden)
+    h.workspace(chats=(CHAT, "oc_hidden"))
+    h.sim.faults.update(permission_denied_chats={"oc_hidden"})
+
+    report = h.run()
+
+    by_chat = {chat.chat_id: chat for chat in report.chats}
+    assert by_chat[CHAT].ok and by_chat[CHAT].upserts.inserted == 30
+    denied = by_chat["oc_hidden"]
+    assert denied.failure is FailureKind.PERMISSION_DENIED
+    assert "code=230002" in (denied.error or "")
+    assert report.totals()["failures_by_kind"] == {"permission_denied": 1}
+    state = h.checkpoint(chat_id="oc_hidden")
+    assert (state.status, state.last_seen_cursor, state.attempt_count) == ("failed", None, 1)
+    assert "oc_hidden" in report.failure_summary()
+
+
+def test_wrong_app_credentials_are_a_permission_failure(make_harness: MakeHarness) -> None:
+    h = make_harness(messages(10, start=NOW - H))
+    h.workspace()
+
+    chat = h.run(reconciler=h.reconciler(app_secret="wrong-secret")).chats[0]
+
+    assert chat.failure is FailureKind.PERMISSION_DENIED
+    assert "code=10014" in (chat.error or "")
+    assert h.evidence_count() == 0
+
+
+def test_an_expired_token_is_refreshed_without_failing_the_run(make_harness: MakeHarness) -> None:
+    h = make_harness(messages(30, start=NOW - H))
+    h.workspace()
+    reconciler = h.reconciler()
+    h.run(reconciler=reconciler)
+    h.sim.invalidate_tokens()
+    h.sim.store.add_message(messages(1, start=NOW + M, seed=8)[0])
+
+    chat = h.run(now=NOW + 5 * M, reconciler=reconciler).chats[0]
+
+    assert chat.ok and chat.upserts.inserted == 1
+    assert h.sim.request_counts[ROUTE_TOKEN] == 2
+
+
+def test_a_malformed_item_is_counted_and_the_rest_of_its_page_is_stored(
+    make_harness: MakeHarness,
+) -> None:
+    items = messages(70, start=NOW - 3 * H)
+    h = make_harness(items)
+    h.workspace()
+    h.sim.faults.update(malformed_item_page=1)
+
+    report = h.run()
+
+    chat = report.chats[0]
+    assert chat.ok and chat.checkpoint_advanced
+    assert chat.rejected == {"missing_sender": 1}
+    assert chat.upserts.inserted == 70
+    assert report.skipped()["malformed:missing_sender"] == 1
+
+
+def test_a_message_older_than_the_workspace_is_skipped_and_counted(
+    make_harness: MakeHarness,
+) -> None:
+    """Lark filters by whole seconds, so the listing can return a message created in the same
+    second before the workspace existed; the write path refuses it and says why."""
+    created = NOW - 2 * H + timedelta(milliseconds=600)
+    early = messages(1, start=NOW - 2 * H + timedelta(milliseconds=100), seed=4)
+    later = messages(5, start=NOW - H, seed=6)
+    h = make_harness(early + later)
+    h.workspace(created_at=created)
+
+    chat = h.run().chats[0]
+
+    assert chat.skipped[Skip.BEFORE_WORKSPACE] == 1
+    assert h.message_ids() == {i["message_id"] for i in later}
+
+
+# ----------------------------------------------------------------- edits and recalls
+
+
+def test_refresh_updates_edits_and_recalls_without_reopening_a_completed_window(
+    make_harness: MakeHarness,
+) -> None:
+    from timeline_pipeline.store import sync_states
+
+    items = messages(60, start=NOW - 3 * H)
+    edited, recalled = items[3], items[4]
+    h = make_harness(items)
+    h.workspace()
+    h.run()
+    window_start = key_of(edited).created_at.replace(second=0, microsecond=0)
+    window_start -= timedelta(minutes=window_start.minute % 10)
+    with h.engine.begin() as conn:
+        state = sync_states.create_window_if_evidence(
+            conn,
+            workspace_id="inc-1",
+            chat_id=CHAT,
+            window_start=window_start,
+            window_end=window_start + 10 * M,
+        )
+        assert state is not None
+        claimed = sync_states.claim_window(
+            conn, state, owner="test", max_attempts=3, stale_timeout=15 * M
+        )
+        assert claimed is not None
+        window = sync_states.finish_window(
+            conn, claimed, status="completed", aggregate_hash="h", metadata={}
+        )
+        assert window is not None
+    h.sim.store.edit_message(edited["message_id"], {"text": "root cause: expired TLS cert"}, at=NOW)
+    h.sim.store.recall_message(recalled["message_id"], at=NOW)
+
+    incremental = h.run(now=NOW + 5 * M).chats[0]
+    assert incremental.upserts.updated == 0  # both are older than the overlap
+
+    refreshed = h.run(mode=Mode.REFRESH, now=NOW + 6 * M).chats[0]
+
+    assert refreshed.kind == "refresh"
+    assert refreshed.upserts.updated == 2
+    rows = {row.source_key.rsplit("/", 1)[1]: row for row in h.evidence()}
+    assert rows[edited["message_id"]].content == "root cause: expired TLS cert"
+    gone = rows[recalled["message_id"]]
+    assert (gone.deleted, gone.content, gone.ai_eligible) == (True, "", False)
+    assert gone.metadata["deleted"] is True
+    with h.engine.connect() as conn:
+        after = sync_states.get(conn, window.id)
+    assert after is not None
+    assert (after.status, after.revision) == ("completed", window.revision)
+
+
+# ----------------------------------------------------------------- scope
+
+
+def test_one_chat_bound_to_two_workspaces_is_stored_once_per_workspace_within_each_lifetime(
+    make_harness: MakeHarness,
+) -> None:
+    items = messages(120, start=NOW - 5 * H, interval_seconds=120)
+    h = make_harness(items)
+    h.workspace("inc-a", created_at=NOW - 6 * H)
+    h.workspace("inc-b", created_at=NOW - 2 * H)
+
+    report = h.run()
+
+    assert {(c.workspace_id, c.ok) for c in report.chats} == {("inc-a", True), ("inc-b", True)}
+    assert h.message_ids("inc-a") == {i["message_id"] for i in items}
+    newer = {i["message_id"] for i in items if key_of(i).created_at >= NOW - 2 * H}
+    assert h.message_ids("inc-b") == newer
+    assert h.checkpoint("inc-a").last_seen_cursor == h.checkpoint("inc-b").last_seen_cursor
+
+
+def test_automatic_scans_stop_when_a_workspace_ages_out_even_with_work_pending(
+    make_harness: MakeHarness,
+) -> None:
+    items = messages(150, start=NOW - 71 * H + M, interval_seconds=1200)
+    h = make_harness(items)
+    h.workspace(created_at=NOW - 71 * H)
+    h.sim.faults.update(fail_page=2)
+    assert h.run().chats[0].failure is FailureKind.LARK_API_ERROR
+    pending = h.checkpoint().metadata[MARKER_KEY]
+    assert pending["pages"] == 1
+    h.sim.faults.update(fail_page=None)
+    h.sim.reset_counts()
+
+    aged = h.run(now=NOW + 2 * H)
+
+    assert aged.chats == []
+    assert aged.workspaces_skipped == {Skip.WORKSPACE_AGED_OUT: 1}
+    assert h.page_requests == 0
+
+    manual = h.run([h.target()], scope=MANUAL, now=NOW + 2 * H).chats[0]
+
+    floor = NOW + 2 * H - 72 * H
+    resume_from = MessageKey.decode(pending["after"])
+    assert manual.ok
+    assert manual.range_start == max(floor, resume_from.created_at - 10 * M)
+    assert manual.skipped == {}
+    assert {i["message_id"] for i in items if key_of(i).created_at >= floor} <= h.message_ids()
+
+
+def test_a_manual_refresh_reconciles_a_workspace_automatic_scans_skip(
+    make_harness: MakeHarness,
+) -> None:
+    items = messages(40, start=NOW - 2 * H)
+    h = make_harness(items)
+    h.workspace(status="recovered")
+
+    automatic = h.run()
+    assert automatic.chats == []  # only firing workspaces are even loaded by a scan
+    assert h.page_requests == 0
+
+    manual = h.run([h.target()], scope=MANUAL)
+
+    assert manual.chats[0].ok and manual.chats[0].upserts.inserted == 40
+    assert h.message_ids() == {i["message_id"] for i in items}
