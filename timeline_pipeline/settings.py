@@ -225,6 +225,10 @@ class RuntimeEnvironment(BaseSettings):
     anthropic_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL")
     )
+    api_cursor_secret: SecretStr = Field(
+        default=SecretStr(""), validation_alias=AliasChoices("TIMELINE_API_CURSOR_SECRET")
+    )
+    """Signs API paging cursors; several `serve` replicas behind one balancer must share it."""
     maintenance_port: int | None = Field(
         default=None, ge=1, le=65535, validation_alias=AliasChoices("MAINTENANCE_PORT")
     )

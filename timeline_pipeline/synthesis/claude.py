@@ -80,7 +80,7 @@ def _failure_reason(error: BaseException) -> str:
     return "unexpected_error"
 
 
-def _retry_after_seconds(error: BaseException | None) -> float | None:
+def retry_after_seconds(error: BaseException | None) -> float | None:
     """The server's own hint, from `retry-after-ms` or `retry-after` (seconds or HTTP date)."""
     if not isinstance(error, anthropic.APIStatusError):
         return None
@@ -179,7 +179,7 @@ class ClaudeSynthesizer:
     def _wait_seconds(self, state: RetryCallState) -> float:
         """Full-jitter exponential backoff, unless the server said when; that hint is capped."""
         error = state.outcome.exception() if state.outcome is not None else None
-        hint = _retry_after_seconds(error)
+        hint = retry_after_seconds(error)
         if hint is not None:
             return min(hint, self.max_retry_after_seconds)
         return float(self._backoff(state))

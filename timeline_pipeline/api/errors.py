@@ -1,0 +1,139 @@
+"""How refusals become HTTP answers, in one place: `{"detail": Problem}` bodies, except request
+validation (422 from FastAPI's models), whose detail is a list of `{loc, msg, type}`.
+
+| refusal                                  | status |
+|------------------------------------------|--------|
+| unknown entry / no summary               | 404    |
+| stale revision or ETag                   | 409    |
+| invalid status transition                | 409    |
+| no revision and no If-Match on an entry  | 428    |
+| invalid input (text, evidence, cursor)   | 400/422|
+| database does not answer                 | 503    |
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from fastapi import HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+
+from timeline_pipeline.api.models import ErrorOut
+from timeline_pipeline.curation.errors import (
+    CurationError,
+    EntryNotFound,
+    InvalidInput,
+    InvalidTransition,
+    StaleRevision,
+    SummaryNotFound,
+)
+from timeline_pipeline.db.engine import DatabaseUnavailable
+from timeline_pipeline.store.workspaces import WorkspaceNotFound
+
+__all__ = [
+    "ERROR_RESPONSES",
+    "ApiRoute",
+    "ProblemResponse",
+    "curation_errors",
+    "database_errors",
+    "problem",
+]
+
+
+def problem(
+    status_code: int, code: str, message: str, *, current_revision: int | None = None
+) -> HTTPException:
+    detail: dict[str, object] = {"code": code, "message": message}
+    if current_revision is not None:
+        detail["current_revision"] = current_revision
+    return HTTPException(status_code, detail=detail)
+
+
+@contextmanager
+def database_errors() -> Iterator[None]:
+    try:
+        yield
+    except (DatabaseUnavailable, PoolTimeoutError, OperationalError, InterfaceError):
+        raise problem(503, "database_unavailable", "the database did not answer") from None
+
+
+@contextmanager
+def curation_errors() -> Iterator[None]:
+    with database_errors():
+        try:
+            yield
+        except (EntryNotFound, SummaryNotFound, WorkspaceNotFound) as exc:
+            raise problem(404, getattr(exc, "code", "not_found"), str(exc)) from None
+        except StaleRevision as exc:
+            raise problem(409, exc.code, str(exc), current_revision=exc.current_revision) from None
+        except InvalidTransition as exc:
+            raise problem(409, exc.code, str(exc)) from None
+        except InvalidInput as exc:
+            raise problem(422, exc.code, str(exc)) from None
+        except CurationError as exc:  # pragma: no cover - every subclass is listed above
+            raise problem(400, exc.code, str(exc)) from None
+
+
+def _doc(description: str) -> dict[str, Any]:
+    return {"model": ErrorOut, "description": description}
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: _doc("No token, or an unknown or revoked one."),
+    403: _doc("The token belongs to another workspace."),
+    503: _doc("The database did not answer."),
+}
+
+
+class ProblemResponse(JSONResponse):
+    """JSON that always encodes: a lone surrogate in an echoed input becomes `\\ud800`.
+
+    Starlette's JSONResponse encodes with `ensure_ascii=False` and fails with a 500 on text a
+    client sent as `"\\ud800"`; an error answer must never fail that way.
+    """
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode("ascii")
+
+
+def _validation_detail(errors: Sequence[Any]) -> list[dict[str, Any]]:
+    # Location, type and message only: echoing the input back serves no client and could
+    # repeat a large or sensitive body.
+    return [
+        {
+            "type": str(error.get("type", "invalid")),
+            "loc": [p if isinstance(p, int) else str(p) for p in error.get("loc", ())],
+            "msg": str(error.get("msg", "invalid value")),
+        }
+        for error in errors
+        if isinstance(error, Mapping)
+    ]
+
+
+class ApiRoute(APIRoute):
+    """Renders this API's refusals itself, so that their bodies are always encodable
+    (`ProblemResponse`), whatever exception handlers the hosting app installs."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def guarded(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                return ProblemResponse({"detail": _validation_detail(exc.errors())}, 422)
+            except HTTPException as exc:
+                return ProblemResponse(
+                    {"detail": exc.detail}, exc.status_code, headers=dict(exc.headers or {})
+                )
+
+        return guarded

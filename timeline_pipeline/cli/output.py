@@ -1,0 +1,32 @@
+"""How commands print: readable text by default, one JSON object with `--json`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from typing import Any
+
+import click
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if is_dataclass(value) and not isinstance(value, type):
+        return {k: jsonable(v) for k, v in asdict(value).items()}
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(jsonable(data), sort_keys=True))
+    else:
+        human()

@@ -1,0 +1,61 @@
+"""`timeline-pipeline token {create,revoke,list}`: bearer tokens for the workspace API."""
+
+from __future__ import annotations
+
+import click
+
+from timeline_pipeline.cli.context import AppContext, pass_app
+from timeline_pipeline.cli.output import emit, json_option
+from timeline_pipeline.db.engine import connection, transaction
+from timeline_pipeline.store import api_tokens
+
+
+@click.group("token")
+def token_group() -> None:
+    """Workspace-scoped bearer tokens for the HTTP API (stored hashed)."""
+
+
+@token_group.command("create")
+@click.option("--workspace", "workspace_id", required=True)
+@json_option
+@pass_app
+def token_create(app: AppContext, workspace_id: str, as_json: bool) -> None:
+    """Mint a token for one workspace; it is printed once, alone on the last line."""
+    with transaction(app.engine) as conn:
+        issued = api_tokens.create(conn, workspace_id)
+
+    def human() -> None:
+        click.echo(f"token {issued.id} for workspace {workspace_id} (shown once, store it now):")
+        click.echo(issued.token)
+
+    emit(as_json, issued, human)
+
+
+@token_group.command("revoke")
+@click.option(
+    "--id", "token_id", required=True, help="Token id (tok_...), as `token create` printed."
+)
+@json_option
+@pass_app
+def token_revoke(app: AppContext, token_id: str, as_json: bool) -> None:
+    """Revoke a token; requests carrying it get 401 from then on."""
+    with transaction(app.engine) as conn:
+        info = api_tokens.revoke(conn, token_id)
+    emit(as_json, info, lambda: click.echo(f"token {info.id} revoked"))
+
+
+@token_group.command("list")
+@click.option("--workspace", "workspace_id", required=True)
+@json_option
+@pass_app
+def token_list(app: AppContext, workspace_id: str, as_json: bool) -> None:
+    """List a workspace's tokens (ids and dates; never the secrets)."""
+    with connection(app.engine) as conn:
+        items = api_tokens.list_for(conn, workspace_id)
+
+    def human() -> None:
+        for item in items:
+            state = "revoked" if item.revoked_at else "active"
+            click.echo(f"{item.id}  {state}  {item.created_at.isoformat()}")
+
+    emit(as_json, {"tokens": items}, human)

@@ -1,0 +1,355 @@
+"""Curation on top of the entries and summaries tables: the one place the API and the CLI
+change the timeline through.
+
+Each operation is one transaction that validates first, then writes with a compare-and-set on
+the revision the caller saw, then records an audit event; any refusal raises before the
+commit, so a refused request changes nothing. A curator's change is what automation must
+respect afterwards: a confirmed or hidden entry is no longer a draft, an edited one is
+`human_edited`, an added one is `source=human`, and synthesis leaves all of them as they are
+(store/entries.py); a written summary is `source=human` and the summary runner never replaces
+it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from timeline_pipeline.curation.errors import (
+    EntryNotFound,
+    InvalidInput,
+    StaleRevision,
+    SummaryNotFound,
+)
+from timeline_pipeline.curation.rules import (
+    DETAIL_MAX_CHARS,
+    ENTRY_STATUSES,
+    MAX_EVIDENCE_PER_ENTRY,
+    SUMMARY_MAX_CHARS,
+    TITLE_MAX_CHARS,
+    VISIBLE_STATUSES,
+    Action,
+    check_category,
+    check_revision,
+    check_text,
+    check_time,
+    target_status,
+)
+from timeline_pipeline.curation.timeline import (
+    EntryView,
+    SummaryView,
+    TimelineView,
+    entry_views,
+    summary_view,
+)
+from timeline_pipeline.db.engine import connection, transaction
+from timeline_pipeline.store import curation as store
+from timeline_pipeline.store import entries, workspaces
+from timeline_pipeline.store.entries import EntryRow
+
+__all__ = ["MAX_PAGE", "CurationService", "NewEntry"]
+
+MAX_PAGE = 500
+MAX_TIMELINE_ENTRIES = 10_000
+"""What `full_timeline` reads at most (the CLI table and the export): far above any incident."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewEntry:
+    """A curator's own entry, before validation."""
+
+    occurred_at: datetime
+    title: str
+    category: str
+    detail: str | None = None
+    evidence_ids: Sequence[int] = ()
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _check_statuses(statuses: Sequence[str]) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(statuses))
+    unknown = [s for s in chosen if s not in ENTRY_STATUSES]
+    if unknown or not chosen:
+        raise InvalidInput(
+            f"unknown status {unknown[0]!r}: expected {', '.join(ENTRY_STATUSES)}"
+            if unknown
+            else "give at least one status"
+        )
+    return chosen
+
+
+class CurationService:
+    """Reads and curates one workspace's timeline; `actor` names who acts, for the audit."""
+
+    def __init__(self, engine: Engine, *, clock: Callable[[], datetime] = _utcnow) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def timeline(
+        self,
+        workspace_id: str,
+        *,
+        statuses: Sequence[str] = VISIBLE_STATUSES,
+        after: tuple[datetime, int] | None = None,
+        limit: int = 200,
+    ) -> TimelineView:
+        """One keyset page of entries in (occurred_at, id) order, with the summary."""
+        chosen = _check_statuses(statuses)
+        limit = max(1, min(limit, MAX_PAGE))
+        with connection(self.engine) as conn:
+            workspace = workspaces.require(conn, workspace_id)
+            rows = entries.list_for_workspace(
+                conn, workspace_id, statuses=chosen, after=after, limit=limit + 1
+            )
+            more = len(rows) > limit
+            rows = rows[:limit]
+            views = entry_views(conn, rows)
+            summary = summary_view(store.get_summary(conn, workspace_id))
+        next_after = (rows[-1].occurred_at, rows[-1].id) if more else None
+        return TimelineView(workspace_id, chosen, views, summary, next_after, workspace.title)
+
+    def full_timeline(
+        self, workspace_id: str, *, statuses: Sequence[str] = VISIBLE_STATUSES
+    ) -> TimelineView:
+        """Every entry with the given statuses (bounded), for the CLI table and the export."""
+        page = self.timeline(workspace_id, statuses=statuses, limit=MAX_PAGE)
+        collected = list(page.entries)
+        while page.next_after is not None and len(collected) < MAX_TIMELINE_ENTRIES:
+            page = self.timeline(
+                workspace_id, statuses=statuses, after=page.next_after, limit=MAX_PAGE
+            )
+            collected.extend(page.entries)
+        return TimelineView(
+            workspace_id, page.statuses, collected, page.summary, page.next_after, page.title
+        )
+
+    def entry(self, workspace_id: str, entry_id: int) -> EntryView:
+        with connection(self.engine) as conn:
+            return self._view(conn, self._require_entry(conn, workspace_id, entry_id))
+
+    def summary(self, workspace_id: str) -> SummaryView:
+        with connection(self.engine) as conn:
+            workspaces.require(conn, workspace_id)
+            found = summary_view(store.get_summary(conn, workspace_id))
+        if found is None:
+            raise SummaryNotFound(f"workspace {workspace_id!r} has no summary yet")
+        return found
+
+    # --- entry changes ---------------------------------------------------------------------------
+
+    def transition(
+        self,
+        workspace_id: str,
+        entry_id: int,
+        action: Action,
+        *,
+        expected_revision: int | None,
+        actor: str,
+    ) -> EntryView:
+        """Confirm, hide or restore; `expected_revision` None means "whatever is current"."""
+        now = self.clock()
+        with transaction(self.engine) as conn:
+            entry = self._require_entry(conn, workspace_id, entry_id)
+            check_revision(expected_revision, entry.revision)
+            status = target_status(action, entry.status, entry.source)
+            changed = entries.set_status(conn, entry, status, now=now)
+            if changed is None:
+                raise self._stale(conn, entry)
+            self._audit(conn, actor, f"entry.{action.value}", changed, now, {"from": entry.status})
+            return self._view(conn, changed)
+
+    def edit(
+        self,
+        workspace_id: str,
+        entry_id: int,
+        changes: Mapping[str, Any],
+        *,
+        expected_revision: int | None,
+        actor: str,
+    ) -> EntryView:
+        """Rewrite title, detail (None or "" clears it), category or time; marks human_edited."""
+        values = self._edit_values(changes)
+        now = self.clock()
+        with transaction(self.engine) as conn:
+            entry = self._require_entry(conn, workspace_id, entry_id)
+            check_revision(expected_revision, entry.revision)
+            changed = store.edit_entry(conn, entry, values, now=now)
+            if changed is None:
+                raise self._stale(conn, entry)
+            self._audit(conn, actor, "entry.edit", changed, now, {"fields": sorted(values)})
+            return self._view(conn, changed)
+
+    def add(self, workspace_id: str, new: NewEntry, *, actor: str) -> EntryView:
+        """A curator's own entry: `source=human`, confirmed, optionally bound to evidence."""
+        occurred_at = check_time(new.occurred_at)
+        title = check_text(new.title, "title", TITLE_MAX_CHARS, multiline=False)
+        category = check_category(new.category)
+        detail = self._detail(new.detail)
+        evidence_ids = sorted(set(new.evidence_ids))
+        if len(evidence_ids) > MAX_EVIDENCE_PER_ENTRY:
+            raise InvalidInput(f"at most {MAX_EVIDENCE_PER_ENTRY} evidence ids per entry")
+        now = self.clock()
+        with transaction(self.engine) as conn:
+            workspaces.require(conn, workspace_id)
+            known = store.existing_evidence_ids(conn, workspace_id, evidence_ids)
+            missing = [i for i in evidence_ids if i not in known]
+            if missing:
+                raise InvalidInput(
+                    f"evidence ids {missing[:10]} are not evidence of workspace {workspace_id!r}"
+                )
+            created = entries.create_human_entry(
+                conn,
+                workspace_id,
+                occurred_at=occurred_at,
+                title=title,
+                category=category,
+                detail=detail,
+                evidence_ids=evidence_ids,
+                now=now,
+            )
+            self._audit(conn, actor, "entry.add", created, now, {"evidence": len(evidence_ids)})
+            return self._view(conn, created)
+
+    # --- summary -------------------------------------------------------------------------------
+
+    def write_summary(
+        self,
+        workspace_id: str,
+        content: str,
+        *,
+        expected_revision: int | None,
+        check: bool,
+        actor: str,
+    ) -> SummaryView:
+        """Write the human summary.
+
+        With `check`, `expected_revision` is the revision the curator saw, None meaning "there
+        was no summary"; without it (an operator at the CLI) the current summary is replaced
+        whatever its revision.
+        """
+        text = check_text(content, "summary", SUMMARY_MAX_CHARS)
+        now = self.clock()
+        with transaction(self.engine) as conn:
+            workspaces.require(conn, workspace_id)
+            current = store.get_summary(conn, workspace_id)
+            held = current.revision if current else None
+            if check and expected_revision != held:
+                raise StaleRevision(
+                    f"the summary is at revision {held}, not {expected_revision}: re-read it"
+                    if held is not None
+                    else "there is no summary yet: write it without a revision",
+                    held,
+                )
+            written = store.write_human_summary(
+                conn,
+                workspace_id,
+                text,
+                expected_revision=held,
+                now=now,
+                metadata={"written_by": actor[:128], "replaced_source": current.source}
+                if current
+                else {"written_by": actor[:128]},
+            )
+            if written is None:
+                latest = store.get_summary(conn, workspace_id)
+                raise StaleRevision(
+                    "the summary changed while it was written: re-read it",
+                    latest.revision if latest else None,
+                )
+            store.audit_curation(
+                conn,
+                actor=actor,
+                action="summary.write",
+                subject_type="workspace_summary",
+                subject_id=workspace_id,
+                workspace_id=workspace_id,
+                details={"revision": written.revision, "replaced": held},
+                now=now,
+            )
+            view = summary_view(written)
+            assert view is not None
+            return view
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _require_entry(self, conn: Connection, workspace_id: str, entry_id: int) -> EntryRow:
+        workspaces.require(conn, workspace_id)
+        entry = store.get_entry(conn, workspace_id, entry_id)
+        if entry is None:
+            raise EntryNotFound(f"entry {entry_id} does not exist in workspace {workspace_id!r}")
+        return entry
+
+    @staticmethod
+    def _view(conn: Connection, row: EntryRow) -> EntryView:
+        return entry_views(conn, [row])[0]
+
+    @staticmethod
+    def _stale(conn: Connection, entry: EntryRow) -> StaleRevision:
+        latest = entries.get(conn, entry.id)
+        current = latest.revision if latest else None
+        return StaleRevision(
+            f"entry {entry.id} changed while the change was applied (now at revision "
+            f"{current}): re-read it and apply the change again",
+            current,
+        )
+
+    @staticmethod
+    def _detail(value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return check_text(value, "detail", DETAIL_MAX_CHARS)
+
+    def _edit_values(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        allowed = ("title", "detail", "category", "occurred_at")
+        unknown = sorted(set(changes) - set(allowed))
+        if unknown:
+            raise InvalidInput(f"cannot edit {', '.join(unknown)}: only {', '.join(allowed)}")
+        if not changes:
+            raise InvalidInput("nothing to change: give a title, detail, category or time")
+        values: dict[str, Any] = {}
+        if "title" in changes:
+            if changes["title"] is None:
+                raise InvalidInput("title cannot be removed")
+            values["title"] = check_text(
+                changes["title"], "title", TITLE_MAX_CHARS, multiline=False
+            )
+        if "detail" in changes:
+            values["detail"] = self._detail(changes["detail"])
+        if "category" in changes:
+            if changes["category"] is None:
+                raise InvalidInput("category cannot be removed")
+            values["category"] = check_category(str(changes["category"]))
+        if "occurred_at" in changes:
+            if changes["occurred_at"] is None:
+                raise InvalidInput("occurred_at cannot be removed")
+            values["occurred_at"] = check_time(changes["occurred_at"])
+        return values
+
+    @staticmethod
+    def _audit(
+        conn: Connection,
+        actor: str,
+        action: str,
+        entry: EntryRow,
+        now: datetime,
+        details: Mapping[str, Any],
+    ) -> None:
+        store.audit_curation(
+            conn,
+            actor=actor,
+            action=action,
+            subject_type="timeline_entry",
+            subject_id=str(entry.id),
+            workspace_id=entry.workspace_id,
+            details={"revision": entry.revision, "status": entry.status, **details},
+            now=now,
+        )

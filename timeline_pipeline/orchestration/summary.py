@@ -1,0 +1,273 @@
+"""Dagster: the workspace summary as an asset per workspace, and the sensor that requests it.
+
+* `timeline_workspaces` is a DynamicPartitionsDefinition with one partition per workspace id;
+  `timeline_summary` is partitioned by it, so the UI shows each workspace's summary history
+  (every materialization records which windows caused it, the input digest and the model).
+* `timeline_summary_sensor` polls the windows that reached a terminal state and have no
+  summary decision yet (one indexed query when idle). Windows that need no attempt (no visible
+  change, or a human summary) are settled in the tick itself; for a workspace with windows that
+  call for an attempt it adds the partition and requests one run. Its run key is derived from
+  those windows, so a burst of ticks requests one run, and a new completed window a new one.
+  A run that finished without taking its windows (it failed before reaching the database) is
+  requested again under a new key, at most `MAX_RERUNS` times for the same windows.
+* The asset run takes its windows with a compare-and-set on `summary_attempted` and makes at
+  most one attempt (summary/runner.py): at most one attempt per completed window, however many
+  runs race, never over a human summary, never from hidden entries.
+* Runs carry `timeline/workspace=<id>`, the tag dagster.yaml limits to one run per workspace:
+  a summary never runs beside its workspace's synthesis. UI launches of job
+  `summarize_workspaces` get it from the job's partition tag function.
+
+No `from __future__ import annotations`: Dagster reads the annotations of assets and sensors.
+"""
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import dagster as dg
+
+from timeline_pipeline.domain.keys import InvalidKey, check_workspace_id
+from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.orchestration.windows import dagster_run_lookup
+from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_timeline_settings
+from timeline_pipeline.summary.deterministic import DeterministicSummarizer
+from timeline_pipeline.summary.models import Summarizer
+from timeline_pipeline.summary.runner import (
+    SummaryOutcome,
+    SummaryReport,
+    SummaryRunner,
+    plan_summary_requests,
+)
+from timeline_pipeline.windows.planning import TAG_WORKSPACE
+
+WORKSPACE_PARTITIONS = "timeline_workspaces"
+SUMMARY_KEY = dg.AssetKey("timeline_summary")
+SUMMARY_JOB = "summarize_workspaces"
+SUMMARY_SENSOR = "timeline_summary_sensor"
+TAG_SUMMARY = "timeline/summary"
+MAX_WINDOWS_PER_TICK = 1000
+MAX_RERUNS = 3
+
+workspace_partitions = dg.DynamicPartitionsDefinition(name=WORKSPACE_PARTITIONS)
+
+
+class SummarizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """Claude when an Anthropic key is set (ANTHROPIC_API_KEY unless given here), else the
+    deterministic summarizer; model, timeout and retry bounds are the synthesis settings."""
+
+    api_key: str | None = None
+    base_url: str | None = None
+
+    def build(self, settings: Settings) -> Summarizer:
+        key = self.api_key or settings.runtime.anthropic_api_key.get_secret_value()
+        if not key:
+            return DeterministicSummarizer()
+        from timeline_pipeline.summary.claude import ClaudeSummarizer
+        from timeline_pipeline.synthesis.claude import build_claude_client
+
+        timeline = settings.timeline
+        client = build_claude_client(
+            key,
+            self.base_url or settings.runtime.anthropic_base_url,
+            timeline.model_timeout.total_seconds(),
+        )
+        return ClaudeSummarizer(
+            client,
+            model=timeline.model,
+            max_output_tokens=min(timeline.synthesis_max_output_tokens, 2048),
+            max_attempts=timeline.synthesis_chunk_max_attempts,
+            backoff_base_seconds=timeline.retry_backoff_base.total_seconds(),
+            backoff_cap_seconds=timeline.retry_backoff_cap.total_seconds(),
+            max_retry_after_seconds=timeline.max_retry_after.total_seconds(),
+        )
+
+
+def summary_enabled(settings: LarkTimelineSettings) -> bool:
+    return settings.enabled and settings.summary_enabled
+
+
+def summary_lookback(settings: LarkTimelineSettings) -> timedelta:
+    """How far back a default-namespace window can still complete: the ingestion lookback
+    plus one window and its close grace."""
+    return (
+        settings.ingestion_lookback
+        + settings.synthesis_window
+        + settings.synthesis_window_close_grace
+    )
+
+
+def summary_tags(partition_key: str) -> Mapping[str, str]:
+    return {TAG_WORKSPACE: partition_key, TAG_SUMMARY: "1"}
+
+
+summary_job = dg.define_asset_job(
+    SUMMARY_JOB,
+    selection=dg.AssetSelection.assets(SUMMARY_KEY),
+    tags={TAG_SUMMARY: "1"},
+    config=dg.PartitionedConfig(
+        partitions_def=workspace_partitions,
+        run_config_for_partition_key_fn=lambda _key: {},
+        tags_for_partition_key_fn=summary_tags,
+    ),
+    description="Regenerate workspace summaries; launched by timeline_summary_sensor.",
+)
+
+
+def report_metadata(report: SummaryReport) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
+    for key, value in report.metadata().items():
+        metadata[key] = dg.MetadataValue.json(value) if isinstance(value, list | dict) else value
+    return metadata
+
+
+@dg.asset(
+    key=SUMMARY_KEY,
+    partitions_def=workspace_partitions,
+    group_name="timeline",
+    output_required=False,
+    description=(
+        "The workspace summary (seed 000 section 13): regenerated at most once per completed "
+        "window that created or changed a visible entry, never over a human summary, from the "
+        "visible entries only. Partition: the workspace id."
+    ),
+)
+def timeline_summary(
+    context: dg.AssetExecutionContext,
+    database: DatabaseResource,
+    timeline_settings: TimelineSettingsResource,
+    summarizer: SummarizerResource,
+) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]
+    try:
+        workspace_id = check_workspace_id(context.partition_key)
+    except InvalidKey as exc:
+        raise dg.Failure(description=str(exc)) from None
+    settings = timeline_settings.load()
+    runner = SummaryRunner(
+        database.engine,
+        summarizer.build(settings),
+        enabled=summary_enabled(settings.timeline),
+        lookback=summary_lookback(settings.timeline),
+    )
+    report = runner.run(workspace_id)
+    metadata = report_metadata(report)
+    context.log.info("summary of %s: %s", workspace_id, report.outcome.value)
+    if report.outcome is SummaryOutcome.FAILED:
+        raise dg.Failure(description=report.reason, metadata=metadata)
+    if report.outcome is SummaryOutcome.WRITTEN:
+        yield dg.MaterializeResult(metadata=metadata)
+        return
+    # Nothing new was written: the partition's last materialization stays the current text.
+    context.log_event(
+        dg.AssetObservation(asset_key=SUMMARY_KEY, partition=workspace_id, metadata=metadata)
+    )
+
+
+# --- the sensor --------------------------------------------------------------------------------
+
+
+def _digest(state_ids: tuple[int, ...]) -> str:
+    return hashlib.sha256(",".join(map(str, state_ids)).encode()).hexdigest()[:16]
+
+
+def _load_cursor(raw: str | None) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def evaluate_summary_sensor(
+    context: dg.SensorEvaluationContext,
+    database: DatabaseResource,
+    timeline_settings: TimelineSettingsResource,
+    now: datetime | None = None,
+) -> dg.SensorResult:
+    settings = timeline_settings.timeline
+    if not summary_enabled(settings):
+        return dg.SensorResult(
+            skip_reason="summary is disabled (enabled and summaryEnabled must both be on)",
+            cursor=context.cursor,
+        )
+    moment = now or datetime.now(UTC)
+    requests, settled = plan_summary_requests(
+        database.engine, since=moment - summary_lookback(settings), limit=MAX_WINDOWS_PER_TICK
+    )
+    if settled:
+        context.log.info("summary: settled %d window(s) needing no attempt", len(settled))
+    previous = _load_cursor(context.cursor)
+    keys: dict[str, str] = {}
+    state: dict[str, dict[str, Any]] = {}
+    for request in requests:
+        digest = _digest(request.state_ids)
+        held = previous.get(request.workspace_id, {})
+        reruns = int(held.get("n", 0)) if held.get("d") == digest else 0
+        keys[request.workspace_id] = f"summary:{request.workspace_id}:{digest}:{reruns}"
+        state[request.workspace_id] = {"d": digest, "n": reruns}
+    finished = dagster_run_lookup(context.instance)(list(keys.values())) if keys else {}
+    run_requests: list[dg.RunRequest] = []
+    for workspace_id, run_key in keys.items():
+        if finished.get(run_key):
+            # The run for these very windows finished and they still await a decision: it
+            # failed before taking them. Ask again, a bounded number of times.
+            if state[workspace_id]["n"] >= MAX_RERUNS:
+                context.log.warning("summary of %s: windows still untaken", workspace_id)
+                continue
+            state[workspace_id]["n"] += 1
+            run_key = f"{run_key.rsplit(':', 1)[0]}:{state[workspace_id]['n']}"
+        run_requests.append(
+            dg.RunRequest(
+                partition_key=workspace_id, run_key=run_key, tags=dict(summary_tags(workspace_id))
+            )
+        )
+    wanted = [r.partition_key for r in run_requests if r.partition_key is not None]
+    existing = (
+        context.instance.get_existing_dynamic_partitions(WORKSPACE_PARTITIONS, wanted)
+        if wanted
+        else set()
+    )
+    missing = [key for key in wanted if key not in existing]
+    return dg.SensorResult(
+        run_requests=run_requests,
+        dynamic_partitions_requests=(
+            [workspace_partitions.build_add_request(missing)] if missing else []
+        ),
+        cursor=json.dumps(state, sort_keys=True),
+        skip_reason=None if run_requests else "no completed window calls for a summary",
+    )
+
+
+def _summary_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
+    @dg.sensor(
+        name=SUMMARY_SENSOR,
+        job=summary_job,
+        minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            "Requests a workspace's summary run when windows that created or changed visible "
+            "entries reach a terminal state (seed 000 section 13); settles the others."
+        ),
+    )
+    def timeline_summary_sensor(
+        context: dg.SensorEvaluationContext,
+        database: DatabaseResource,
+        timeline_settings: TimelineSettingsResource,
+    ) -> dg.SensorResult:
+        return evaluate_summary_sensor(context, database, timeline_settings)
+
+    return timeline_summary_sensor
+
+
+def summary_defs(
+    settings: LarkTimelineSettings | None = None, summarizer: SummarizerResource | None = None
+) -> dg.Definitions:
+    """Everything the summary adds to the code location."""
+    timeline = settings or load_timeline_settings()
+    return dg.Definitions(
+        assets=[timeline_summary],
+        jobs=[summary_job],
+        sensors=[_summary_sensor(timeline)],
+        resources={"summarizer": summarizer or SummarizerResource()},
+    )

@@ -1,0 +1,6 @@
+"""The workspace summary (seed 000 section 13): when to regenerate it, from what, and how.
+
+`policy` decides (pure), `deterministic` and `claude` write the text, `runner` applies the
+policy to the database: at most one attempt per completed window, never over a human summary,
+and only hidden-free input.
+"""
