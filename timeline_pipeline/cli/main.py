@@ -6,10 +6,7 @@ newer code) ends as one line on stderr and a non-zero exit code, never a traceba
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable
-from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -17,6 +14,7 @@ import click
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from timeline_pipeline.cli.context import AppContext, pass_app
+from timeline_pipeline.cli.output import emit, json_option, jsonable
 from timeline_pipeline.db.engine import (
     DatabaseConfigError,
     DatabaseUnavailable,
@@ -29,6 +27,7 @@ from timeline_pipeline.db.migrate import MigrationError, current_revision, head_
 from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.settings import SettingsError
 from timeline_pipeline.store import workspaces as workspace_store
+from timeline_pipeline.store.api_tokens import TokenNotFound
 from timeline_pipeline.store.workspaces import WorkspaceError
 
 EXIT_ERROR = 1
@@ -41,6 +40,7 @@ USER_ERRORS: tuple[type[Exception], ...] = (
     MigrationError,
     WorkspaceError,
     InvalidKey,
+    TokenNotFound,
 )
 
 
@@ -61,28 +61,6 @@ class GuardedGroup(click.Group):
             fail(describe_unavailable(exc), EXIT_UNAVAILABLE)
         except USER_ERRORS as exc:
             fail(str(exc))
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if is_dataclass(value) and not isinstance(value, type):
-        return {k: _jsonable(v) for k, v in asdict(value).items()}
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
-    if as_json:
-        click.echo(json.dumps(_jsonable(data), sort_keys=True))
-    else:
-        human()
-
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
 def parse_iso8601(value: str | None, option: str) -> datetime | None:
@@ -150,7 +128,7 @@ def status(app: AppContext, as_json: bool) -> None:
         fail(f"schema is at {current or 'empty'}, code expects {head}: run `db upgrade` first")
     with connection(app.engine) as conn:
         items = [
-            {**_jsonable(w), "chats": workspace_store.chats_of(conn, w.id)}
+            {**jsonable(w), "chats": workspace_store.chats_of(conn, w.id)}
             for w in workspace_store.list_all(conn)
         ]
     data = {"database": redacted_url(app.database_url), "schema": current, "workspaces": items}
@@ -255,19 +233,25 @@ def workspace_list(app: AppContext, as_json: bool) -> None:
     emit(as_json, {"workspaces": items}, human)
 
 
-def register(group: click.Group) -> None:
-    cli.add_command(group)
-
-
 def main() -> None:
     cli()
 
 
 def _register_subcommands() -> None:
     """Command groups that live in their own modules."""
+    from timeline_pipeline.cli.demo_commands import demo
     from timeline_pipeline.cli.lark_commands import lark_group
+    from timeline_pipeline.cli.reconcile_commands import reconcile
+    from timeline_pipeline.cli.serve_commands import serve
+    from timeline_pipeline.cli.timeline_commands import timeline_group
+    from timeline_pipeline.cli.token_commands import token_group
 
+    cli.add_command(demo)
     cli.add_command(lark_group)
+    cli.add_command(token_group)
+    cli.add_command(reconcile)
+    cli.add_command(serve)
+    cli.add_command(timeline_group)
 
 
 _register_subcommands()
