@@ -60,14 +60,14 @@ def _print_human(view: dict[str, Any], workspace_id: str, dagster_home: str) -> 
     for entry in view["entries"]:
         when = entry["occurred_at"][11:16]
         click.echo(f"  {when}  {entry['category']:<11} {entry['title']}")
-        for evidence in entry["evidence"][:3]:
-            if evidence.get("link"):
-                click.echo(f"         {'':<11} -> {evidence['link']}")
-        if len(entry["evidence"]) > 3:
-            click.echo(f"         {'':<11}    (+{len(entry['evidence']) - 3} more messages)")
+        links = [item["link"] for item in entry["evidence"] if item.get("link")]
+        if links:
+            more = f"  (+{len(links) - 1} more)" if len(links) > 1 else ""
+            click.echo(f"  {'':<5}  {'':<11} {links[0]}{more}")
     click.echo("")
     click.secho("Summary", bold=True)
-    click.echo(f"  {view['summary'] or '(no summary yet)'}")
+    for line in (view["summary"] or "(no summary yet)").splitlines():
+        click.echo(f"  {line}")
     click.echo("")
     click.echo("Open the same data:")
     click.echo(f"  Dagster UI: DAGSTER_HOME={dagster_home} dagster dev -w workspace.yaml")

@@ -36,6 +36,7 @@ from timeline_pipeline.lark.simulator.pusher import EventPusher, PushReport
 from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn, SimulatorServer
 from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.orchestration.summary import SUMMARY_JOB, SUMMARY_SENSOR, summary_defs
 from timeline_pipeline.orchestration.windows import DISCOVERY_SENSOR, SYNTHESIS_JOB, window_defs
 from timeline_pipeline.receiver.app import create_app
 from timeline_pipeline.reconcile.lark_factory import build_client
@@ -77,6 +78,7 @@ class DemoResult:
     reconcile: dict[str, Any] = field(default_factory=dict)
     windows_run: int = 0
     windows_failed: int = 0
+    summaries_run: int = 0
 
 
 def _demo_runtime(base: RuntimeEnvironment) -> RuntimeEnvironment:
@@ -121,8 +123,49 @@ def _dagster_home(explicit: str | None) -> Path:
     return home
 
 
-def _run_windows(engine_url: str, home: Path, result: DemoResult, progress: Progress) -> None:
-    """Tick the real discovery sensor and execute every run it requests, until none is left."""
+def _drain(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    sensor_name: str,
+    job_name: str,
+    on_run: Callable[[str, bool], None],
+) -> None:
+    """Tick a real sensor and execute every run it requests, until it requests none.
+
+    This is what the daemon does between ticks, done in-process so the demo needs no daemon;
+    the runs, partitions and materializations land in the instance that `dagster dev` shows.
+    """
+    sensor = defs.resolve_sensor_def(sensor_name)
+    job = defs.resolve_job_def(job_name)
+    cursor: str | None = None
+    for _ in range(MAX_SENSOR_TICKS):
+        with dg.build_sensor_context(
+            instance_ref=instance.get_ref(),
+            definitions=defs,
+            cursor=cursor,
+            resources=defs.resources,
+        ) as context:
+            tick = sensor.evaluate_tick(context)
+        for request in tick.dynamic_partitions_requests or []:
+            keys = list(getattr(request, "partition_keys", []) or [])
+            if keys:
+                instance.add_dynamic_partitions(request.partitions_def_name, keys)
+        cursor = tick.cursor
+        if not tick.run_requests:
+            return
+        for run_request in tick.run_requests:
+            outcome = job.execute_in_process(
+                partition_key=run_request.partition_key,
+                instance=instance,
+                run_config={**run_request.run_config, **QUIET_RUN_LOGS},
+                tags=run_request.tags,
+                raise_on_error=False,
+            )
+            on_run(run_request.partition_key or "", outcome.success)
+
+
+def _run_dagster(engine_url: str, home: Path, result: DemoResult, progress: Progress) -> None:
+    """Window synthesis, then the summary, through the product's own sensors and jobs."""
     timeline = load_timeline_settings(**DEMO_FLAGS)
     defs = dg.Definitions.merge(
         dg.Definitions(
@@ -132,41 +175,26 @@ def _run_windows(engine_url: str, home: Path, result: DemoResult, progress: Prog
             }
         ),
         window_defs(timeline),
+        summary_defs(timeline),
     )
-    sensor = defs.resolve_sensor_def(DISCOVERY_SENSOR)
-    job = defs.resolve_job_def(SYNTHESIS_JOB)
     logging.getLogger("dagster").setLevel(logging.WARNING)
+
+    def window_done(key: str, ok: bool) -> None:
+        result.windows_run += 1
+        result.windows_failed += 0 if ok else 1
+        progress(f"window {key}: {'synthesized' if ok else 'failed'}")
+
+    def summary_done(key: str, ok: bool) -> None:
+        result.summaries_run += 1
+        progress(f"summary of {key}: {'written' if ok else 'failed'}")
+
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        cursor: str | None = None
-        for _ in range(MAX_SENSOR_TICKS):
-            with dg.build_sensor_context(
-                instance_ref=instance.get_ref(),
-                definitions=defs,
-                cursor=cursor,
-                resources=defs.resources,
-            ) as context:
-                tick = sensor.evaluate_tick(context)
-            for request in tick.dynamic_partitions_requests or []:
-                keys = list(getattr(request, "partition_keys", []) or [])
-                if keys:
-                    instance.add_dynamic_partitions(request.partitions_def_name, keys)
-            cursor = tick.cursor
-            if not tick.run_requests:
-                break
-            for run_request in tick.run_requests:
-                outcome = job.execute_in_process(
-                    partition_key=run_request.partition_key,
-                    instance=instance,
-                    run_config={**run_request.run_config, **QUIET_RUN_LOGS},
-                    tags=run_request.tags,
-                    raise_on_error=False,
-                )
-                result.windows_run += 1
-                result.windows_failed += 0 if outcome.success else 1
-                progress(
-                    f"window {run_request.partition_key}: "
-                    f"{'synthesized' if outcome.success else 'failed'}"
-                )
+        _drain(defs, instance, DISCOVERY_SENSOR, SYNTHESIS_JOB, window_done)
+        progress(
+            f"{result.windows_run} window partition(s) synthesized through Dagster "
+            f"({result.windows_failed} failed)"
+        )
+        _drain(defs, instance, SUMMARY_SENSOR, SUMMARY_JOB, summary_done)
 
 
 def run_demo(
@@ -262,9 +290,5 @@ def run_demo(
             f"{chat.upserts.duplicate} already stored"
         )
 
-    _run_windows(str(engine.url.render_as_string(hide_password=False)), home, result, progress)
-    progress(
-        f"{result.windows_run} window partition(s) synthesized through Dagster "
-        f"({result.windows_failed} failed)"
-    )
+    _run_dagster(engine.url.render_as_string(hide_password=False), home, result, progress)
     return result, engine

@@ -56,6 +56,8 @@ def test_demo_builds_a_traceable_timeline_from_the_bundled_chat(
     assert len(entries) >= 10
     assert len({e["category"] for e in entries}) >= 5
     assert [e["occurred_at"] for e in entries] == sorted(e["occurred_at"] for e in entries)
+    assert out["summary"]
+    assert run["summaries_run"] == 1
     for entry in entries:
         assert entry["evidence"], entry["title"]
         assert all(item["link"].startswith("https://") for item in entry["evidence"])
