@@ -70,7 +70,7 @@ def _print_human(view: dict[str, Any], workspace_id: str, dagster_home: str) -> 
         click.echo(f"  {line}")
     click.echo("")
     click.echo("Open the same data:")
-    click.echo(f"  Dagster UI: DAGSTER_HOME={dagster_home} dagster dev -w workspace.yaml")
+    click.echo(f"  Dagster UI: DAGSTER_HOME={dagster_home} .venv/bin/dagster dev -w workspace.yaml")
     click.echo(f"  API:        timeline-pipeline token create --workspace {workspace_id}")
     click.echo("              timeline-pipeline serve --port 8080  # then, with the token:")
     click.echo(

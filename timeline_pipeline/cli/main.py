@@ -7,14 +7,13 @@ newer code) ends as one line on stderr and a non-zero exit code, never a traceba
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 from typing import Any, NoReturn
 
 import click
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, json_option, jsonable
+from timeline_pipeline.cli.output import emit, json_option, jsonable, parse_iso8601
 from timeline_pipeline.db.engine import (
     DatabaseConfigError,
     DatabaseUnavailable,
@@ -61,18 +60,6 @@ class GuardedGroup(click.Group):
             fail(describe_unavailable(exc), EXIT_UNAVAILABLE)
         except USER_ERRORS as exc:
             fail(str(exc))
-
-
-def parse_iso8601(value: str | None, option: str) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint=option) from None
-    if parsed.tzinfo is None:
-        raise click.BadParameter("give a timezone, e.g. 2026-11-29T10:00:00Z", param_hint=option)
-    return parsed
 
 
 @click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -30,3 +30,16 @@ def emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
         click.echo(json.dumps(jsonable(data), sort_keys=True))
     else:
         human()
+
+
+def parse_iso8601(value: str | None, option: str) -> datetime | None:
+    """An option's ISO 8601 time; a time without a zone is refused, never guessed."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint=option) from None
+    if parsed.tzinfo is None:
+        raise click.BadParameter("give a timezone, e.g. 2026-11-29T10:00:00Z", param_hint=option)
+    return parsed

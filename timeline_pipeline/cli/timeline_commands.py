@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, json_option, jsonable
+from timeline_pipeline.cli.output import emit, json_option, jsonable, parse_iso8601
 from timeline_pipeline.curation.errors import CurationError
 from timeline_pipeline.curation.export import render_markdown
 from timeline_pipeline.curation.rules import (
@@ -78,18 +78,6 @@ revision_option = click.option(
     type=click.IntRange(1),
     help="Fail unless the entry is still at this revision (as `timeline show` printed it).",
 )
-
-
-def _iso(value: str | None, option: str) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint=option) from None
-    if parsed.tzinfo is None:
-        raise click.BadParameter("give a timezone, e.g. 2026-11-29T10:00:00Z", param_hint=option)
-    return parsed
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -313,7 +301,7 @@ def timeline_edit(
     if category is not None:
         changes["category"] = category
     if occurred_at is not None:
-        changes["occurred_at"] = _iso(occurred_at, "--occurred-at")
+        changes["occurred_at"] = parse_iso8601(occurred_at, "--occurred-at")
     if not changes:
         raise click.UsageError("give at least one of --title, --detail, --category, --occurred-at")
     entry = CurationService(app.engine).edit(
@@ -348,7 +336,7 @@ def timeline_add(
     as_json: bool,
 ) -> None:
     """Add a curator's own entry (source human, confirmed)."""
-    moment = _iso(occurred_at, "--occurred-at")
+    moment = parse_iso8601(occurred_at, "--occurred-at")
     assert moment is not None
     entry = CurationService(app.engine).add(
         workspace_id,

@@ -6,13 +6,18 @@ the `serve` process and an operator's command always agree on the database and t
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import PrivateAttr
 from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import make_engine
+
+if TYPE_CHECKING:
+    import anthropic
+
 from timeline_pipeline.settings import (
     DEFAULT_DATABASE_URL,
     LarkTimelineSettings,
@@ -59,6 +64,43 @@ class TimelineSettingsResource(dg.ConfigurableResource):  # type: ignore[type-ar
     @property
     def timeline(self) -> LarkTimelineSettings:
         return self.load().timeline
+
+
+@dataclass(frozen=True)
+class ClaudeSetup:
+    """What both Claude callers (synthesis and summary) need: one client and one retry policy."""
+
+    client: anthropic.Anthropic
+    model: str
+    max_attempts: int
+    backoff_base_seconds: float
+    backoff_cap_seconds: float
+    max_retry_after_seconds: float
+
+
+def claude_setup(
+    settings: Settings, api_key: str | None, base_url: str | None
+) -> ClaudeSetup | None:
+    """Claude when an Anthropic key is set (ANTHROPIC_API_KEY unless given), else None; the
+    model, timeout and retry bounds are the synthesis settings."""
+    key = api_key or settings.runtime.anthropic_api_key.get_secret_value()
+    if not key:
+        return None
+    from timeline_pipeline.synthesis.claude import build_claude_client
+
+    timeline = settings.timeline
+    return ClaudeSetup(
+        client=build_claude_client(
+            key,
+            base_url or settings.runtime.anthropic_base_url,
+            timeline.model_timeout.total_seconds(),
+        ),
+        model=timeline.model,
+        max_attempts=timeline.synthesis_chunk_max_attempts,
+        backoff_base_seconds=timeline.retry_backoff_base.total_seconds(),
+        backoff_cap_seconds=timeline.retry_backoff_cap.total_seconds(),
+        max_retry_after_seconds=timeline.max_retry_after.total_seconds(),
+    )
 
 
 def default_resources() -> dict[str, Any]:

@@ -29,7 +29,11 @@ from typing import Any
 import dagster as dg
 
 from timeline_pipeline.domain.keys import InvalidKey, check_workspace_id
-from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.orchestration.resources import (
+    DatabaseResource,
+    TimelineSettingsResource,
+    claude_setup,
+)
 from timeline_pipeline.orchestration.windows import dagster_run_lookup
 from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_timeline_settings
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
@@ -61,26 +65,19 @@ class SummarizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     base_url: str | None = None
 
     def build(self, settings: Settings) -> Summarizer:
-        key = self.api_key or settings.runtime.anthropic_api_key.get_secret_value()
-        if not key:
+        setup = claude_setup(settings, self.api_key, self.base_url)
+        if setup is None:
             return DeterministicSummarizer()
         from timeline_pipeline.summary.claude import ClaudeSummarizer
-        from timeline_pipeline.synthesis.claude import build_claude_client
 
-        timeline = settings.timeline
-        client = build_claude_client(
-            key,
-            self.base_url or settings.runtime.anthropic_base_url,
-            timeline.model_timeout.total_seconds(),
-        )
         return ClaudeSummarizer(
-            client,
-            model=timeline.model,
-            max_output_tokens=min(timeline.synthesis_max_output_tokens, 2048),
-            max_attempts=timeline.synthesis_chunk_max_attempts,
-            backoff_base_seconds=timeline.retry_backoff_base.total_seconds(),
-            backoff_cap_seconds=timeline.retry_backoff_cap.total_seconds(),
-            max_retry_after_seconds=timeline.max_retry_after.total_seconds(),
+            setup.client,
+            model=setup.model,
+            max_output_tokens=min(settings.timeline.synthesis_max_output_tokens, 2048),
+            max_attempts=setup.max_attempts,
+            backoff_base_seconds=setup.backoff_base_seconds,
+            backoff_cap_seconds=setup.backoff_cap_seconds,
+            max_retry_after_seconds=setup.max_retry_after_seconds,
         )
 
 
