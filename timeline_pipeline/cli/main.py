@@ -10,6 +10,7 @@ import sys
 from typing import Any, NoReturn
 
 import click
+import psycopg
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from timeline_pipeline.cli.context import AppContext, pass_app
@@ -56,7 +57,7 @@ class GuardedGroup(click.Group):
             return super().invoke(ctx)
         except DatabaseUnavailable as exc:
             fail(str(exc), EXIT_UNAVAILABLE)
-        except (OperationalError, InterfaceError) as exc:
+        except (OperationalError, InterfaceError, psycopg.OperationalError) as exc:
             fail(describe_unavailable(exc), EXIT_UNAVAILABLE)
         except USER_ERRORS as exc:
             fail(str(exc))

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
@@ -124,6 +125,8 @@ def transaction(engine: Engine) -> Iterator[Connection]:
             yield conn
     except (OperationalError, InterfaceError) as exc:
         raise DatabaseUnavailable(describe_unavailable(exc)) from None
+    except psycopg.OperationalError as exc:  # statements run on the raw driver connection
+        raise DatabaseUnavailable(describe_unavailable(exc)) from None
 
 
 @contextmanager
@@ -134,8 +137,10 @@ def connection(engine: Engine) -> Iterator[Connection]:
             yield conn
     except (OperationalError, InterfaceError) as exc:
         raise DatabaseUnavailable(describe_unavailable(exc)) from None
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailable(describe_unavailable(exc)) from None
 
 
-def describe_unavailable(exc: DBAPIError) -> str:
+def describe_unavailable(exc: DBAPIError | psycopg.Error) -> str:
     orig = getattr(exc, "orig", None) or exc
     return "database unavailable: " + " ".join(str(orig).split())[:300]

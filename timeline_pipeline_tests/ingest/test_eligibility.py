@@ -15,7 +15,7 @@ from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store.workspaces import Workspace
 from timeline_pipeline_tests.receiver.lark_events import NOW, receive
 
-ENABLED = {"enabled": True, "event_ingestion_enabled": True}
+ENABLED: dict[str, Any] = {"enabled": True, "event_ingestion_enabled": True}
 
 
 def workspace(

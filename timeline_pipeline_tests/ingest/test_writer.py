@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -18,7 +19,7 @@ from timeline_pipeline_tests.receiver.lark_events import CHAT, NOW, receive
 SETTINGS = LarkTimelineSettings(enabled=True, event_ingestion_enabled=True)
 
 
-def normalized(message_id: str, text: str = "db down", **kwargs: object) -> NormalizedLarkMessage:
+def normalized(message_id: str, text: str = "db down", **kwargs: Any) -> NormalizedLarkMessage:
     return normalize_event_message(
         receive(message_id, text, **kwargs)["event"], max_text_chars=4000
     )

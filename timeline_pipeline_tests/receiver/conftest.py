@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
@@ -91,11 +90,11 @@ class Receiver:
     state: ReceiverState
     clock: FakeClock
 
-    def post(self, payload: dict[str, Any], signing: Signing = DEFAULT_SIGNING) -> httpx.Response:
+    def post(self, payload: dict[str, Any], signing: Signing = DEFAULT_SIGNING) -> Any:
         signed = sign(payload, signing)
         return self.client.post(EVENTS_PATH, content=signed.body, headers=signed.headers)
 
-    def post_raw(self, body: bytes, headers: dict[str, str] | None = None) -> httpx.Response:
+    def post_raw(self, body: bytes, headers: dict[str, str] | None = None) -> Any:
         return self.client.post(EVENTS_PATH, content=body, headers=headers or {})
 
     def rows(self) -> list[EvidenceRow]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 import pytest
@@ -14,7 +14,7 @@ from timeline_pipeline.receiver.batching import WriteBatcher, WriterClosed
 from timeline_pipeline.store import workspaces
 
 
-def create_workspace(workspace_id: str) -> object:
+def create_workspace(workspace_id: str) -> Callable[[Connection], object]:
     def work(conn: Connection) -> object:
         workspaces.create(conn, workspace_id)
         return conn.connection.dbapi_connection

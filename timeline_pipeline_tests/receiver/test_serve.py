@@ -105,7 +105,9 @@ def test_a_request_in_flight_when_shutdown_begins_is_committed_and_answered(
     )
     serving = threading.Thread(target=server.run, daemon=True)
     serving.start()
+    deadline = time.monotonic() + 10
     while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     signed = sign(receive("om_1"))
@@ -125,7 +127,9 @@ def test_a_request_in_flight_when_shutdown_begins_is_committed_and_answered(
             )
         )
         client.start()
+        deadline = time.monotonic() + 10
         while metrics.get_sample_value("timeline_lark_events_received_total") != 1:
+            assert time.monotonic() < deadline, "the request never reached the receiver"
             time.sleep(0.01)
         server.should_exit = True  # what SIGTERM does
         time.sleep(0.3)
