@@ -4,7 +4,6 @@ where a bare postgresql:// URL fails (dagster-postgres's NOTIFY under psycopg 3)
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import dagster as dg
 import psycopg
 import pytest
+import yaml
 
 from timeline_pipeline_tests.conftest import PG_ADMIN_URL
 
@@ -34,10 +34,11 @@ def dagster_pg_url() -> Iterator[str]:
 def test_production_instance_runs_on_postgresql_with_the_concurrency_limits(
     tmp_path: Path, dagster_pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_PG_URL", dagster_pg_url)
-    instance = dg.DagsterInstance.from_config(str(tmp_path))
-    try:
+    config = yaml.safe_load((REPO / "dagster.yaml").read_text())
+    # instance_for_test takes the production file as its configuration and, unlike a bare
+    # from_config, scopes Dagster's process-wide state to this instance.
+    with dg.instance_for_test(overrides=config, temp_dir=str(tmp_path)) as instance:
         assert type(instance.run_storage).__name__ == "PostgresRunStorage"
         assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
@@ -54,5 +55,3 @@ def test_production_instance_runs_on_postgresql_with_the_concurrency_limits(
 
         assert dg.materialize([probe], instance=instance).success
         assert instance.get_latest_materialization_event(dg.AssetKey("probe")) is not None
-    finally:
-        instance.dispose()
