@@ -115,3 +115,17 @@ def empty_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield _pg_url(name)
     finally:
         _drop_pg_database(name)
+
+
+@pytest.fixture(autouse=True)
+def _no_dagster_state_from_other_tests() -> Iterator[None]:
+    """Each test starts without another test's Dagster defs-state storage.
+
+    Dagster keeps the storage of the instance last entered in a process-wide context variable,
+    which definitions loading reads; a test that leaves it pointing at a disposed instance
+    makes the next test in the same worker fail with "undefined DagsterInstance weakref".
+    """
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    with set_defs_state_storage(None):
+        yield

@@ -13,7 +13,6 @@ The model sees the visible timeline entries only, never chat text; logs carry id
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import anthropic
@@ -22,10 +21,6 @@ from anthropic.types import Message, ToolParam, ToolUseBlock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tenacity import (
     RetryCallState,
-    Retrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_random_exponential,
 )
 
 from timeline_pipeline.summary.models import (
@@ -38,7 +33,7 @@ from timeline_pipeline.summary.models import (
 
 # One retry policy for every model call: the summary reads the server's hint exactly as
 # synthesis does, so the two cannot drift apart.
-from timeline_pipeline.synthesis.claude import is_transient, retry_after_seconds
+from timeline_pipeline.synthesis.claude import is_transient, transient_retrying
 
 __all__ = ["PROMPT_VERSION", "TOOL_NAME", "ClaudeSummarizer", "render_input"]
 
@@ -132,10 +127,9 @@ class ClaudeSummarizer:
         self.model = model
         self.max_output_tokens = max_output_tokens
         self.max_attempts = max_attempts
+        self.backoff_base_seconds = backoff_base_seconds
+        self.backoff_cap_seconds = backoff_cap_seconds
         self.max_retry_after_seconds = max_retry_after_seconds
-        self._backoff = wait_random_exponential(
-            multiplier=backoff_base_seconds, max=backoff_cap_seconds
-        )
 
     def summarize(self, summary_input: SummaryInput) -> SummaryResult:
         message = self._call_with_retries(summary_input)
@@ -157,13 +151,6 @@ class ClaudeSummarizer:
             output_tokens=message.usage.output_tokens,
         )
 
-    def _wait_seconds(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome is not None else None
-        hint = retry_after_seconds(error)
-        if hint is not None:
-            return min(hint, self.max_retry_after_seconds)
-        return float(self._backoff(state))
-
     def _call_with_retries(self, summary_input: SummaryInput) -> Message:
         def log_retry(state: RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome is not None else None
@@ -176,13 +163,12 @@ class ClaudeSummarizer:
                 wait_seconds=round(state.upcoming_sleep, 3),
             )
 
-        retrying = Retrying(
-            stop=stop_after_attempt(self.max_attempts),
-            wait=self._wait_seconds,
-            retry=retry_if_exception(is_transient),
+        retrying = transient_retrying(
+            max_attempts=self.max_attempts,
+            backoff_base_seconds=self.backoff_base_seconds,
+            backoff_cap_seconds=self.backoff_cap_seconds,
+            max_retry_after_seconds=self.max_retry_after_seconds,
             before_sleep=log_retry,
-            sleep=time.sleep,
-            reraise=True,
         )
         try:
             return retrying(self._call, summary_input)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import email.utils
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -117,6 +118,39 @@ def _chunk_ids(chunk: SynthesisChunk) -> dict[str, object]:
     }
 
 
+def transient_retrying(
+    *,
+    max_attempts: int,
+    backoff_base_seconds: float,
+    backoff_cap_seconds: float,
+    max_retry_after_seconds: float,
+    before_sleep: Callable[[RetryCallState], None],
+) -> Retrying:
+    """The one retry policy for Messages API calls (synthesis and summary alike).
+
+    Transient errors only; full-jitter exponential backoff, i.e. uniform(0, min(cap,
+    base * 2 ** (attempt - 1))); a server's retry-after is obeyed but capped, because the SDK
+    would otherwise sleep as long as the server asks.
+    """
+    backoff = wait_random_exponential(multiplier=backoff_base_seconds, max=backoff_cap_seconds)
+
+    def wait(state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome is not None else None
+        hint = retry_after_seconds(error)
+        if hint is not None:
+            return min(hint, max_retry_after_seconds)
+        return float(backoff(state))
+
+    return Retrying(
+        stop=stop_after_attempt(max_attempts),
+        wait=wait,
+        retry=retry_if_exception(is_transient),
+        before_sleep=before_sleep,
+        sleep=time.sleep,
+        reraise=True,
+    )
+
+
 class ClaudeSynthesizer:
     """Synthesizes drafts with Claude via a forced `record_entries` tool call."""
 
@@ -147,10 +181,6 @@ class ClaudeSynthesizer:
         self.backoff_cap_seconds = backoff_cap_seconds
         self.max_retry_after_seconds = max_retry_after_seconds
         self._tool = tool_definition()
-        # uniform(0, min(cap, base * 2 ** (attempt - 1))): exponential with full jitter.
-        self._backoff = wait_random_exponential(
-            multiplier=backoff_base_seconds, max=backoff_cap_seconds
-        )
 
     def synthesize(self, chunk: SynthesisChunk) -> SynthesisResult:
         message = self._call_with_retries(chunk)
@@ -176,14 +206,6 @@ class ClaudeSynthesizer:
 
     # --- the call ------------------------------------------------------------------------------
 
-    def _wait_seconds(self, state: RetryCallState) -> float:
-        """Full-jitter exponential backoff, unless the server said when; that hint is capped."""
-        error = state.outcome.exception() if state.outcome is not None else None
-        hint = retry_after_seconds(error)
-        if hint is not None:
-            return min(hint, self.max_retry_after_seconds)
-        return float(self._backoff(state))
-
     def _log_retry(self, chunk: SynthesisChunk, state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome is not None else None
         log.warning(
@@ -197,13 +219,12 @@ class ClaudeSynthesizer:
         )
 
     def _call_with_retries(self, chunk: SynthesisChunk) -> Message:
-        retrying = Retrying(
-            stop=stop_after_attempt(self.max_attempts),
-            wait=self._wait_seconds,
-            retry=retry_if_exception(is_transient),
+        retrying = transient_retrying(
+            max_attempts=self.max_attempts,
+            backoff_base_seconds=self.backoff_base_seconds,
+            backoff_cap_seconds=self.backoff_cap_seconds,
+            max_retry_after_seconds=self.max_retry_after_seconds,
             before_sleep=lambda state: self._log_retry(chunk, state),
-            sleep=time.sleep,
-            reraise=True,
         )
         try:
             return retrying(self._call, chunk)
