@@ -294,6 +294,20 @@ def windows_for_starts(
     return result
 
 
+def _runnable(stamp: datetime, max_attempts: int, stale_timeout: timedelta) -> Any:
+    """A window that may run again: pending; failed with attempts left; or processing past the
+    stale timeout with attempts left (its worker died). Claim and requeue share this rule."""
+    return or_(
+        ss.c.status == "pending",
+        and_(ss.c.status == "failed", ss.c.attempt_count < max_attempts),
+        and_(
+            ss.c.status == "processing",
+            ss.c.processing_started_at <= stamp - stale_timeout,
+            ss.c.attempt_count < max_attempts,
+        ),
+    )
+
+
 def claim_window(
     conn: Connection,
     state: SyncState,
@@ -309,15 +323,7 @@ def claim_window(
     stale timeout (the worker died). The revision read by the caller must still be current.
     """
     stamp = now or datetime.now(UTC)
-    claimable = or_(
-        ss.c.status == "pending",
-        and_(ss.c.status == "failed", ss.c.attempt_count < max_attempts),
-        and_(
-            ss.c.status == "processing",
-            ss.c.processing_started_at <= stamp - stale_timeout,
-            ss.c.attempt_count < max_attempts,
-        ),
-    )
+    claimable = _runnable(stamp, max_attempts, stale_timeout)
     result = conn.execute(
         ss.update()
         .where(ss.c.id == state.id, ss.c.revision == state.revision, claimable)
@@ -484,15 +490,7 @@ def requeue_window(
     the revision the caller read, so a run that claimed the window meanwhile wins.
     """
     stamp = now or datetime.now(UTC)
-    requeueable = or_(
-        ss.c.status == "pending",
-        and_(ss.c.status == "failed", ss.c.attempt_count < max_attempts),
-        and_(
-            ss.c.status == "processing",
-            ss.c.processing_started_at <= stamp - stale_timeout,
-            ss.c.attempt_count < max_attempts,
-        ),
-    )
+    requeueable = _runnable(stamp, max_attempts, stale_timeout)
     result = conn.execute(
         ss.update()
         .where(ss.c.id == state.id, ss.c.revision == state.revision, requeueable)

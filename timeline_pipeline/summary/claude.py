@@ -33,7 +33,11 @@ from timeline_pipeline.summary.models import (
 
 # One retry policy for every model call: the summary reads the server's hint exactly as
 # synthesis does, so the two cannot drift apart.
-from timeline_pipeline.synthesis.claude import is_transient, transient_retrying
+from timeline_pipeline.synthesis.claude import (
+    is_transient,
+    retry_free_client,
+    transient_retrying,
+)
 
 __all__ = ["PROMPT_VERSION", "TOOL_NAME", "ClaudeSummarizer", "render_input"]
 
@@ -119,11 +123,9 @@ class ClaudeSummarizer:
         backoff_cap_seconds: float,
         max_retry_after_seconds: float,
     ) -> None:
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
-        if min(backoff_base_seconds, backoff_cap_seconds, max_retry_after_seconds) < 0:
-            raise ValueError("backoff settings must not be negative")
-        self._client = client if client.max_retries == 0 else client.with_options(max_retries=0)
+        self._client = retry_free_client(
+            client, max_attempts, backoff_base_seconds, backoff_cap_seconds, max_retry_after_seconds
+        )
         self.model = model
         self.max_output_tokens = max_output_tokens
         self.max_attempts = max_attempts

@@ -151,6 +151,22 @@ def transient_retrying(
     )
 
 
+def retry_free_client(
+    client: anthropic.Anthropic,
+    max_attempts: int,
+    backoff_base_seconds: float,
+    backoff_cap_seconds: float,
+    max_retry_after_seconds: float,
+) -> anthropic.Anthropic:
+    """Check the retry bounds and return the client with the SDK's own retries off, so that
+    `transient_retrying` is the only policy in force whatever client a caller hands in."""
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be at least 1")
+    if min(backoff_base_seconds, backoff_cap_seconds, max_retry_after_seconds) < 0:
+        raise ValueError("backoff settings must not be negative")
+    return client if client.max_retries == 0 else client.with_options(max_retries=0)
+
+
 class ClaudeSynthesizer:
     """Synthesizes drafts with Claude via a forced `record_entries` tool call."""
 
@@ -168,12 +184,9 @@ class ClaudeSynthesizer:
         backoff_cap_seconds: float,
         max_retry_after_seconds: float,
     ) -> None:
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
-        if min(backoff_base_seconds, backoff_cap_seconds, max_retry_after_seconds) < 0:
-            raise ValueError("backoff settings must not be negative")
-        # Whatever client we are given, the SDK must not retry on its own as well.
-        self._client = client if client.max_retries == 0 else client.with_options(max_retries=0)
+        self._client = retry_free_client(
+            client, max_attempts, backoff_base_seconds, backoff_cap_seconds, max_retry_after_seconds
+        )
         self.model = model
         self.max_output_tokens = max_output_tokens
         self.max_attempts = max_attempts
