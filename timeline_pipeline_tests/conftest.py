@@ -129,3 +129,19 @@ def _no_dagster_state_from_other_tests() -> Iterator[None]:
 
     with set_defs_state_storage(None):
         yield
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print what each fault-suite test injected and counted (see faults/conftest.py)."""
+    lines: list[str] = []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "fault_report":
+                    lines.append(f"{report.nodeid.split('::')[-1]}: {value}")
+    if lines:
+        terminalreporter.section("fault suite: injected and counted")
+        for line in lines:
+            terminalreporter.write_line(line)
