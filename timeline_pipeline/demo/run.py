@@ -145,6 +145,10 @@ def _drain(
             cursor=cursor,
             resources=defs.resources,
         ) as context:
+            # The tick logger is a standalone logger with its own console handler, so the
+            # "dagster" logger's level does not reach it: quiet it here, the progress lines say
+            # what the tick did.
+            context.log.setLevel(logging.WARNING)
             tick = sensor.evaluate_tick(context)
         for request in tick.dynamic_partitions_requests or []:
             keys = list(getattr(request, "partition_keys", []) or [])
