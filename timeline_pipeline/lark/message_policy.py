@@ -35,8 +35,10 @@ SENDER_TYPES: Final = frozenset({"user", "app", "anonymous", "unknown"})
 IDENTITY_METADATA_KEYS: Final = ("chat_id", "thread_id", "root_id", "parent_id", "message_type")
 """What a recalled message keeps: enough to find its row and its thread, nothing that was said."""
 
-VOLATILE_METADATA_KEYS: Final = frozenset({"recalled_at"})
-"""Bookkeeping that differs between the event and the history paths for the same recall.
+VOLATILE_METADATA_KEYS: Final = frozenset({"recalled_at", "updated"})
+"""Bookkeeping that differs between the event and the history paths for the same recall or edit
+(history marks an edit `updated`, the event shape has no such field; the edit itself changes
+the text, which is hashed).
 
 Leaving it out of the content hash keeps a recall seen twice from looking like a second change.
 """

@@ -1133,6 +1133,24 @@ def test_a_recall_seen_by_event_and_by_history_hashes_the_same() -> None:
     assert semantic_content(via_event) == semantic_content(via_history)
 
 
+def test_an_edit_seen_by_event_and_by_history_hashes_the_same() -> None:
+    edited_ms = str(CREATED_MS + 120_000)
+    via_event = from_event(event_payload("text", {"text": "fixed"}, update_time=edited_ms))
+    via_history = from_list(
+        list_item("text", {"text": "fixed"}, update_time=edited_ms, updated=True)
+    )
+
+    assert via_history.metadata["updated"] is True
+    assert semantic_content(via_event) == semantic_content(via_history)
+
+
+def test_an_unedited_message_is_not_marked_updated_in_either_shape() -> None:
+    event, listed = paired(TYPE_CASES[0].values[0])
+
+    assert event.metadata["updated"] is False
+    assert listed.metadata["updated"] is False
+
+
 def test_redaction_requires_an_aware_recall_time() -> None:
     original = from_event(event_payload("text", {"text": "oops"}))
 
@@ -1185,7 +1203,11 @@ def test_semantic_content_is_canonical_json_with_sorted_keys() -> None:
     assert document == {
         "deleted": False,
         "message_type": "file",
-        "metadata": {**identity_metadata("file"), "file_key": "f1", "file_name": "é.txt"},
+        "metadata": {
+            **{k: v for k, v in identity_metadata("file").items() if k != "updated"},
+            "file_key": "f1",
+            "file_name": "é.txt",
+        },
         "text": "",
     }
 
