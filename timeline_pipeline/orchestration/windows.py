@@ -30,6 +30,7 @@ from typing import Any
 import dagster as dg
 
 from timeline_pipeline.domain.keys import InvalidKey
+from timeline_pipeline.durations import format_duration
 from timeline_pipeline.orchestration.resources import (
     DatabaseResource,
     TimelineSettingsResource,
@@ -224,6 +225,36 @@ def dagster_run_lookup(instance: dg.DagsterInstance) -> RunLookup:
     return lookup
 
 
+_ALIVE = {dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED}
+
+
+def release_abandoned_runs(
+    instance: dg.DagsterInstance, run_ids: Sequence[str], stale_timeout: str
+) -> list[str]:
+    """Mark the Dagster runs whose windows went stale as failed; returns the ids marked.
+
+    A run killed with SIGKILL stays STARTED in Dagster's storage, and the default run launcher
+    cannot tell it is gone, so it would hold its workspace's one run-queue slot (dagster.yaml)
+    until run monitoring's max runtime: the window's retry would wait behind a dead run. Once
+    the window's lease has expired the worker has lost it (its writes are compare-and-set on
+    the window's revision), so ending the run in Dagster only tells the queue what is true.
+    """
+    released: list[str] = []
+    for run_id in dict.fromkeys(run_ids):
+        run = instance.get_run_by_id(run_id)
+        if run is None or run.status not in _ALIVE:
+            continue
+        instance.report_run_failed(
+            run,
+            message=(
+                f"window lease expired: no chunk committed for {stale_timeout}; "
+                f"{DISCOVERY_SENSOR} requeued the window and released this run's queue slot"
+            ),
+        )
+        released.append(run_id)
+    return released
+
+
 def evaluate_discovery(
     context: dg.SensorEvaluationContext,
     database: DatabaseResource,
@@ -240,6 +271,15 @@ def evaluate_discovery(
         run_lookup=dagster_run_lookup(context.instance),
     )
     outcome = tick.run()
+    released = release_abandoned_runs(
+        context.instance,
+        outcome.abandoned_owners,
+        format_duration(settings.synthesis_stale_timeout),
+    )
+    if released:
+        context.log.warning(
+            "marked %d abandoned synthesis run(s) failed: %s", len(released), released
+        )
     if outcome.skip_reason is not None:
         return dg.SensorResult(skip_reason=outcome.skip_reason, cursor=context.cursor)
     requests = sorted(outcome.requests, key=lambda r: r.ref.sort_key())

@@ -349,13 +349,17 @@ def advance_window_cursor(
     metadata: dict[str, Any],
     now: datetime | None = None,
 ) -> SyncState | None:
-    """Record a committed chunk; call in the same transaction that wrote the chunk's entries."""
+    """Record a committed chunk; call in the same transaction that wrote the chunk's entries.
+
+    A committed chunk is the worker reporting: it renews the lease, so the stale timeout bounds
+    the silence between chunks, not the length of a long window."""
     stamp = now or datetime.now(UTC)
     result = conn.execute(
         ss.update()
         .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "processing")
         .values(
             last_seen_cursor=cursor,
+            processing_started_at=stamp,
             metadata_json={**state.metadata, **metadata},
             revision=ss.c.revision + 1,
             updated_at=stamp,

@@ -108,6 +108,9 @@ class TickOutcome:
     counts: Counter[str] = field(default_factory=Counter)
     oldest_uncovered: datetime | None = None
     skip_reason: str | None = None
+    abandoned_owners: list[str] = field(default_factory=list)
+    """Lease owners (run ids) of windows found stale this tick: they stopped reporting, so
+    whatever tracks them as running (Dagster's run queue) should stop counting them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +394,8 @@ class DiscoveryTick:
                         conn, state, error=STALE_ERROR, retry_at=None, now=self.now
                     )
                 self.outcome.counts["failed_stale"] += int(failed is not None)
+                if failed is not None and state.lease_owner:
+                    self.outcome.abandoned_owners.append(state.lease_owner)
             elif action in (StateAction.REQUEUE_STALE, StateAction.REQUEST):
                 if self._eligible(ref):
                     self._push(ref.window_start, _Retry(ref, state, action))
@@ -478,6 +483,8 @@ class DiscoveryTick:
             return
         if item.action is StateAction.REQUEUE_STALE:
             reason = "stale"
+            if state.lease_owner:
+                self.outcome.abandoned_owners.append(state.lease_owner)
         else:
             reason = "retry" if state.status == "failed" else "pending"
         self._request(ref, requeued, reason)

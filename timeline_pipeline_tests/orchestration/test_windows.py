@@ -11,6 +11,8 @@ from typing import Any
 import dagster as dg
 import pytest
 import yaml
+from dagster._core.storage.dagster_run import DagsterRun
+from dagster._core.utils import make_new_run_id
 from sqlalchemy import Engine
 
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
@@ -22,6 +24,7 @@ from timeline_pipeline.orchestration.windows import (
     WINDOW_PARTITIONS,
     SynthesizerResource,
     partition_tags,
+    release_abandoned_runs,
     timeline_window_drafts,
     window_defs,
 )
@@ -249,3 +252,25 @@ def test_dagster_yaml_limits_act_on_the_tags_every_synthesis_run_carries() -> No
     tags = partition_tags("inc-1:oc_chat:20261129T1020Z:v2")
     assert tags == {"timeline/workspace": "inc-1", "timeline/synthesis": "1"}
     assert timeline_window_drafts.op.pool == "synthesis"
+
+
+def test_runs_whose_windows_went_stale_are_failed_so_they_free_their_queue_slot(
+    instance: dg.DagsterInstance,
+) -> None:
+    def stored_run(status: dg.DagsterRunStatus) -> str:
+        run = DagsterRun(job_name=SYNTHESIS_JOB, run_id=make_new_run_id(), status=status)
+        instance.add_run(run)
+        return run.run_id
+
+    killed = stored_run(dg.DagsterRunStatus.STARTED)  # SIGKILLed: Dagster still sees it running
+    finished = stored_run(dg.DagsterRunStatus.SUCCESS)
+
+    released = release_abandoned_runs(
+        instance, [killed, finished, killed, "not-a-dagster-run"], "15m"
+    )
+
+    assert released == [killed]
+    dead = instance.get_run_by_id(killed)
+    assert dead is not None and dead.status is dg.DagsterRunStatus.FAILURE
+    done = instance.get_run_by_id(finished)
+    assert done is not None and done.status is dg.DagsterRunStatus.SUCCESS

@@ -115,6 +115,25 @@ def test_a_stale_processing_window_becomes_claimable_again(engine: Engine) -> No
     assert (retaken.attempt_count, retaken.lease_owner) == (2, "run-b")
 
 
+def test_a_committed_chunk_renews_the_lease_so_a_long_window_is_not_stale(
+    engine: Engine,
+) -> None:
+    _with_evidence(engine)
+    held = _claim(engine, _window(engine), now=T0)  # type: ignore[arg-type]
+    assert held is not None
+    with engine.begin() as conn:
+        advanced = sync_states.advance_window_cursor(
+            conn, held, cursor="a", metadata={}, now=T0 + timedelta(minutes=14)
+        )
+    assert advanced is not None
+    later = T0 + timedelta(minutes=20)  # 20 min after the claim, 6 after the last chunk
+    assert not advanced.is_stale(later, STALE)
+    with engine.connect() as conn:
+        assert sync_states.stale_processing(conn, stale_timeout=STALE, now=later) == []
+    assert _claim(engine, advanced, now=later, owner="run-b") is None
+    assert advanced.is_stale(T0 + timedelta(minutes=30), STALE)
+
+
 def test_attempts_are_bounded_then_the_window_stays_failed(engine: Engine) -> None:
     _with_evidence(engine)
     state = _window(engine)

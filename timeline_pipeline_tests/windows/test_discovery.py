@@ -196,6 +196,8 @@ def test_a_stale_window_is_retried_and_one_out_of_attempts_is_failed(engine: Eng
         ("inc-1:oc_chat:20261129T1000Z", "stale")
     ]
     assert later.counts["failed_stale"] == 1
+    # Both dead workers are named, so the orchestrator can release what it holds for them.
+    assert sorted(later.abandoned_owners) == ["test-run", "w"]
     states = window_states(engine)
     assert states["inc-1:oc_chat:20261129T1000Z"].status == "pending"
     assert states["inc-1:oc_chat:20261129T1000Z"].attempt_count == 1  # kept; the claim counts
