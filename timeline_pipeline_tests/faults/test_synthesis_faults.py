@@ -1,0 +1,438 @@
+"""The fault suite, synthesis half: a run killed mid-chunk and an AI outage across many windows
+(seed 000 sections 11, 12.1, 14 and 16), on real processes, a real Dagster instance, the real
+anthropic SDK against the loopback stand-in, and both databases.
+
+What the product does after a crash, measured here: the stale window is re-queued by the sensor
+and the next run RESUMES AFTER THE LAST COMMITTED CHUNK (the window cursor of section 12.1); the
+window is the unit of scheduling and retry, but its committed chunks are not synthesized again.
+No entry is duplicated either way: a chunk's drafts commit with the cursor in one transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+from sqlalchemy import Engine
+
+from timeline_pipeline.db.engine import make_engine
+from timeline_pipeline.db.migrate import upgrade
+from timeline_pipeline.orchestration.windows import SYNTHESIS_JOB, SynthesizerResource
+from timeline_pipeline.settings import load_settings
+from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner
+from timeline_pipeline.windows.discovery import DiscoveryTick
+from timeline_pipeline.windows.keys import (
+    WindowRef,
+    decode_window_cursor,
+    parse_partition_key,
+    window_start_of,
+)
+from timeline_pipeline.windows.planning import DiscoveryCursor
+from timeline_pipeline_tests.faults.synthesis_support import (
+    RunProcess,
+    binding_counts,
+    cited_ids,
+    dagster_home,
+    defs_for,
+    entry_rows,
+    entry_shapes,
+    evidence_snapshot,
+    find_window_state,
+    finding_and_action,
+    one_finding,
+    request_tags,
+    run_process_env,
+    seconds_until,
+    sensor_tick,
+    wait_until,
+    window_state,
+)
+from timeline_pipeline_tests.support.anthropic_standin import (
+    AnthropicStandIn,
+    SlowReply,
+    overloaded,
+    tool_reply,
+)
+from timeline_pipeline_tests.windows.support import post, workspace
+
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
+
+WINDOW = timedelta(minutes=10)
+Report = Callable[[str], None]
+
+
+# --- 1. kill -9 of a synthesis run in the middle of a chunk --------------------------------------
+
+KILL_MESSAGES = 30
+KILL_BATCH = 8  # chunks of 8, 8, 8 and 6 evidence rows
+KILL_SETTINGS: dict[str, Any] = {
+    "enabled": True,
+    "evidence_batch_limit": KILL_BATCH,
+    "synthesis_chunk_max_attempts": 1,
+    # The hung call must outlive the kill: the model timeout is long next to the ~0.1 s between
+    # the stand-in receiving the call and the kill, and the stale timeout must exceed it.
+    "model_timeout": "8s",
+    "synthesis_stale_timeout": "10s",
+    "retry_backoff_base": "10ms",
+    "retry_backoff_cap": "20ms",
+}
+STALE = timedelta(seconds=10)
+HANG_SECONDS = 600.0
+
+
+def kill_chat(engine: Engine, window: datetime) -> list[int]:
+    """One workspace, one chat, 30 messages 15 s apart inside one window."""
+    workspace(engine, created_at=window - timedelta(hours=2))
+    ids: list[int] = []
+    for n in range(KILL_MESSAGES):
+        at = window + timedelta(seconds=15 * n)
+        ids += post(engine, [at], text=f"payments-api step {n}: pool resized on shard {n}")
+    return ids
+
+
+def clean_database(request: pytest.FixtureRequest, db_url: str, tmp_path: Path) -> str:
+    """A second, freshly migrated database of the same kind as `db_url`."""
+    if db_url.startswith("postgresql"):
+        return str(request.getfixturevalue("pg_url"))
+    url = f"sqlite:///{tmp_path / 'clean.db'}"
+    made = make_engine(url, null_pool=True)
+    upgrade(made)
+    made.dispose()
+    return url
+
+
+def test_a_run_killed_mid_chunk_is_requeued_after_the_stale_timeout_and_finishes_without_duplicates(
+    db_url: str,
+    engine: Engine,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    fault_report: Report,
+) -> None:
+    now = datetime.now(UTC)
+    window = window_start_of(now - timedelta(hours=1), WINDOW)
+    ref = WindowRef("inc-1", "oc_chat", window)
+    ids = kill_chat(engine, window)
+    evidence_before = evidence_snapshot(engine)
+    home = dagster_home(tmp_path / "dagster")
+    answer = tool_reply(finding_and_action)
+    runs: list[RunProcess] = []
+
+    with (
+        AnthropicStandIn(
+            script=[answer, answer, SlowReply(HANG_SECONDS, answer)], default=answer
+        ) as standin,
+        dg.DagsterInstance.from_config(str(home)) as instance,
+    ):
+        defs = defs_for(db_url, KILL_SETTINGS, standin)
+        env = run_process_env(db_url, home, standin, KILL_SETTINGS)
+        try:
+            # The sensor discovers the closed window and requests its run ...
+            first = sensor_tick(defs, instance, None)
+            (requested,) = first.run_requests or []
+            assert requested.partition_key == ref.partition_key
+            # ... which runs in its own process, like a run the daemon launched.
+            victim = RunProcess(
+                env=env,
+                partition_key=ref.partition_key,
+                tags=request_tags(requested),
+                run_config=requested.run_config,
+                workdir=tmp_path,
+                name="victim",
+            )
+            runs.append(victim)
+            wait_until(
+                lambda: len(standin.requests) >= 3 or not victim.running(),
+                180,
+                "the run to reach its third chunk",
+            )
+            assert victim.running(), f"the run ended early:\n{victim.log_tail()}"
+            code = victim.kill_group()  # the run is inside the model call of chunk 3 of 4
+            killed_at = time.monotonic()
+            assert code == -9
+
+            # What the kill left: two chunks committed with the cursor, the third not started.
+            state = window_state(engine, ref)
+            assert (state.status, state.attempt_count) == ("processing", 1)
+            assert state.lease_owner and state.processing_started_at is not None
+            # Dagster itself still records the dead run as started: nothing reports its end.
+            dead = instance.get_run_by_id(state.lease_owner)
+            assert dead is not None and dead.status is dg.DagsterRunStatus.STARTED
+            assert state.last_seen_cursor is not None
+            assert decode_window_cursor(state.last_seen_cursor)[1] == ids[2 * KILL_BATCH - 1]
+            assert state.metadata["chunk_count"] == 2
+            assert [cited_ids(r.body) for r in standin.requests] == [
+                ids[0:8],
+                ids[8:16],
+                ids[16:24],
+            ]
+            at_kill = binding_counts(engine, "inc-1")
+            assert at_kill == Counter({evidence_id: 1 for evidence_id in ids[:16]})
+            entries_at_kill = len(entry_rows(engine, "inc-1"))
+            assert entries_at_kill == 4
+
+            # Within the stale timeout, discovery counts the window as in flight and leaves it.
+            early = DiscoveryTick(
+                engine,
+                load_settings(**KILL_SETTINGS).timeline,
+                DiscoveryCursor.from_json(first.cursor),
+                state.processing_started_at + STALE / 2,
+            ).run()
+            assert early.requests == [] and early.counts["in_flight"] == 1
+
+            # The process is really gone: nothing calls the model or moves the state any more.
+            stale_at = state.processing_started_at + STALE
+            wait_until(
+                lambda: seconds_until(stale_at, datetime.now(UTC)) == 0,
+                60,
+                "the stale timeout",
+            )
+            assert len(standin.requests) == 3
+            assert window_state(engine, ref).revision == state.revision
+
+            # After it, the real sensor re-queues the window and requests a new run.
+            second = sensor_tick(defs, instance, first.cursor)
+            (retry,) = second.run_requests or []
+            requeued_after = time.monotonic() - killed_at
+            assert retry.partition_key == ref.partition_key
+            assert retry.run_key != requested.run_key
+            requeued = window_state(engine, ref)
+            assert (requeued.status, requeued.attempt_count) == ("pending", 1)
+            assert requeued.last_seen_cursor == state.last_seen_cursor
+            # ...and ends the dead run in Dagster, so it stops holding its workspace's slot.
+            released = instance.get_run_by_id(state.lease_owner)
+            assert released is not None and released.status is dg.DagsterRunStatus.FAILURE
+
+            rerun = RunProcess(
+                env=env,
+                partition_key=ref.partition_key,
+                tags=request_tags(retry),
+                run_config=retry.run_config,
+                workdir=tmp_path,
+                name="retry",
+            )
+            runs.append(rerun)
+            assert rerun.wait(180) == 0, f"the retry run failed:\n{rerun.log_tail()}"
+        finally:
+            for run in runs:
+                run.stop()
+
+        # The retry resumed after the last committed chunk: chunks 3 and 4 only.
+        retry_calls = [cited_ids(r.body) for r in standin.requests[3:]]
+        assert retry_calls == [ids[16:24], ids[24:30]]
+        done = window_state(engine, ref)
+        assert (done.status, done.attempt_count) == ("completed", 2)
+        assert done.metadata["chunk_count"] == 4 and done.metadata["evidence_count"] == 30
+        event = instance.get_latest_materialization_event(dg.AssetKey("timeline_window_drafts"))
+        assert event is not None and event.asset_materialization is not None
+        lineage = {k: v.value for k, v in event.asset_materialization.metadata.items()}
+        assert lineage["resumed_after"] == state.last_seen_cursor
+        assert lineage["evidence_ids"] == ids and lineage["chunks"] == 4
+
+        # No duplicates: one entry per fingerprint, each evidence row bound exactly once.
+        made = entry_rows(engine, "inc-1")
+        fingerprints = Counter(fingerprint for *_, fingerprint in made)
+        assert all(count == 1 for count in fingerprints.values())
+        assert binding_counts(engine, "inc-1") == Counter({i: 1 for i in ids})
+        assert evidence_snapshot(engine) == evidence_before
+
+        # The same window synthesized once, cleanly, on a fresh database, with the same answers.
+        clean_url = clean_database(request, db_url, tmp_path)
+        clean = make_engine(clean_url)
+        try:
+            clean_ids = kill_chat(clean, window)
+            settings = load_settings(**KILL_SETTINGS)
+            synthesizer = SynthesizerResource(
+                api_key=standin.api_key, base_url=standin.base_url
+            ).build(settings)
+            report = WindowRunner(clean, settings.timeline, synthesizer).run(ref, owner="clean")
+            assert report.status is RunStatus.COMPLETED
+            assert len(entry_rows(clean, "inc-1")) == len(made) == 8
+            assert entry_shapes(clean, "inc-1", clean_ids) == entry_shapes(engine, "inc-1", ids)
+        finally:
+            clean.dispose()
+
+    fault_report(
+        f"injected: SIGKILL to the run's process group (run worker pid {victim.pid} and its step "
+        f"process) while chunk 3/4 of a {KILL_MESSAGES}-evidence window waited on the model; "
+        f"counted: at the kill 2 chunks committed ({entries_at_kill} entries, {len(at_kill)} "
+        f"bindings), window processing at attempt 1; requeued by the sensor "
+        f"{requeued_after:.1f}s after the kill ({STALE.seconds}s stale timeout); the retry "
+        f"resumed after chunk 2 ({len(retry_calls)} model calls) and completed at attempt 2 "
+        f"with {len(made)} entries, "
+        f"{sum(binding_counts(engine, 'inc-1').values())} bindings for {len(ids)} evidence, "
+        f"0 duplicates; a clean run on a fresh database: 8 entries, same shapes"
+    )
+
+
+# --- 2. an AI outage across many windows, then the backlog drains oldest first -------------------
+
+WORKSPACES = (("ws-a", "oc_a"), ("ws-b", "oc_b"), ("ws-c", "oc_c"))
+OUTAGE_WINDOWS = 15
+CHUNK_ATTEMPTS = 2
+PER_WORKSPACE = 2
+OUTAGE_SETTINGS: dict[str, Any] = {
+    "enabled": True,
+    "synthesis_chunk_max_attempts": CHUNK_ATTEMPTS,
+    "synthesis_window_max_attempts": 3,
+    "window_backlog_limit_per_workspace": PER_WORKSPACE,
+    "window_backlog_limit_global": 4,
+    "retry_backoff_base": "10ms",
+    "retry_backoff_cap": "20ms",
+    "max_retry_after": "50ms",
+    "model_timeout": "10s",
+}
+OUTAGE_TICKS = 4
+MAX_DRAIN_TICKS = 10
+
+
+def outage_chats(engine: Engine, first: datetime) -> dict[str, list[int]]:
+    """15 closed windows, 10 minutes apart, taking turns across three workspaces (two messages
+    each), so that window order and workspace order differ. Evidence ids per partition key."""
+    for workspace_id, chat_id in WORKSPACES:
+        workspace(engine, workspace_id, (chat_id,), created_at=first - timedelta(hours=1))
+    windows: dict[str, list[int]] = {}
+    for n in range(OUTAGE_WINDOWS):
+        workspace_id, chat_id = WORKSPACES[n % len(WORKSPACES)]
+        start = first + n * WINDOW
+        windows[WindowRef(workspace_id, chat_id, start).partition_key] = post(
+            engine,
+            [start + timedelta(minutes=1), start + timedelta(minutes=2)],
+            workspace_id=workspace_id,
+            chat_id=chat_id,
+            text=f"error rate on checkout cluster {n} back under 1%",
+        )
+    return windows
+
+
+class Driver:
+    """What the daemon does between ticks, in process: tick the sensor, run what it requests."""
+
+    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance, engine: Engine):
+        self.defs = defs
+        self.instance = instance
+        self.engine = engine
+        self.cursor: str | None = None
+        self.completed: list[str] = []
+        self.runs = Counter[str]()
+
+    def tick(self) -> list[dg.RunRequest]:
+        data = sensor_tick(self.defs, self.instance, self.cursor)
+        self.cursor = data.cursor
+        requests = list(data.run_requests or [])
+        per_workspace = Counter(r.tags["timeline/workspace"] for r in requests)
+        assert len(requests) <= OUTAGE_SETTINGS["window_backlog_limit_global"]
+        assert max(per_workspace.values(), default=0) <= PER_WORKSPACE
+        for run_request in requests:
+            key = run_request.partition_key
+            assert key is not None
+            result = self.defs.resolve_job_def(SYNTHESIS_JOB).execute_in_process(
+                partition_key=key,
+                instance=self.instance,
+                run_config=run_request.run_config,
+                tags=request_tags(run_request),
+                raise_on_error=False,
+            )
+            self.runs["succeeded" if result.success else "failed"] += 1
+            if result.success and window_state(self.engine, ref_of(key)).status == "completed":
+                self.completed.append(key)
+        return requests
+
+
+def ref_of(key: str) -> WindowRef:
+    return parse_partition_key(key)
+
+
+def test_an_ai_outage_across_many_windows_loses_nothing_and_the_backlog_drains_oldest_first(
+    db_url: str, engine: Engine, fault_report: Report
+) -> None:
+    now = datetime.now(UTC)
+    first = window_start_of(now - timedelta(hours=4), WINDOW)
+    windows = outage_chats(engine, first)
+    keys = list(windows)  # oldest first
+    evidence_before = evidence_snapshot(engine)
+
+    with (
+        AnthropicStandIn(default=overloaded()) as standin,
+        dg.instance_for_test() as instance,
+    ):
+        driver = Driver(defs_for(db_url, OUTAGE_SETTINGS, standin), instance, engine)
+
+        # The outage: every Messages API call answers 529 for four sensor ticks.
+        outage_requests = [[r.partition_key for r in driver.tick()] for _ in range(OUTAGE_TICKS)]
+        outage_calls = len(standin.requests)
+
+        # The oldest four windows took every slot, were retried up to the window attempt limit,
+        # then the next four got their first attempt; the rest waited behind the backlog limit.
+        assert outage_requests == [keys[0:4], keys[0:4], keys[0:4], keys[4:8]]
+        assert driver.runs == Counter(failed=16) and driver.completed == []
+        assert outage_calls == 16 * CHUNK_ATTEMPTS * CHUNK_ATTEMPTS
+        states = {key: window_state(engine, ref_of(key)) for key in keys[:8]}
+        for key in keys[0:4]:
+            state = states[key]
+            assert (state.status, state.attempt_count) == ("failed", 3)  # exhausted
+            assert state.last_error is not None and "overloaded" in state.last_error
+        for key in keys[4:8]:
+            assert (states[key].status, states[key].attempt_count) == ("failed", 1)
+            assert states[key].next_attempt_at is not None
+        # Never started: no state row yet; the sensor's cursor holds them behind the frontier.
+        assert [find_window_state(engine, ref_of(key)) for key in keys[8:]] == [None] * 7
+        assert evidence_snapshot(engine) == evidence_before
+        for workspace_id, _ in WORKSPACES:
+            assert entry_rows(engine, workspace_id) == []
+            assert binding_counts(engine, workspace_id) == Counter()
+
+        # The outage ends: the sensor drains the retryable backlog, oldest first.
+        standin.reset(default=tool_reply(one_finding))
+        drained: list[list[str | None]] = []
+        for _ in range(MAX_DRAIN_TICKS):
+            requested = [r.partition_key for r in driver.tick()]
+            if not requested:
+                break
+            drained.append(requested)
+        assert drained == [keys[4:8], keys[8:12], keys[12:15]]
+        assert driver.completed == keys[4:]
+        starts = [ref_of(key).window_start for key in driver.completed]
+        assert starts == sorted(starts)
+        automatic_calls = len(standin.requests)
+
+        # Exhausted windows stay failed for an operator (seed 000 section 12.1): the sensor never
+        # requests them again. The designed path is a replay: launching the job for the
+        # partition from the UI, whose launchpad config is `replay: true`.
+        for key in keys[0:4]:
+            assert window_state(engine, ref_of(key)).status == "failed"
+            replay = driver.defs.resolve_job_def(SYNTHESIS_JOB).execute_in_process(
+                partition_key=key, instance=instance, raise_on_error=False
+            )
+            assert replay.success
+            state = window_state(engine, ref_of(key))
+            assert (state.status, state.attempt_count) == ("completed", 1)
+        replay_calls = len(standin.requests) - automatic_calls
+        assert driver.tick() == []
+
+    # Every window ended completed with its evidence bound once; evidence untouched.
+    for key, evidence_ids in windows.items():
+        ref = ref_of(key)
+        assert window_state(engine, ref).status == "completed"
+        assert {i: binding_counts(engine, ref.workspace_id)[i] for i in evidence_ids} == {
+            i: 1 for i in evidence_ids
+        }
+    assert sum(len(entry_rows(engine, ws)) for ws, _ in WORKSPACES) == OUTAGE_WINDOWS
+    assert evidence_snapshot(engine) == evidence_before
+    assert (automatic_calls, replay_calls) == (11, 4)
+
+    fault_report(
+        f"injected: HTTP 529 on all {outage_calls} Messages API calls over {OUTAGE_TICKS} sensor "
+        f"ticks ({driver.runs['failed']} runs, {CHUNK_ATTEMPTS}x{CHUNK_ATTEMPTS} calls per run) "
+        f"across {OUTAGE_WINDOWS} windows in {len(WORKSPACES)} workspaces, backlog 2/workspace "
+        f"4 global; counted: 4 windows exhausted at attempt 3, 4 failed at attempt 1, 7 untouched "
+        f"behind the backlog, 0 entries, evidence unchanged; after the outage 11 windows drained "
+        f"automatically in window order in {len(drained)} ticks ({automatic_calls} calls) and "
+        f"the 4 exhausted ones by operator replay ({replay_calls} calls): "
+        f"{OUTAGE_WINDOWS} windows completed, {OUTAGE_WINDOWS} entries, every evidence bound once"
+    )
