@@ -93,64 +93,123 @@ class LarkTimelineSettings(BaseSettings):
         extra="forbid",
         frozen=True,
         validate_default=True,
+        # Each field's docstring is its description, which the configuration reference prints.
+        use_attribute_docstrings=True,
     )
 
     # Feature flags (seed 000 section 18, all off by default).
     enabled: bool = False
+    """Master switch of the Lark timeline: off stops ingestion, discovery and synthesis."""
     event_ingestion_enabled: bool = False
+    """Store messages that arrive as events at `POST /lark/events` (with `enabled`)."""
     reconciliation_enabled: bool = False
+    """Run paginated history reconciliation; discovery then also waits until collection has
+    covered a window before synthesizing it."""
     summary_enabled: bool = False
+    """Regenerate the workspace summary after completed windows (with `enabled`)."""
     workspace_types: list[str] = Field(default_factory=lambda: ["incident"], min_length=1)
+    """Workspace types whose bound chats are ingested."""
 
     # Time bounds.
     ingestion_lookback: PositiveDuration = timedelta(hours=72)
+    """Oldest message automatic ingestion and synthesis touch; a workspace older than this
+    ages out. At most 72h."""
     synthesis_scan_interval: PositiveDuration = timedelta(minutes=2)
+    """Interval of the window discovery and summary sensors (at least 30s in Dagster)."""
     synthesis_window: PositiveDuration = timedelta(minutes=10)
+    """Length of a synthesis window (fixed UTC buckets); must divide an hour."""
     synthesis_window_close_grace: NonNegativeDuration = timedelta(minutes=3)
+    """Wait after a window's end before synthesizing it, for late delivery; not longer than
+    `synthesisWindow`."""
     synthesis_context_lookback: NonNegativeDuration = timedelta(minutes=5)
+    """Read-only context before a window given to the synthesizer."""
     synthesis_stale_timeout: PositiveDuration = timedelta(minutes=15)
+    """A window `processing` longer than this is taken as abandoned and retried as a whole;
+    longer than `modelTimeout`."""
     reconcile_interval: PositiveDuration = timedelta(minutes=5)
+    """Interval of the incremental reconciliation schedule."""
     reconcile_overlap: NonNegativeDuration = timedelta(minutes=10)
+    """How far before its checkpoint an incremental reconciliation reads again."""
     evidence_refresh_interval: PositiveDuration = timedelta(hours=1)
+    """Interval of the refresh schedule that re-reads history for edits and recalls."""
     evidence_refresh_lookback: PositiveDuration = timedelta(hours=24)
+    """How far back a refresh run re-reads; not longer than `ingestionLookback`."""
 
     # Synthesis bounds.
     evidence_batch_limit: int = Field(default=40, ge=1, le=1000)
+    """Most evidence rows in one model call (chunk)."""
     synthesis_max_prompt_tokens: int = Field(default=6000, ge=256)
+    """Estimated-token budget of one prompt: three quarters for the chunk's evidence, one
+    quarter for context."""
     synthesis_max_output_tokens: int = Field(default=4096, ge=256, le=16000)
+    """`max_tokens` of a synthesis call (a summary call uses at most 2048)."""
     synthesis_window_max_attempts: int = Field(default=3, ge=1, le=20)
+    """Whole-window attempts before a window stays `failed` for an operator's replay."""
     synthesis_chunk_max_attempts: int = Field(default=3, ge=1, le=20)
+    """Attempts of one chunk (or one summary call) inside a run, with backoff: calls the model
+    service failed transiently (the client retries them, honouring retry-after) and answers
+    refused as invalid; a chunk out of attempts fails the window's attempt."""
     synthesis_group_gap: PositiveDuration = timedelta(minutes=3)
+    """Messages without a thread or reply link this close together form one conversation."""
     model: str = Field(default="claude-sonnet-5-5", min_length=1)
+    """Claude model used when `ANTHROPIC_API_KEY` is set."""
     model_timeout: PositiveDuration = timedelta(seconds=60)
+    """Timeout of one Messages API request."""
     retry_backoff_base: PositiveDuration = timedelta(seconds=1)
+    """First backoff of a retry (Lark and model calls); doubles per attempt, full jitter."""
     retry_backoff_cap: PositiveDuration = timedelta(seconds=30)
+    """Longest backoff of a retry; not shorter than `retryBackoffBase`."""
     max_retry_after: PositiveDuration = timedelta(seconds=30)
+    """Longest wait a `Retry-After` from Lark or the model may impose; longer hints are capped."""
 
     # Concurrency and backlog.
     max_concurrent_synthesis: int = Field(default=2, ge=1, le=64)
+    """Window syntheses at once in the deployment; enforced by Dagster's run queue, so keep
+    `dagster.yaml` (`timeline/synthesis` limit, pool default) equal to it."""
     max_concurrent_per_workspace: int = Field(default=1, ge=1, le=8)
+    """Runs at once per workspace; enforced by the `timeline/workspace` limit in
+    `dagster.yaml`, keep it equal."""
     window_backlog_limit_per_workspace: int = Field(default=50, ge=1)
+    """Windows requested and not finished per workspace; discovery requests no more."""
     window_backlog_limit_global: int = Field(default=500, ge=1)
+    """Windows requested and not finished in total; not below the per-workspace limit."""
     backlog_alert_windows: int = Field(default=100, ge=1)
+    """Asset check `window_backlog_within_limit` fails above this many pending and
+    processing windows."""
     backlog_alert_oldest_uncovered_age: PositiveDuration = timedelta(minutes=30)
+    """Asset check `oldest_uncovered_age_within_limit` fails when eligible evidence older
+    than this is not covered by a finished window."""
 
     # Event receiver.
     max_message_chars: int = Field(default=4000, ge=100, le=100_000)
+    """Longest message text kept; longer text is cut."""
     event_max_body_bytes: int = Field(default=1_048_576, ge=1024, le=16_777_216)
+    """Largest callback body accepted (413 above it)."""
     event_timestamp_skew: PositiveDuration = timedelta(minutes=5)
+    """Largest difference between a signed callback's timestamp and the clock."""
     binding_cache_ttl: NonNegativeDuration = timedelta(seconds=10)
+    """How long a receiver caches a chat's workspace bindings; a new binding reaches every
+    replica within this time."""
     display_name_cache_size: int = Field(default=10_000, ge=0)
+    """Sender display names cached per receiver process (0 turns the cache off)."""
     display_name_cache_ttl: PositiveDuration = timedelta(hours=1)
+    """How long a cached display name is used."""
     display_name_batch_size: int = Field(default=50, ge=1, le=50)
+    """Users per batch lookup of display names."""
 
     # Lark OpenAPI client.
     lark_page_size: int = Field(default=50, ge=1, le=50)
+    """Messages per history page."""
     lark_requests_per_second: float = Field(default=50.0, gt=0, le=50)
+    """Client-side rate limit of Lark OpenAPI calls per process."""
     lark_requests_per_minute: int = Field(default=1000, ge=1, le=1000)
+    """Client-side rate limit of Lark OpenAPI calls per minute per process."""
     lark_max_attempts: int = Field(default=5, ge=1, le=20)
+    """Attempts of one Lark OpenAPI call (rate limits, 5xx, timeouts)."""
     lark_timeout: PositiveDuration = timedelta(seconds=10)
+    """Timeout of one Lark OpenAPI request."""
     reconcile_max_threads: int = Field(default=200, ge=0)
+    """Threads whose replies one reconciliation run fetches at most (0: none)."""
 
     @model_validator(mode="after")
     def _check_relations(self) -> LarkTimelineSettings:
@@ -201,37 +260,47 @@ class LarkTimelineSettings(BaseSettings):
 class RuntimeEnvironment(BaseSettings):
     """Connections and secrets, each under the exact variable name that DESIGN.md gives."""
 
-    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
     database_url: str = Field(
         default=DEFAULT_DATABASE_URL, validation_alias=AliasChoices("TIMELINE_DATABASE_URL")
     )
+    """The product database: `sqlite:///path` or `postgresql+psycopg://user@host:5432/db`."""
     lark_app_id: str = Field(default="", validation_alias=AliasChoices("LARK_APP_ID"))
+    """The Lark app's id; also how the app's own messages are recognised and excluded."""
     lark_app_secret: SecretStr = Field(
         default=SecretStr(""), validation_alias=AliasChoices("LARK_APP_SECRET")
     )
+    """The Lark app's secret, for tenant access tokens (reconciliation, name lookups)."""
     lark_encrypt_key: SecretStr = Field(
         default=SecretStr(""), validation_alias=AliasChoices("LARK_ENCRYPT_KEY")
     )
+    """Verifies the signature of callbacks and decrypts encrypted ones."""
     lark_verification_token: SecretStr = Field(
         default=SecretStr(""), validation_alias=AliasChoices("LARK_VERIFICATION_TOKEN")
     )
+    """The token Lark puts in every callback."""
     lark_base_url: str = Field(
         default="https://open.larksuite.com", validation_alias=AliasChoices("LARK_BASE_URL")
     )
+    """Origin of the Lark OpenAPI; `timeline-pipeline lark simulate` prints a local one."""
     anthropic_api_key: SecretStr = Field(
         default=SecretStr(""), validation_alias=AliasChoices("ANTHROPIC_API_KEY")
     )
+    """Turns on Claude for synthesis and the summary; without it the rule-based ones run."""
     anthropic_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL")
     )
+    """Origin of the Messages API (default: the SDK's)."""
     api_cursor_secret: SecretStr = Field(
         default=SecretStr(""), validation_alias=AliasChoices("TIMELINE_API_CURSOR_SECRET")
     )
-    """Signs API paging cursors; several `serve` replicas behind one balancer must share it."""
+    """Signs API paging cursors (a random key per process when unset); several `serve`
+    replicas behind one balancer must share it."""
     maintenance_port: int | None = Field(
         default=None, ge=1, le=65535, validation_alias=AliasChoices("MAINTENANCE_PORT")
     )
+    """Port of the loopback-only maintenance listener."""
 
 
 class Settings:

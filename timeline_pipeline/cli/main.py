@@ -227,6 +227,7 @@ def main() -> None:
 
 def _register_subcommands() -> None:
     """Command groups that live in their own modules."""
+    from timeline_pipeline.cli.config_commands import config_group
     from timeline_pipeline.cli.demo_commands import demo
     from timeline_pipeline.cli.lark_commands import lark_group
     from timeline_pipeline.cli.reconcile_commands import reconcile
@@ -234,6 +235,7 @@ def _register_subcommands() -> None:
     from timeline_pipeline.cli.timeline_commands import timeline_group
     from timeline_pipeline.cli.token_commands import token_group
 
+    cli.add_command(config_group)
     cli.add_command(demo)
     cli.add_command(lark_group)
     cli.add_command(token_group)

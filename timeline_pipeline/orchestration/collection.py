@@ -124,6 +124,7 @@ def run_metadata(report: RunReport) -> dict[str, Any]:
         "duration_seconds": dg.MetadataValue.float(float(totals["duration_seconds"])),
         "names_filled": totals["names_filled"],
         "skipped": dg.MetadataValue.json(totals["skipped"]),
+        "excluded": dg.MetadataValue.json(totals["excluded"]),
         "workspaces_skipped": dg.MetadataValue.json(totals["workspaces_skipped"]),
         "failures_by_kind": dg.MetadataValue.json(totals["failures_by_kind"]),
         "per_chat": dg.MetadataValue.json([chat.as_dict() for chat in report.chats]),

@@ -51,6 +51,8 @@ class ChatReport:
     """Eligibility decisions of the write path, keyed by `Skip` reason."""
     rejected: Counter[str] = field(default_factory=Counter)
     """Items that could not be normalized, keyed by the normalizer's reason code."""
+    excluded: Counter[str] = field(default_factory=Counter)
+    """Messages kept out of synthesis because a bot (`bot`) or this app (`self`) sent them."""
     newest_message_at: datetime | None = None
     lag_seconds: float | None = None
     checkpoint_advanced: bool = False
@@ -96,6 +98,7 @@ class ChatReport:
             "duplicate": self.upserts.duplicate,
             "skipped": dict(sorted(self.skipped.items())),
             "rejected": dict(sorted(self.rejected.items())),
+            "excluded": dict(sorted(self.excluded.items())),
             "newest_message_at": _iso(self.newest_message_at),
             "lag_seconds": _round(self.lag_seconds),
             "checkpoint_advanced": self.checkpoint_advanced,
@@ -139,6 +142,13 @@ class RunReport:
             total.update({f"malformed:{code}": n for code, n in chat.rejected.items()})
         return total
 
+    def excluded(self) -> Counter[str]:
+        """Messages from bots (`bot`) or this app (`self`), kept out of synthesis."""
+        total: Counter[str] = Counter()
+        for chat in self.chats:
+            total.update(chat.excluded)
+        return total
+
     def max_lag_seconds(self) -> float | None:
         lags = [chat.lag_seconds for chat in self.chats if chat.lag_seconds is not None]
         return max(lags) if lags else None
@@ -159,6 +169,7 @@ class RunReport:
             "updated": upserts.updated,
             "duplicate": upserts.duplicate,
             "skipped": dict(sorted(self.skipped().items())),
+            "excluded": dict(sorted(self.excluded().items())),
             "workspaces_skipped": dict(sorted(self.workspaces_skipped.items())),
             "failures": len(self.failures),
             "failures_by_kind": dict(sorted(failures.items())),

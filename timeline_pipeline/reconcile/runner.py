@@ -33,6 +33,8 @@ from timeline_pipeline.lark.client import (
     LarkPermissionError,
     LarkTokenError,
 )
+from timeline_pipeline.lark.message_policy import is_self_message
+from timeline_pipeline.lark.normalize import NormalizedLarkMessage
 from timeline_pipeline.receiver.display_names import DisplayNameCache, fill_missing_display_names
 from timeline_pipeline.reconcile.metrics import ReconcileMetrics
 from timeline_pipeline.reconcile.pages import NormalizedPage, normalize_page
@@ -299,7 +301,18 @@ class _ChatRun:
         self.report.upserts = self.report.upserts + result.upserts
         self.report.skipped.update(result.skipped)
         self.report.rejected.update(page.rejected)
+        self.report.excluded.update(self._exclusions(page.messages))
         self.newest = next_high_water(self.newest, newest_within(page.keys, end))
+
+    def _exclusions(self, messages: Sequence[NormalizedLarkMessage]) -> Counter[str]:
+        """Senders that never reach synthesis, counted like the receiver counts them."""
+        found: Counter[str] = Counter()
+        for message in messages:
+            if is_self_message(
+                sender_type=message.sender_type, sender_id=message.sender_id, app_id=self.app_id
+            ):
+                found["self" if message.sender_id == self.app_id else "bot"] += 1
+        return found
 
     def _advance(self, plan: ReconcileRange, previous: MessageKey | None) -> None:
         """Every page is committed: move the high-water mark and clear the marker."""

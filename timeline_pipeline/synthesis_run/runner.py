@@ -37,10 +37,12 @@ from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.synthesis.chunking import plan_chunks
 from timeline_pipeline.synthesis.models import (
     EvidenceItem,
+    InvalidSynthesisOutput,
     SynthesisChunk,
     SynthesisError,
     SynthesisRejected,
     SynthesisResult,
+    SynthesisUnavailable,
     Synthesizer,
     validate_entries,
 )
@@ -97,6 +99,15 @@ class WindowRunReport:
     bindings: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    chunk_evidence: list[int] = field(default_factory=list)
+    """Evidence rows of each chunk this run committed, in order."""
+    chunk_retries: int = 0
+    """Synthesizer calls repeated after a failed one, inside this run."""
+    validation_errors: int = 0
+    """Answers refused as invalid (schema, cited ids), each one a failed call."""
+    model_seconds: float = 0.0
+    """Wall time inside the synthesizer's calls (its own retries included, this run's backoff
+    between chunk attempts not)."""
     processor: str = ""
     prompt_version: str = ""
     model: str = ""
@@ -124,6 +135,10 @@ class WindowRunReport:
             "evidence_bindings": self.bindings,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "evidence_per_chunk": list(self.chunk_evidence),
+            "chunk_retries": self.chunk_retries,
+            "validation_errors": self.validation_errors,
+            "model_seconds": round(self.model_seconds, 3),
             "processor": self.processor,
             "prompt_version": self.prompt_version,
             "model": self.model,
@@ -149,6 +164,7 @@ class WindowRunner:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         sleep: Callable[[float], None] = time.sleep,
         rng: Callable[[], float] = random.random,
+        timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -156,6 +172,7 @@ class WindowRunner:
         self.clock = clock
         self.sleep = sleep
         self.rng = rng
+        self.timer = timer
 
     # --- entry point -------------------------------------------------------------------------
 
@@ -337,6 +354,7 @@ class WindowRunner:
                 ref, current, chunk, outcome, number, report, totals, following
             )
             report.chunks_run += 1
+            report.chunk_evidence.append(len(chunk.evidence))
         # Completed when the window yields timeline entries, even ones a replay finds already
         # stored (created/updated say whether anything changed); ignored when it yields none.
         status = "completed" if totals["entries_proposed"] else "ignored"
@@ -370,13 +388,21 @@ class WindowRunner:
         failure = ChunkFailure("unknown", "", 0, True)
         for attempt in range(1, limit + 1):
             report.model_calls += 1
+            if attempt > 1:
+                report.chunk_retries += 1
             try:
-                result = self.synthesizer.synthesize(chunk)
+                result = self._timed_call(chunk, report)
                 checked = validate_entries(chunk, list(result.entries))
                 return result.model_copy(update={"entries": checked})
             except SynthesisRejected as exc:
                 return ChunkFailure(exc.reason, bounded(str(exc), 300), attempt, False)
+            except SynthesisUnavailable as exc:
+                # The synthesizer already spent its own bounded, backed-off retries on this
+                # call; calling again now would multiply them. The window retries later.
+                return ChunkFailure(exc.reason, bounded(str(exc), 300), attempt, True)
             except SynthesisError as exc:
+                if isinstance(exc, InvalidSynthesisOutput):
+                    report.validation_errors += 1
                 failure = ChunkFailure(exc.reason, bounded(str(exc), 300), attempt, True)
             except Exception as exc:  # a synthesizer bug must fail the window, not the sensor
                 failure = ChunkFailure("unexpected_error", type(exc).__name__, attempt, True)
@@ -397,6 +423,13 @@ class WindowRunner:
                     )
                 )
         return failure
+
+    def _timed_call(self, chunk: SynthesisChunk, report: WindowRunReport) -> SynthesisResult:
+        started = self.timer()
+        try:
+            return self.synthesizer.synthesize(chunk)
+        finally:
+            report.model_seconds += self.timer() - started
 
     def _commit_chunk(
         self,

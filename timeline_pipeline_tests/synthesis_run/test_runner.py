@@ -239,17 +239,33 @@ def test_two_concurrent_runs_race_and_exactly_one_synthesizes(engine: Engine) ->
     assert state is not None and state.attempt_count == 1
 
 
-def test_a_failing_chunk_is_retried_with_backoff_then_succeeds(engine: Engine) -> None:
+def test_an_invalid_answer_is_retried_with_backoff_then_succeeds(engine: Engine) -> None:
     chat(engine, 6)
     recording = Recording(
         engine,
-        [InvalidSynthesisOutput("unknown_evidence_id"), SynthesisUnavailable("overloaded")],
+        [InvalidSynthesisOutput("unknown_evidence_id"), InvalidSynthesisOutput("bad_schema")],
     )
     sleeps: list[float] = []
     report = runner(engine, recording, sleeps=sleeps).run(REF, owner="run-1")
     assert report.status is RunStatus.COMPLETED
     assert report.model_calls == 3 and report.chunks_total == 1
     assert sleeps == [0.01, 0.02]  # base * 2^(n-1), full jitter at its ceiling
+
+
+def test_an_unavailable_synthesizer_fails_the_attempt_without_calling_again(
+    engine: Engine,
+) -> None:
+    # The synthesizer spent its own backed-off retries before raising: another round of them
+    # now would multiply the calls (3 x 3 at the defaults). The window is retried later.
+    chat(engine, 6)
+    sleeps: list[float] = []
+    overloaded = Recording(engine, [SynthesisUnavailable("overloaded", "529 after 3 tries")])
+    report = runner(engine, overloaded, sleeps=sleeps).run(REF, owner="run-1")
+    assert report.status is RunStatus.FAILED
+    assert report.model_calls == 1 and sleeps == []
+    state = current_state(engine)
+    assert state is not None and (state.status, state.attempt_count) == ("failed", 1)
+    assert state.next_attempt_at is not None and state.next_attempt_at > NOW
 
 
 def test_a_chunk_out_of_attempts_fails_the_window_then_a_retry_resumes_after_the_last_commit(
@@ -261,7 +277,7 @@ def test_a_chunk_out_of_attempts_fails_the_window_then_a_retry_resumes_after_the
     failing = Recording(engine, [None, overload, overload])
     report = runner(engine, failing, config).run(REF, owner="run-1")
     assert report.status is RunStatus.FAILED
-    assert report.chunks_run == 1 and report.model_calls == 3
+    assert report.chunks_run == 1 and report.model_calls == 2  # unavailable: not called again
     state = current_state(engine)
     assert state is not None and (state.status, state.attempt_count) == ("failed", 1)
     assert state.last_error is not None
