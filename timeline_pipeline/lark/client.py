@@ -503,6 +503,10 @@ class LarkClient:
         refreshed = False
         while True:
             self._limiter.acquire()
+            if not self._token_cached():
+                # lark-oapi fetches the tenant token inside this call: one more request to Lark
+                # that the per-app quota counts too.
+                self._limiter.acquire()
             reply = self._send_once(op, send)
             error = _classify(op, reply)
             if error is None:
@@ -553,6 +557,13 @@ class LarkClient:
             body = {}
         return _Reply(status, headers, body)
 
+    def _token_cached(self) -> bool:
+        return bool(TokenManager.cache.get(self._token_cache_key()))
+
+    def _token_cache_key(self) -> str:
+        # lark-oapi's own key for an app's tenant token (core/token/manager.py).
+        return f"self_tenant_token:{self._config.app_id}"
+
     def _forget_token(self) -> None:
         """Drop the SDK's cached tenant token (its cache is process-global, keyed by app_id)."""
-        TokenManager.cache.set(f"self_tenant_token:{self._config.app_id}", "", 0)
+        TokenManager.cache.set(self._token_cache_key(), "", 0)

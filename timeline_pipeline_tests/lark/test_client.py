@@ -410,6 +410,31 @@ def test_the_limiter_bounds_real_requests(sim: SimulatorServer, sleeps: SleepRec
     assert elapsed >= 0.5
 
 
+class CountingLimiter(RateLimiter):
+    def __init__(self) -> None:
+        super().__init__([(1000, 1.0)])
+        self.acquired = 0
+
+    def acquire(self) -> float:
+        self.acquired += 1
+        return super().acquire()
+
+
+def test_the_limiter_counts_the_tenant_token_requests_the_sdk_makes_inside_a_call(
+    sim: SimulatorServer, sleeps: SleepRecorder
+) -> None:
+    limiter = CountingLimiter()
+    client = make_client(sim, sleeps, page_size=25, rate_limiter=limiter)
+
+    assert len(all_items(client)) == 130  # a cold token cache: the first call fetches one
+    sim.invalidate_tokens()
+    assert len(all_items(client)) == 130  # a rejected token: refreshed inside a call
+
+    counts = sim.request_counts
+    assert counts[ROUTE_TOKEN] == 2
+    assert limiter.acquired == sum(counts.values())  # every request Lark saw was admitted
+
+
 def test_clients_of_one_app_share_one_limiter(app_id: str) -> None:
     assert shared_rate_limiter(app_id, 50, 1000) is shared_rate_limiter(app_id, 10, 10)
     assert shared_rate_limiter(app_id, 50, 1000) is not shared_rate_limiter(app_id + "x", 50, 1000)
