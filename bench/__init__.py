@@ -1,1 +1,1 @@
-"""Benchmarks: runnable with `python -m bench.<name>.run` from the repository root."""
+"""Benchmarks: `python -m bench` runs them all into one table; `python -m bench.<name>.run` one."""

@@ -1,6 +1,7 @@
 """Rule-synthesizer quality and model-call cost on the gold transcripts and a held-out chat.
 
     python -m bench.quality.run [--json] [--window-minutes 10] [--max-count 40] [--max-tokens N]
+                                [--rows FILE]
 
 Prints, per transcript and overall, precision and recall of the expected timeline facts, the
 number of model calls the chunking would make (one per chunk) and the estimated prompt tokens,
@@ -24,6 +25,8 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from bench.cli import add_rows_option, finish
+from bench.table import BenchRow, Target, measured
 from timeline_pipeline.demo_data import load_expected_facts, load_messages
 from timeline_pipeline.synthesis.chunking import ChunkLimits
 from timeline_pipeline.synthesis.evaluation import Score, produced_facts, run_windows, score
@@ -38,6 +41,13 @@ from timeline_pipeline.synthesis.tokens import estimate_evidence_tokens, estimat
 
 GOLD_ROOT = Path(__file__).resolve().parents[2] / "timeline_pipeline_tests" / "data" / "gold"
 HELD_OUT_NAME = "demo_incident_chat"
+# The bars that timeline_pipeline_tests/synthesis/test_gold_quality.py holds the rules to.
+MIN_PRECISION = 0.8
+MIN_RECALL = 0.8
+TRANSCRIPT_SLACK = 0.1
+"""No single gold transcript may fall more than this below the bar."""
+HELD_OUT_MIN_PRECISION = 0.6
+HELD_OUT_MIN_RECALL = 0.6
 
 
 def load_held_out() -> list[GoldTranscript]:
@@ -130,6 +140,77 @@ def _print_table(title: str, rows: list[Row]) -> None:
         )
 
 
+def rows(gold: list[Row], held_out: list[Row]) -> list[BenchRow]:
+    """Precision and recall against the bars the tests hold, and model calls and prompt tokens
+    against one call per message (the baseline, computed on the same transcripts)."""
+    *transcripts, gold_total = gold
+    held = held_out[-1]
+    table: list[BenchRow] = []
+    for label, row, bar in (
+        (f"gold set ({len(transcripts)} transcripts)", gold_total, (MIN_PRECISION, MIN_RECALL)),
+        (
+            "held-out demo chat",
+            held,
+            (HELD_OUT_MIN_PRECISION, HELD_OUT_MIN_RECALL),
+        ),
+    ):
+        facts = f"{row.matched} of {row.expected} expected facts, {row.produced} produced"
+        table.append(
+            measured("quality", f"precision, {label}", row.precision, target=Target(">=", bar[0]))
+        )
+        table.append(
+            measured(
+                "quality", f"recall, {label}", row.recall, target=Target(">=", bar[1]), note=facts
+            )
+        )
+    if transcripts:
+        worst_p = min(transcripts, key=lambda r: r.precision)
+        worst_r = min(transcripts, key=lambda r: r.recall)
+        table.append(
+            measured(
+                "quality",
+                "lowest precision of one gold transcript",
+                worst_p.precision,
+                target=Target(">=", round(MIN_PRECISION - TRANSCRIPT_SLACK, 3)),
+                note=worst_p.transcript,
+            )
+        )
+        table.append(
+            measured(
+                "quality",
+                "lowest recall of one gold transcript",
+                worst_r.recall,
+                target=Target(">=", round(MIN_RECALL - TRANSCRIPT_SLACK, 3)),
+                note=worst_r.transcript,
+            )
+        )
+    every = [*transcripts, held]
+    messages = sum(r.evidence for r in every)
+    table.append(
+        measured(
+            "quality",
+            f"model calls, gold + held-out ({messages} evidence rows)",
+            sum(r.model_calls for r in every),
+            "calls",
+            baseline="one call per message",
+            baseline_value=sum(r.per_message_calls for r in every),
+            note=f"one call per chunk; {sum(r.windows for r in every)} windows",
+        )
+    )
+    table.append(
+        measured(
+            "quality",
+            "estimated prompt tokens, gold + held-out",
+            sum(r.estimated_tokens for r in every),
+            "tokens",
+            baseline="one call per message",
+            baseline_value=sum(r.per_message_estimated_tokens for r in every),
+            note="offline estimate: characters / 3.5, message overhead, system prompt and tool",
+        )
+    )
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.quality.run", description=__doc__)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -137,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window-minutes", type=int, default=10)
     parser.add_argument("--max-count", type=int, default=ChunkLimits().max_count)
     parser.add_argument("--max-tokens", type=int, default=ChunkLimits().max_estimated_tokens)
+    add_rows_option(parser)
     args = parser.parse_args(argv)
     limits = ChunkLimits(max_count=args.max_count, max_estimated_tokens=args.max_tokens)
     window = timedelta(minutes=args.window_minutes)
@@ -147,14 +229,19 @@ def main(argv: list[str] | None = None) -> int:
     held_out = [_row(t, window, limits) for t in load_held_out()]
     gold.append(_overall(gold, "overall (gold)"))
     held_out.append(_overall(held_out, "overall (held-out)"))
+    table = rows(gold, held_out)
     if args.json:
-        report = {"gold": [asdict(r) for r in gold], "held_out": [asdict(r) for r in held_out]}
+        report = {
+            "gold": [asdict(r) for r in gold],
+            "held_out": [asdict(r) for r in held_out],
+            "rows": [row.to_json() for row in table],
+        }
         print(json.dumps(report, indent=2))
     else:
         _print_table("GOLD (the rules were tuned against these transcripts)", gold)
         print()
         _print_table("HELD-OUT (the demo chat, written independently of the rules)", held_out)
-    return 0
+    return finish(table, args.rows, print_table=not args.json)
 
 
 if __name__ == "__main__":

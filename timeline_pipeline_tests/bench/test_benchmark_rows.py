@@ -1,0 +1,136 @@
+"""Each benchmark's figures become rows that hold them to the issue's targets."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bench.discovery.run import SizeFigures
+from bench.discovery.run import rows as discovery_rows
+from bench.ingest.run import Figures as IngestFigures
+from bench.ingest.run import rows as ingest_rows
+from bench.reconcile.run import Figures as ReconcileFigures
+from bench.reconcile.run import rows as reconcile_rows
+from bench.table import BenchRow
+
+
+def by_figure(rows: list[BenchRow], start: str) -> BenchRow:
+    [row] = [r for r in rows if r.figure.startswith(start)]
+    return row
+
+
+INGEST = IngestFigures(
+    events=5000,
+    concurrency=16,
+    chats=4,
+    load_average=1.0,
+    seconds=7.0,
+    accepted=5000,
+    statuses={"200 accepted": 5000},
+    events_per_second=700.0,
+    p50_ms=20.0,
+    p99_ms=40.0,
+    raw_rows=6000,
+    raw_seconds=3.0,
+    raw_rows_per_second=2000.0,
+    raw_rows_per_second_before=1800.0,
+    raw_rows_per_second_after=2200.0,
+    ratio=0.35,
+    rows_stored=5500,
+    rows_expected=5500,
+    receiver_cpu_us_per_event=1000.0,
+    load_generator_cpu_us_per_event=800.0,
+)
+
+
+def test_ingest_holds_the_rate_the_ratio_the_latency_and_one_row_per_event_apart() -> None:
+    rows = ingest_rows(INGEST, cores=2)
+    assert by_figure(rows, "accepted events/s (").met is False  # 700 < 1,000
+    ratio = by_figure(rows, "accepted events/s against")
+    assert ratio.baseline_value == 2000.0 and ratio.ratio == 0.35 and ratio.met is True
+    assert "1,800 rows/s before the load and 2,200 after" in ratio.note
+    assert by_figure(rows, "ack latency p99").met is True
+    assert by_figure(rows, "evidence rows").met is True
+    assert "at most ~1,111 events/s" in rows[0].note  # 2 cores / 1.8 ms of CPU per event
+    lost = ingest_rows(replace(INGEST, rows_stored=5499, p99_ms=50.0), cores=2)
+    assert by_figure(lost, "evidence rows").met is False
+    assert by_figure(lost, "ack latency p99").met is False
+
+
+RECONCILE = ReconcileFigures(
+    messages=20000,
+    listed=20000,
+    min_pages=400,
+    backfill_pages=400,
+    thread_pages=0,
+    incremental_pages=1,
+    incremental_expected_pages=1,
+    incremental_messages=50,
+    overlap_messages=50,
+    requests=401,
+    busiest_1s=50,
+    busiest_1s_token_requests=0,
+    busiest_60s=401,
+    wall_seconds=8.5,
+    fetch_seconds=4.0,
+    normalize_seconds=0.7,
+    write_seconds=3.0,
+    messages_per_second=2353.0,
+    bare_page_tx_seconds=1.6,
+    bare_page_tx_seconds_before=1.5,
+    bare_page_tx_seconds_after=1.7,
+    bare_single_tx_seconds=1.2,
+    write_ratio_page_tx=1.875,
+    write_ratio_single_tx=2.5,
+    processing_ratio_page_tx=2.3,
+    wall_ratio_page_tx=5.3,
+)
+
+
+def test_reconcile_pages_limits_and_write_path() -> None:
+    rows = reconcile_rows(RECONCILE)
+    assert all(row.met in (True, None) for row in rows)
+    write = by_figure(rows, "write path time")
+    assert write.ratio == 3.0 / 1.6 and write.target == "≤ 2x baseline"
+    worse = reconcile_rows(
+        replace(
+            RECONCILE,
+            backfill_pages=401,
+            incremental_messages=120,
+            busiest_1s=52,
+            busiest_1s_token_requests=1,
+            write_seconds=3.3,
+        )
+    )
+    assert by_figure(worse, "backfill pages").met is False
+    assert by_figure(worse, "incremental run: messages").met is False
+    busiest = by_figure(worse, "busiest 1 s")
+    assert busiest.met is False and "1 of the busiest second's requests" in busiest.note
+    assert by_figure(worse, "write path time").met is False  # 3.3 / 1.6 > 2
+
+
+def size(rows: int, cold: float, statements: int = 1, requests: int = 200) -> SizeFigures:
+    return SizeFigures(
+        rows=rows,
+        window_states=rows // 2,
+        load_seconds=1.0,
+        cold_ms=cold,
+        warm_ms=100.0,
+        idle_ms=5.0,
+        idle_statements=statements,
+        cold_requests=requests,
+        warm_requests=requests,
+        uncovered=200,
+    )
+
+
+def test_discovery_compares_the_largest_history_with_the_smallest() -> None:
+    rows = discovery_rows([size(10_200, 400.0), size(1_000_200, 790.0)])
+    cold = by_figure(rows, "cold tick")
+    assert cold.baseline_value == 400.0 and cold.met is True
+    assert by_figure(rows, "statements in an idle tick").met is True
+    worse = discovery_rows(
+        [size(10_200, 400.0), size(1_000_200, 800.0, statements=2, requests=150)]
+    )
+    assert by_figure(worse, "cold tick").met is False  # exactly 2x is not < 2x
+    assert by_figure(worse, "statements in an idle tick").met is False
+    assert by_figure(worse, "windows requested").met is False
