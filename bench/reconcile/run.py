@@ -78,7 +78,7 @@ class RequestLog:
         self.app = app
         self.stamps: list[float] = []
         self.token_stamps: list[float] = []
-        """Tenant token requests: lark-oapi makes them inside a call the limiter admitted once."""
+        """Tenant token requests: lark-oapi makes them inside a call (the limiter counts them)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -219,13 +219,13 @@ def rows(f: Figures) -> list[BenchRow]:
 def _busiest_second_note(f: Figures) -> str:
     note = (
         f"{f.requests} requests in the backfill, counted on arrival at the server (the client's "
-        f"limiter admits {RATE_PER_SECOND} per sliding second by its own clock, so delivery "
-        "jitter counts)"
+        f"limiter holds each of its {RATE_PER_SECOND} slots per second from admission until the "
+        "response plus a second, so delivery jitter cannot push a server-side second over)"
     )
     if f.busiest_1s_token_requests:
         note += (
             f"; {f.busiest_1s_token_requests} of the busiest second's requests fetched the tenant "
-            "token inside a call the limiter admitted once"
+            "token inside a list call"
         )
     return note
 

@@ -502,12 +502,10 @@ class LarkClient:
         """One attempt; an invalid token is refreshed once inside it, as Lark's docs advise."""
         refreshed = False
         while True:
-            self._limiter.acquire()
-            if not self._token_cached():
-                # lark-oapi fetches the tenant token inside this call: one more request to Lark
-                # that the per-app quota counts too.
-                self._limiter.acquire()
-            reply = self._send_once(op, send)
+            # Without a cached tenant token lark-oapi fetches one inside this call: one more
+            # request that the per-app quota counts too.
+            with self._limiter.hold(1 if self._token_cached() else 2):
+                reply = self._send_once(op, send)
             error = _classify(op, reply)
             if error is None:
                 return reply.body

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -397,6 +399,52 @@ def test_fractional_rates_space_requests_evenly() -> None:
     assert waits == [0.0, pytest.approx(2.0), pytest.approx(2.0)]
 
 
+def test_a_held_request_keeps_its_slot_until_its_response_plus_the_window() -> None:
+    # Lark counts a request when it arrives, which may be as late as the response: a slow call
+    # must still count in the window that ends one second after its response.
+    clock = FakeClock()
+    limiter = RateLimiter([(2, 1.0)], clock=clock, sleep=clock.sleep)
+
+    with limiter.hold():
+        clock.sleep(5.0)  # the response takes five seconds
+    first = limiter.acquire()
+    second = limiter.acquire()
+
+    assert first == 0.0
+    assert second == pytest.approx(1.0)  # the held slot counts from its response, not its start
+
+
+def test_requests_in_flight_block_admission_until_one_returns() -> None:
+    limiter = RateLimiter([(2, 0.2)])
+    admitted_at: list[float] = []
+    released_at: list[float] = []
+    in_call = threading.Event()
+
+    def slow_call() -> None:
+        with limiter.hold(2):
+            in_call.set()
+            time.sleep(0.3)
+            released_at.append(time.monotonic())
+
+    worker = threading.Thread(target=slow_call)
+    worker.start()
+    assert in_call.wait(5)
+    limiter.acquire()
+    admitted_at.append(time.monotonic())
+    worker.join()
+
+    # Both slots were taken by the call in flight; one frees a window after the response.
+    assert admitted_at[0] >= released_at[0] + 0.2 - 0.02
+
+
+def test_a_hold_asks_for_no_more_slots_than_the_smallest_limit() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter([(1, 2.0), (10, 60.0)], clock=clock, sleep=clock.sleep)
+
+    with limiter.hold(2) as waited:  # would never fit a 1-request window
+        assert waited == 0.0
+
+
 def test_the_limiter_bounds_real_requests(sim: SimulatorServer, sleeps: SleepRecorder) -> None:
     limiter = RateLimiter([(2, 0.25)])
     client = make_client(sim, sleeps, page_size=25, rate_limiter=limiter)
@@ -415,9 +463,11 @@ class CountingLimiter(RateLimiter):
         super().__init__([(1000, 1.0)])
         self.acquired = 0
 
-    def acquire(self) -> float:
-        self.acquired += 1
-        return super().acquire()
+    @contextmanager
+    def hold(self, requests: int = 1) -> Iterator[float]:
+        self.acquired += requests
+        with super().hold(requests) as waited:
+            yield waited
 
 
 def test_the_limiter_counts_the_tenant_token_requests_the_sdk_makes_inside_a_call(
