@@ -214,13 +214,18 @@ def manual_reconcile(
         )
 
 
-@dg.job(name=MANUAL_JOB, description="Refresh one workspace's Lark chats from history now.")
+@dg.job(
+    name=MANUAL_JOB,
+    description="Refresh one workspace's Lark chats from history now.",
+    executor_def=dg.in_process_executor,
+)
 def lark_manual_reconcile_job() -> None:
     manual_reconcile()
 
 
 chat_collection_job = dg.define_asset_job(
     COLLECTION_JOB,
+    executor_def=dg.in_process_executor,
     selection=dg.AssetSelection.assets(CHAT_COLLECTION_KEY),
     description="Reconcile every eligible workspace's Lark chats.",
 )

@@ -200,6 +200,7 @@ def timeline_pipeline_health(
 
 health_job = dg.define_asset_job(
     HEALTH_JOB,
+    executor_def=dg.in_process_executor,
     selection=dg.AssetSelection.assets(HEALTH_KEY),
     description="Measure the pipeline's health and evaluate its alert checks.",
 )

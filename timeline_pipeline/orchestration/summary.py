@@ -101,6 +101,7 @@ def summary_tags(partition_key: str) -> Mapping[str, str]:
 
 summary_job = dg.define_asset_job(
     SUMMARY_JOB,
+    executor_def=dg.in_process_executor,
     selection=dg.AssetSelection.assets(SUMMARY_KEY),
     tags={TAG_SUMMARY: "1"},
     config=dg.PartitionedConfig(
