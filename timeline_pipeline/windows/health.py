@@ -65,6 +65,7 @@ from timeline_pipeline.windows.health_model import (
     WorkspaceHealth,
 )
 from timeline_pipeline.windows.keys import WindowRef, window_start_of
+from timeline_pipeline.windows.queries import latest_window_of_chat
 
 __all__ = ["MAX_LISTED_WINDOWS", "horizon_start", "measure_health"]
 
@@ -272,19 +273,8 @@ class _Measurement:
     def followed_chats(self) -> int:
         """Per bound chat of an eligible workspace: the first eligible evidence after its
         latest window, and its collection checkpoint. Returns the number of such chats."""
-        latest_end = (
-            select(ss.c.window_end)
-            .where(
-                ss.c.workspace_id == res.c.workspace_id,
-                ss.c.scope_key == res.c.resource_key,
-                ss.c.source_type == SOURCE_TYPE_WINDOW,
-                ss.c.processor_version.is_(None),
-            )
-            .order_by(ss.c.window_start.desc())
-            .limit(1)
-            .correlate(res)  # to the outer chat row, through the evidence subquery
-            .scalar_subquery()
-        )
+        # Correlated to the outer chat row, through the evidence subquery.
+        latest_end = latest_window_of_chat(ss.c.window_end)
         since = bindparam("since", self.lookback_start, type_=ev.c.occurred_at.type)
         first_after = (
             select(ev.c.occurred_at)

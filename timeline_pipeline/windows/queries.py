@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, false, select, true
+from sqlalchemy import ColumnElement, Connection, ScalarSelect, false, select, true
 from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.schema import workspace_collaboration_resources as res
@@ -21,7 +21,12 @@ from timeline_pipeline.db.schema import workspaces as ws
 from timeline_pipeline.domain.keys import RESOURCE_LARK_CHAT, SOURCE_TYPE_WINDOW
 from timeline_pipeline.store.workspaces import Workspace
 
-__all__ = ["BoundChat", "bound_chats_with_latest_window", "workspaces_by_ids"]
+__all__ = [
+    "BoundChat",
+    "bound_chats_with_latest_window",
+    "latest_window_of_chat",
+    "workspaces_by_ids",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +41,25 @@ def _workspace(row: Row[Any]) -> Workspace:
     return Workspace(row.id, row.type, row.status, row.title, row.created_at, row.updated_at)
 
 
+def latest_window_of_chat(column: ColumnElement[Any]) -> ScalarSelect[Any]:
+    """`column` of the latest default-namespace window of the chat binding row `res` of the
+    enclosing statement: one backward seek of (workspace_id, scope_key, source_type,
+    window_start), however many windows the chat ever had."""
+    return (
+        select(column)
+        .where(
+            ss.c.workspace_id == res.c.workspace_id,
+            ss.c.scope_key == res.c.resource_key,
+            ss.c.source_type == SOURCE_TYPE_WINDOW,
+            ss.c.processor_version.is_(None),
+        )
+        .order_by(ss.c.window_start.desc())
+        .limit(1)
+        .correlate(res)
+        .scalar_subquery()
+    )
+
+
 def bound_chats_with_latest_window(
     conn: Connection, *, statuses: Sequence[str] = ("firing",)
 ) -> list[BoundChat]:
@@ -47,18 +71,7 @@ def bound_chats_with_latest_window(
     window_start) and (workspace_id, scope_key, occurred_at, id)), so the cost follows the
     number of chats, not the number of windows or messages they ever had.
     """
-    latest = (
-        select(ss.c.window_start)
-        .where(
-            ss.c.workspace_id == res.c.workspace_id,
-            ss.c.scope_key == res.c.resource_key,
-            ss.c.source_type == SOURCE_TYPE_WINDOW,
-            ss.c.processor_version.is_(None),
-        )
-        .order_by(ss.c.window_start.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
+    latest = latest_window_of_chat(ss.c.window_start)
     newest = (
         select(ev.c.occurred_at)
         .where(

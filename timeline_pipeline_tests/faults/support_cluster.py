@@ -28,7 +28,7 @@ from typing import Final
 
 import psycopg
 
-from timeline_pipeline_tests.faults.support_serve import free_port
+from timeline_pipeline_tests.support.processes import free_port
 
 POSTGRES_ROOT: Final = Path("/usr/lib/postgresql")
 OS_USER: Final = "postgres"

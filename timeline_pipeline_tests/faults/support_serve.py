@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,18 +29,13 @@ import httpx
 from timeline_pipeline.lark.simulator.events import EventIdentity
 from timeline_pipeline.lark.simulator.signing import sign_payload
 from timeline_pipeline.receiver.app import EVENTS_PATH
+from timeline_pipeline_tests.support.processes import free_port
 
 STARTUP_SECONDS: Final = 120.0
 """`serve` imports lark-oapi and FastAPI (about 4 s idle); generous for a loaded CI machine."""
 START_ATTEMPTS: Final = 3
 STOP_SECONDS: Final = 30.0
 REQUEST_SECONDS: Final = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,8 @@ databases holding the same chat get the same drafts and can be compared entry fo
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -40,6 +37,7 @@ from timeline_pipeline.store import sync_states
 from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline_tests.support.anthropic_standin import AnthropicStandIn
+from timeline_pipeline_tests.support.processes import ManagedProcess
 
 REPO = Path(__file__).resolve().parents[2]
 DAGSTER_CLI = Path(sys.executable).with_name("dagster")
@@ -167,12 +165,11 @@ def cited_ids(body: Mapping[str, Any]) -> list[int]:
 # --- a production run in its own process ---------------------------------------------------------
 
 
-class RunProcess:
+class RunProcess(ManagedProcess):
     """`dagster job execute` of `synthesize_windows` for one partition, as a run worker would.
 
-    It runs in its own session, so that the whole run (the run process and the step process
-    Dagster's multiprocess executor starts) is one process group, killed together like a lost
-    node, and nothing outside it.
+    It runs in its own session, so that the whole run is one process group, killed together
+    like a lost node, and nothing outside it.
     """
 
     def __init__(
@@ -187,61 +184,20 @@ class RunProcess:
     ) -> None:
         config = workdir / f"{name}.run_config.json"
         config.write_text(json.dumps(run_config))
-        self.log_path = workdir / f"{name}.log"
-        self._log = self.log_path.open("wb")
-        self.process = subprocess.Popen(
-            [
-                str(DAGSTER_CLI),
-                "job",
-                "execute",
-                "-m",
-                "timeline_pipeline.definitions",
-                "-j",
-                SYNTHESIS_JOB,
-                "--tags",
-                json.dumps({**tags, PARTITION_TAG: partition_key}),
-                "-c",
-                str(config),
-            ],
-            cwd=REPO,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-    def kill_group(self) -> int:
-        """SIGKILL to the run's process group (its id is the run process's pid)."""
-        os.killpg(self.process.pid, signal.SIGKILL)
-        return self.wait(30)
-
-    def wait(self, timeout: float) -> int:
-        try:
-            return self.process.wait(timeout)
-        finally:
-            if self.process.returncode is not None:
-                self._log.close()
-
-    def log_tail(self, lines: int = 15) -> str:
-        """The end of Dagster's event log output (run and step ids, never message text)."""
-        text = self.log_path.read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
-
-    def stop(self) -> None:
-        """Cleanup after a failed test: the group of this run only."""
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(30)
-        self._log.close()
+        command = [
+            str(DAGSTER_CLI),
+            "job",
+            "execute",
+            "-m",
+            "timeline_pipeline.definitions",
+            "-j",
+            SYNTHESIS_JOB,
+            "--tags",
+            json.dumps({**tags, PARTITION_TAG: partition_key}),
+            "-c",
+            str(config),
+        ]
+        super().__init__(name, command, cwd=REPO, env=env, log_path=workdir / f"{name}.log")
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:

@@ -147,12 +147,12 @@ def test_a_run_killed_mid_chunk_is_requeued_after_the_stale_timeout_and_finishes
             )
             runs.append(victim)
             wait_until(
-                lambda: len(standin.requests) >= 3 or not victim.running(),
+                lambda: len(standin.requests) >= 3 or not victim.alive(),
                 180,
                 "the run to reach its third chunk",
             )
-            assert victim.running(), f"the run ended early:\n{victim.log_tail()}"
-            code = victim.kill_group()  # the run is inside the model call of chunk 3 of 4
+            assert victim.alive(), f"the run ended early:\n{victim.tail(15)}"
+            code = victim.kill()  # the run is inside the model call of chunk 3 of 4
             killed_at = time.monotonic()
             assert code == -9
 
@@ -217,7 +217,7 @@ def test_a_run_killed_mid_chunk_is_requeued_after_the_stale_timeout_and_finishes
                 name="retry",
             )
             runs.append(rerun)
-            assert rerun.wait(180) == 0, f"the retry run failed:\n{rerun.log_tail()}"
+            assert rerun.wait(180) == 0, f"the retry run failed:\n{rerun.tail(15)}"
         finally:
             for run in runs:
                 run.stop()

@@ -32,14 +32,9 @@ from timeline_pipeline.lark.simulator.fixtures import SENDERS
 from timeline_pipeline.store import workspaces
 from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline_tests.conftest import PG_ADMIN_URL, _admin
+from timeline_pipeline_tests.support.processes import ManagedProcess, free_port
 from timeline_pipeline_tests.system.graphql import DagsterGraphQL, RepositoryAddress
-from timeline_pipeline_tests.system.processes import (
-    LOG_HEADER,
-    ManagedProcess,
-    Processes,
-    free_port,
-    wait_for,
-)
+from timeline_pipeline_tests.system.processes import LOG_HEADER, Processes, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
