@@ -10,19 +10,22 @@ rows is the only I/O here.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from sqlalchemy import Engine, and_, exists, func, select
 
+from timeline_pipeline.db.engine import make_engine, transaction
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as states
 from timeline_pipeline.domain.evidence import EvidenceRecord, EvidenceRow
 from timeline_pipeline.domain.keys import SOURCE_TYPE_WINDOW
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import normalize_event_message, normalize_list_item
-from timeline_pipeline.store import evidence
+from timeline_pipeline.store import evidence, workspaces
 
 COMPLETE_FIELDS: Final = (
     "workspace_id",
@@ -167,3 +170,16 @@ def windows_without_evidence(engine: Engine) -> int:
     )
     with engine.connect() as conn:
         return int(conn.execute(query).scalar_one())
+
+
+@contextmanager
+def bound_workspace(url: str, workspace: str, chat: str) -> Iterator[Engine]:
+    """An engine on `url` where a firing workspace, six hours old, is bound to `chat`."""
+    made = make_engine(url)
+    with transaction(made) as conn:
+        workspaces.create(conn, workspace, created_at=datetime.now(UTC) - timedelta(hours=6))
+        workspaces.bind_chat(conn, workspace, chat)
+    try:
+        yield made
+    finally:
+        made.dispose()

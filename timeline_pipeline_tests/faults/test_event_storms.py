@@ -15,12 +15,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from timeline_pipeline.db.engine import make_engine, transaction
 from timeline_pipeline.lark.simulator import ChatStore, make_chat_messages, message_receive_event
 from timeline_pipeline.settings import load_timeline_settings
-from timeline_pipeline.store import workspaces
 from timeline_pipeline_tests.faults.support_evidence import (
     all_evidence,
+    bound_workspace,
     expected_from_events,
     expected_records,
     rows_by_message,
@@ -45,14 +44,9 @@ COPIES = 5
 
 @pytest.fixture
 def bound(pg_url: str) -> Iterator[Engine]:
-    made = make_engine(pg_url)
-    with transaction(made) as conn:
-        workspaces.create(conn, WORKSPACE, created_at=datetime.now(UTC) - timedelta(hours=6))
-        workspaces.bind_chat(conn, WORKSPACE, CHAT)
-    try:
+    """The fresh PostgreSQL database with a firing workspace bound to CHAT."""
+    with bound_workspace(pg_url, WORKSPACE, CHAT) as made:
         yield made
-    finally:
-        made.dispose()
 
 
 def _edited_content(message_type: str, line: str) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from timeline_pipeline.db.engine import make_engine, transaction
 from timeline_pipeline.ingest.eligibility import AUTOMATIC
 from timeline_pipeline.lark.simulator import (
     ChatStore,
@@ -45,6 +44,7 @@ from timeline_pipeline.settings import RuntimeEnvironment, load_timeline_setting
 from timeline_pipeline.store import workspaces
 from timeline_pipeline_tests.faults.support_evidence import (
     all_evidence,
+    bound_workspace,
     expected_records,
     facts,
     message_id_of,
@@ -79,14 +79,8 @@ def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def bound(pg_url: str) -> Iterator[Engine]:
     """The fresh PostgreSQL database with a firing workspace bound to CHAT."""
-    made = make_engine(pg_url)
-    with transaction(made) as conn:
-        workspaces.create(conn, WORKSPACE, created_at=datetime.now(UTC) - timedelta(hours=6))
-        workspaces.bind_chat(conn, WORKSPACE, CHAT)
-    try:
+    with bound_workspace(pg_url, WORKSPACE, CHAT) as made:
         yield made
-    finally:
-        made.dispose()
 
 
 # --- kill -9 mid-burst ----------------------------------------------------------------------
