@@ -122,7 +122,8 @@ def _notes(
     )
     if peak > BUSY_LOAD_PER_CORE * facts.cores:
         notes.append(
-            "Other work shared these cores during the run, so absolute rates and latencies are "
+            "The cores were busy during the run (the benchmarks' own processes count), so absolute "
+            "rates and latencies are "
             "noisy (on a shared 2-core machine they moved by up to +-40 % between runs, see "
             "bench/ingest/NOTES.md); ratios against a same-run baseline are steadier, but the "
             "baseline and the figure were not measured at the same instant."
