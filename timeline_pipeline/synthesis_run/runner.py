@@ -341,6 +341,10 @@ class WindowRunner:
                 "output_tokens",
             )
         }
+        if done_before:
+            # Planned from the cursor on: number them as parts of the whole window (the prompt
+            # and the logs say "part N"), not from zero again.
+            chunks = [c.model_copy(update={"index": done_before + i}) for i, c in enumerate(chunks)]
         report.chunks_total = done_before + len(chunks)
         current = state
         for position, chunk in enumerate(chunks):

@@ -293,6 +293,7 @@ def test_a_chunk_out_of_attempts_fails_the_window_then_a_retry_resumes_after_the
     assert report.status is RunStatus.COMPLETED
     assert report.resumed_after is not None
     assert [e.id for c in retry.chunks for e in c.evidence] == ids[40:]  # chunk 1 not redone
+    assert [c.index for c in retry.chunks] == [1]  # still the window's second part
     assert report.aggregate_hash == aggregate_hash(report.evidence)  # still the whole window
     state = current_state(engine)
     assert state is not None and (state.status, state.attempt_count) == ("completed", 2)
