@@ -29,6 +29,7 @@ from typing import Any
 import dagster as dg
 
 from timeline_pipeline.domain.keys import InvalidKey, check_workspace_id
+from timeline_pipeline.orchestration.partition_runs import runs_with_new_partitions
 from timeline_pipeline.orchestration.resources import (
     DatabaseResource,
     TimelineSettingsResource,
@@ -220,20 +221,12 @@ def evaluate_summary_sensor(
                 partition_key=workspace_id, run_key=run_key, tags=dict(summary_tags(workspace_id))
             )
         )
-    wanted = [r.partition_key for r in run_requests if r.partition_key is not None]
-    existing = (
-        context.instance.get_existing_dynamic_partitions(WORKSPACE_PARTITIONS, wanted)
-        if wanted
-        else set()
-    )
-    missing = [key for key in wanted if key not in existing]
-    return dg.SensorResult(
-        run_requests=run_requests,
-        dynamic_partitions_requests=(
-            [workspace_partitions.build_add_request(missing)] if missing else []
-        ),
+    return runs_with_new_partitions(
+        context.instance,
+        workspace_partitions,
+        run_requests,
         cursor=json.dumps(state, sort_keys=True),
-        skip_reason=None if run_requests else "no completed window calls for a summary",
+        idle_reason="no completed window calls for a summary",
     )
 
 

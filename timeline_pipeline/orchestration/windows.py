@@ -31,6 +31,7 @@ import dagster as dg
 
 from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.durations import format_duration
+from timeline_pipeline.orchestration.partition_runs import runs_with_new_partitions
 from timeline_pipeline.orchestration.resources import (
     DatabaseResource,
     TimelineSettingsResource,
@@ -286,11 +287,6 @@ def evaluate_discovery(
     if outcome.skip_reason is not None:
         return dg.SensorResult(skip_reason=outcome.skip_reason, cursor=context.cursor)
     requests = sorted(outcome.requests, key=lambda r: r.ref.sort_key())
-    keys = list(dict.fromkeys(r.ref.partition_key for r in requests))
-    existing = (
-        context.instance.get_existing_dynamic_partitions(WINDOW_PARTITIONS, keys) if keys else set()
-    )
-    missing = [key for key in keys if key not in existing]
     counts = dict(sorted(outcome.counts.items()))
     oldest = outcome.oldest_uncovered.isoformat() if outcome.oldest_uncovered else None
     context.log.info("window discovery: %s; oldest uncovered window: %s", counts, oldest)
@@ -303,13 +299,12 @@ def evaluate_discovery(
         )
         for r in requests
     ]
-    return dg.SensorResult(
-        run_requests=run_requests,
-        dynamic_partitions_requests=(
-            [window_partitions.build_add_request(missing)] if missing else []
-        ),
+    return runs_with_new_partitions(
+        context.instance,
+        window_partitions,
+        run_requests,
         cursor=outcome.cursor.to_json(),
-        skip_reason=None if run_requests else "no closed, uncovered window to request",
+        idle_reason="no closed, uncovered window to request",
     )
 
 
