@@ -34,6 +34,7 @@ from timeline_pipeline.summary.models import (
 # One retry policy for every model call: the summary reads the server's hint exactly as
 # synthesis does, so the two cannot drift apart.
 from timeline_pipeline.synthesis.claude import (
+    failure_reason,
     is_transient,
     retry_free_client,
     transient_retrying,
@@ -98,16 +99,6 @@ def render_input(summary_input: SummaryInput) -> str:
     return "\n".join(lines)
 
 
-def _reason(error: BaseException) -> str:
-    if isinstance(error, anthropic.APITimeoutError):
-        return "timeout"
-    if isinstance(error, anthropic.APIConnectionError):
-        return "connection_error"
-    if isinstance(error, anthropic.APIStatusError):
-        return {429: "rate_limited", 529: "overloaded"}.get(error.status_code, "server_error")
-    return "unexpected_error"
-
-
 class ClaudeSummarizer:
     name = "claude"
     prompt_version = PROMPT_VERSION
@@ -160,7 +151,7 @@ class ClaudeSummarizer:
                 "summary.claude.retry",
                 workspace_id=summary_input.workspace_id,
                 attempt=state.attempt_number,
-                reason=_reason(error) if error is not None else "unknown",
+                reason=failure_reason(error) if error is not None else "unknown",
                 status=getattr(error, "status_code", None),
                 wait_seconds=round(state.upcoming_sleep, 3),
             )
@@ -190,7 +181,7 @@ class ClaudeSummarizer:
             raise self._unavailable(error) from error
 
     def _unavailable(self, error: BaseException) -> SummaryUnavailable:
-        reason = _reason(error)
+        reason = failure_reason(error)
         return SummaryUnavailable(
             reason, f"messages API still failing after {self.max_attempts} attempts ({reason})"
         )

@@ -46,7 +46,16 @@ from timeline_pipeline.synthesis.prompt import (
     tool_definition,
 )
 
-__all__ = ["PROMPT_VERSION", "ClaudeSynthesizer", "build_claude_client", "is_transient"]
+__all__ = [
+    "PROMPT_VERSION",
+    "ClaudeSynthesizer",
+    "build_claude_client",
+    "failure_reason",
+    "is_transient",
+    "retry_after_seconds",
+    "retry_free_client",
+    "transient_retrying",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -71,7 +80,8 @@ def is_transient(error: BaseException) -> bool:
     return False
 
 
-def _failure_reason(error: BaseException) -> str:
+def failure_reason(error: BaseException) -> str:
+    """A short, stable code for a failed Messages API call (logs and diagnostics)."""
     if isinstance(error, anthropic.APITimeoutError):
         return "timeout"
     if isinstance(error, anthropic.APIConnectionError):
@@ -225,7 +235,7 @@ class ClaudeSynthesizer:
             "synthesis.claude.retry",
             **_chunk_ids(chunk),
             attempt=state.attempt_number,
-            reason=_failure_reason(error) if error is not None else "unknown",
+            reason=failure_reason(error) if error is not None else "unknown",
             status=getattr(error, "status_code", None),
             request_id=getattr(error, "request_id", None),
             wait_seconds=round(state.upcoming_sleep, 3),
@@ -258,7 +268,7 @@ class ClaudeSynthesizer:
             raise self._unavailable(chunk, error) from error
 
     def _unavailable(self, chunk: SynthesisChunk, error: BaseException) -> SynthesisUnavailable:
-        reason = _failure_reason(error)
+        reason = failure_reason(error)
         log.warning(
             "synthesis.claude.unavailable",
             **_chunk_ids(chunk),
