@@ -118,6 +118,14 @@ def empty_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 
 @pytest.fixture(autouse=True)
+def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every server a test talks to is on loopback; lark-oapi (requests) and httpx honour proxy
+    variables, so a proxy set on the machine must not see those requests."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+
+
+@pytest.fixture(autouse=True)
 def _no_dagster_state_from_other_tests() -> Iterator[None]:
     """Each test starts without another test's Dagster defs-state storage.
 

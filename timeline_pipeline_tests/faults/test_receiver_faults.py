@@ -69,13 +69,6 @@ WORKSPACE = "inc-receiver"
 CHAT = "oc_fault_receiver"
 
 
-@pytest.fixture(autouse=True)
-def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """lark-oapi (requests) honours proxy variables; the local Lark is on loopback."""
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
 @pytest.fixture
 def bound(pg_url: str) -> Iterator[Engine]:
     """The fresh PostgreSQL database with a firing workspace bound to CHAT."""

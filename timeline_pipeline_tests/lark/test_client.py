@@ -48,12 +48,6 @@ class SleepRecorder:
         self.calls.append(seconds)
 
 
-@pytest.fixture(autouse=True)
-def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
 @pytest.fixture
 def app_id() -> str:
     # lark-oapi caches tenant tokens process-wide by app_id: a fresh id per test isolates them.

@@ -44,11 +44,6 @@ ENABLED: dict[str, Any] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-
-
 @pytest.fixture(scope="module")
 def instance() -> Iterator[dg.DagsterInstance]:
     """One Dagster instance for the module: creating one costs seconds."""

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
-import pytest
 import uvicorn
 from click.testing import CliRunner
 from sqlalchemy import Engine, text
@@ -36,11 +35,6 @@ from timeline_pipeline_tests.receiver.lark_events import (
     receive,
     sign,
 )
-
-
-@pytest.fixture(autouse=True)
-def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
 
 def test_events_pushed_by_the_local_lark_arrive_once_each_despite_duplicates_and_reordering(

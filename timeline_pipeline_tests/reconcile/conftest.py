@@ -15,12 +15,6 @@ from timeline_pipeline_tests.reconcile.harness import Harness, start_simulator, 
 MakeHarness = Callable[..., Harness]
 
 
-@pytest.fixture(autouse=True)
-def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
 @pytest.fixture
 def make_harness(engine: Engine) -> Iterator[MakeHarness]:
     """`make_harness(messages, **setting_overrides)`: a running local Lark holding `messages`."""

@@ -23,12 +23,6 @@ from timeline_pipeline.lark.simulator.fixtures import user_lines
 START = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture(autouse=True)
-def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
 @pytest.fixture
 def chats(tmp_path: Path) -> Path:
     messages = make_chat_messages("oc_cli", START, 12, seed=3, thread_every=0)
