@@ -42,6 +42,7 @@ PARTITION_SET = f"{SYNTHESIS_JOB}_partition_set"
 PARTITION_TAG = "dagster/partition"
 BACKFILL_TAG = "dagster/backfill"
 SENSOR_TAG = "dagster/sensor_name"
+SCHEDULE_TAG = "dagster/schedule_name"
 ASSET = WINDOW_DRAFTS_KEY.path[-1]
 FAILED = {"FAILURE", "CANCELED", "CANCELING"}
 FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}
@@ -85,12 +86,19 @@ def _succeeded_by_partition(d: Deployment, runs: list[Run]) -> dict[str, Run]:
 
 
 def schedule_brings_the_chats_in(d: Deployment) -> None:
-    """The reconcile schedule ticks on its own and its run reads every message from Lark."""
+    """The reconcile schedule ticks on its own and its run reads every message from Lark.
+
+    Other collection runs may succeed meanwhile (the hourly evidence refresh schedule ticks at
+    the top of the hour): only the reconcile schedule's run is the one this phase waits for."""
 
     def collected() -> Run | None:
         runs = d.graphql.runs(job=COLLECTION_JOB)
         _no_failed(d, runs)
-        done = [run for run in runs if run.status == "SUCCESS"]
+        done = [
+            run
+            for run in runs
+            if run.status == "SUCCESS" and run.tags.get(SCHEDULE_TAG) == RECONCILE_SCHEDULE
+        ]
         return done[-1] if done else None
 
     run = wait_for(
@@ -102,7 +110,7 @@ def schedule_brings_the_chats_in(d: Deployment) -> None:
     ticks = d.graphql.schedule_ticks(d.repo, RECONCILE_SCHEDULE)
     launched = {run_id for tick in ticks if tick.status == "SUCCESS" for run_id in tick.run_ids}
     assert run.run_id in launched, f"run {run.run_id} was not launched by a schedule tick"
-    assert run.tags.get("dagster/schedule_name") == RECONCILE_SCHEDULE
+    assert run.tags.get(SCHEDULE_TAG) == RECONCILE_SCHEDULE
     with d.engine.connect() as conn:
         stored = conn.execute(select(ev.c.id).where(ev.c.scope_key.is_not(None))).all()
     assert len(stored) == d.messages, "reconciliation did not store every message as evidence"
