@@ -104,7 +104,9 @@ def schedule_brings_the_chats_in(d: Deployment) -> None:
     run = wait_for(
         f"a run of {COLLECTION_JOB} launched by {RECONCILE_SCHEDULE} to succeed",
         collected,
-        timeout=180,
+        # The first tick waits for a minute boundary; at the top of the hour the refresh
+        # schedule may take that tick's run (one collection run at a time), adding a minute.
+        timeout=240,
         processes=d.processes,
     )
     ticks = d.graphql.schedule_ticks(d.repo, RECONCILE_SCHEDULE)
