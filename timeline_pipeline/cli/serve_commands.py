@@ -54,6 +54,7 @@ def serve(
     """
     from timeline_pipeline.observability.logs import configure_logging, get_logger
     from timeline_pipeline.receiver.app import create_app
+    from timeline_pipeline.receiver.heap import freeze_startup_heap
 
     settings = app.settings
     head = head_revision()
@@ -74,20 +75,24 @@ def serve(
         log_level=log_level,
     )
     timeline = settings.timeline
+    import uvicorn
+
+    config.load()  # imports the protocol and loop modules now, so that they are frozen too
+    # Last, once everything the server needs is imported and built: see receiver/heap.py.
+    frozen = freeze_startup_heap()
     get_logger("timeline_pipeline.serve").info(
         "receiver_starting",
         host=host,
         port=port,
         ingestion_enabled=timeline.enabled and timeline.event_ingestion_enabled,
         encrypted=bool(settings.runtime.lark_encrypt_key.get_secret_value()),
+        frozen_objects=frozen,
     )
     # The event loop (CPU work) and the evidence writer (database I/O) share the GIL; each time
     # the writer comes back from the database it waits for the loop to yield, up to the switch
     # interval (5 ms by default) per round trip. 1 ms keeps commits, and so acks, flowing;
     # shorter intervals measured worse (the switching itself costs CPU).
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
-    import uvicorn
-
     uvicorn.Server(config).run()
 
 
