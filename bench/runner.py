@@ -46,7 +46,19 @@ class Benchmark:
 
 
 BENCHMARKS: tuple[Benchmark, ...] = (
-    Benchmark("ingest", quick_args=("--events", "1000", "--warmup", "200")),
+    Benchmark(
+        "ingest",
+        quick_args=(
+            "--events",
+            "1000",
+            "--warmup",
+            "200",
+            "--wrk-seconds",
+            "5",
+            "--wrk-warmup-seconds",
+            "2",
+        ),
+    ),
     Benchmark("reconcile", quick_args=("--messages", "2000")),
     Benchmark(
         "discovery",
