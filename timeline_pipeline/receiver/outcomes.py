@@ -29,6 +29,7 @@ class Reason(enum.StrEnum):
     MISSING_EVENT_TYPE = "missing_event_type"
     MISSING_EVENT = "missing_event"
     BAD_CHALLENGE = "bad_challenge"
+    CLIENT_DISCONNECTED = "client_disconnected"  # the body never arrived; nobody reads the 400
     # 200, counted as ignored.
     UNKNOWN_EVENT_TYPE = "unknown_event_type"
     INGESTION_DISABLED = "ingestion_disabled"

@@ -6,6 +6,7 @@ each test reads the database right after the answer.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from sqlalchemy import Engine
@@ -18,6 +19,7 @@ from timeline_pipeline_tests.receiver.lark_events import (
     APP_ID,
     CHAT,
     NOW,
+    TOKEN,
     card_click,
     challenge,
     recall,
@@ -178,6 +180,19 @@ def test_url_verification_answers_the_challenge(receiver: Receiver) -> None:
 
     assert response.status_code == 200
     assert response.json() == {"challenge": "c-42"}
+
+
+def test_a_challenge_with_a_lone_surrogate_is_answered_not_a_500(receiver: Receiver) -> None:
+    # Lark's JSON may escape any code unit; Python reads "\\ud800" as a lone surrogate, which
+    # UTF-8 cannot encode. The answer escapes it, so the client reads back what it sent.
+    payload = {"type": "url_verification", "token": TOKEN, "challenge": "c-\ud800"}
+    body = json.dumps(payload)  # ASCII: the surrogate is sent escaped, as "\\ud800"
+
+    response = receiver.post_raw(body.encode(), {"Content-Type": "application/json"})
+
+    assert response.status_code == 200
+    assert response.content == b'{"challenge":"c-\\ud800"}'
+    assert response.json() == {"challenge": "c-\ud800"}
 
 
 def test_card_actions_are_acknowledged_as_not_implemented(receiver: Receiver) -> None:
