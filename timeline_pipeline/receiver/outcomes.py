@@ -35,6 +35,8 @@ class Reason(enum.StrEnum):
     INGESTION_DISABLED = "ingestion_disabled"
     NOT_IMPLEMENTED = "not_implemented"
     NOT_GROUP_CHAT = "not_group_chat"
+    UNKNOWN_CHAT_TYPE = "unknown_chat_type"
+    SELF_GENERATED = "self_generated"
     UNBOUND_CHAT = "unbound_chat"
     UNSUPPORTED_MESSAGE_TYPE = "unsupported_message_type"
     MESSAGE_NOT_FOUND = "message_not_found"

@@ -165,14 +165,46 @@ def test_a_recall_of_an_unknown_message_is_acknowledged_and_counted(receiver: Re
     assert receiver.rows() == []
 
 
-def test_messages_from_the_app_itself_are_stored_but_never_reach_synthesis(
+def test_messages_from_the_app_itself_are_self_generated_not_stored_and_counted(
     receiver: Receiver,
 ) -> None:
-    receiver.post(receive("om_bot", "Timeline draft ready", sender=APP_ID, sender_type="app"))
+    response = receiver.post(
+        receive("om_bot", "Timeline draft ready", sender=APP_ID, sender_type="app")
+    )
 
-    [row] = receiver.rows()
-    assert not row.ai_eligible
+    assert response.json() == {"status": "ignored", "reason": "self_generated"}
+    assert receiver.rows() == []
     assert receiver.metric("timeline_lark_messages_excluded_total", reason="self") == 1
+    ignored = {"event_type": "im.message.receive_v1", "reason": "self_generated"}
+    assert receiver.metric("timeline_lark_events_ignored_total", **ignored) == 1
+
+
+def test_messages_from_other_bots_are_stored_but_never_reach_synthesis(
+    receiver: Receiver,
+) -> None:
+    response = receiver.post(
+        receive("om_bot", "CPU alert fired", sender="cli_monitoring", sender_type="app")
+    )
+
+    assert response.json() == {"status": "accepted"}
+    [row] = receiver.rows()
+    assert (row.actor_id, row.ai_eligible) == ("cli_monitoring", False)
+    assert receiver.metric("timeline_lark_messages_excluded_total", reason="bot") == 1
+
+
+def test_a_message_event_without_a_chat_type_is_unknown_acknowledged_and_counted(
+    receiver: Receiver,
+) -> None:
+    payload = receive("om_1")
+    del payload["event"]["message"]["chat_type"]
+
+    response = receiver.post(payload)
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ignored", "reason": "unknown_chat_type"}
+    assert receiver.rows() == []
+    ignored = {"event_type": "im.message.receive_v1", "reason": "unknown_chat_type"}
+    assert receiver.metric("timeline_lark_events_ignored_total", **ignored) == 1
 
 
 def test_url_verification_answers_the_challenge(receiver: Receiver) -> None:
