@@ -5,13 +5,20 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
+import threading
 from collections.abc import Iterator
 
 import lark_oapi  # noqa: F401 - installs the SDK's own stdout handler, which must be adopted
 import pytest
 import structlog
 
-from timeline_pipeline.observability.logs import LARK_SDK_LOGGER, configure_logging, get_logger
+from timeline_pipeline.observability.logs import (
+    LARK_SDK_LOGGER,
+    configure_logging,
+    get_logger,
+    route_uncaught_exceptions,
+)
 
 
 @pytest.fixture
@@ -114,3 +121,30 @@ def test_an_exception_is_logged_as_its_type_and_location_never_its_message_or_lo
         record = json.loads(lines[0])
         assert record["error_type"] == "builtins.ValueError"
         assert "exc_info" not in record and "exception" not in record
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_uncaught_exceptions_of_threads_and_the_main_thread_are_logged_by_type_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    stream = io.StringIO()
+    configure_logging(json=True, level=logging.INFO, stream=stream)
+    route_uncaught_exceptions()
+    secret = "zebra-quartz-7731"
+
+    worker = threading.Thread(target=_raise_with_payload, args=(secret,), name="writer")
+    worker.start()
+    worker.join()
+    try:
+        _raise_with_payload(secret)
+    except ValueError as error:
+        sys.excepthook(type(error), error, error.__traceback__)
+
+    assert secret not in stream.getvalue()
+    records = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(r["event"], r["error_type"], r.get("thread")) for r in records] == [
+        ("uncaught_thread_exception", "builtins.ValueError", "writer"),
+        ("uncaught_exception", "builtins.ValueError", None),
+    ]
