@@ -52,7 +52,11 @@ def serve(
     messages are stored only when the timeline `enabled` and `eventIngestionEnabled` flags are on
     (otherwise they are acknowledged and counted as ignored).
     """
-    from timeline_pipeline.observability.logs import configure_logging, get_logger
+    from timeline_pipeline.observability.logs import (
+        configure_logging,
+        get_logger,
+        route_uncaught_exceptions,
+    )
     from timeline_pipeline.receiver.app import create_app
     from timeline_pipeline.receiver.heap import freeze_startup_heap
 
@@ -67,6 +71,7 @@ def serve(
         _fail(str(exc))
     # After importing the receiver: lark-oapi installs its own handler at import, which this drops.
     configure_logging(json=as_json, level=log_level.upper())
+    route_uncaught_exceptions()
     config = server_config(
         application,
         host=host,
@@ -80,14 +85,23 @@ def serve(
     config.load()  # imports the protocol and loop modules now, so that they are frozen too
     # Last, once everything the server needs is imported and built: see receiver/heap.py.
     frozen = freeze_startup_heap()
-    get_logger("timeline_pipeline.serve").info(
+    log = get_logger("timeline_pipeline.serve")
+    encrypted = bool(settings.runtime.lark_encrypt_key.get_secret_value())
+    log.info(
         "receiver_starting",
         host=host,
         port=port,
         ingestion_enabled=timeline.enabled and timeline.event_ingestion_enabled,
-        encrypted=bool(settings.runtime.lark_encrypt_key.get_secret_value()),
+        encrypted=encrypted,
         frozen_objects=frozen,
     )
+    if not encrypted:
+        # Lark signs callbacks only when an encrypt key is configured (README, "HTTP (`serve`)").
+        log.warning(
+            "callbacks_unsigned",
+            detail="LARK_ENCRYPT_KEY is not set: Lark signs nothing and the verification token "
+            "is the only authenticator of callbacks; set an encrypt key in the Lark app",
+        )
     # The event loop (CPU work) and the evidence writer (database I/O) share the GIL; each time
     # the writer comes back from the database it waits for the loop to yield, up to the switch
     # interval (5 ms by default) per round trip. 1 ms keeps commits, and so acks, flowing;

@@ -18,6 +18,7 @@ class Skip(enum.StrEnum):
 
     INGESTION_DISABLED = "ingestion_disabled"
     NOT_GROUP_CHAT = "not_group_chat"
+    SELF_GENERATED = "self_generated"
     UNBOUND_CHAT = "unbound_chat"
     WORKSPACE_NOT_FIRING = "workspace_not_firing"
     WORKSPACE_AGED_OUT = "workspace_aged_out"
@@ -42,6 +43,15 @@ def chat_skip(message: NormalizedLarkMessage) -> Skip | None:
     # Events carry chat_type; history items do not, and only bound group chats are listed anyway.
     if message.chat_type is not None and message.chat_type not in GROUP_CHAT_TYPES:
         return Skip.NOT_GROUP_CHAT
+    return None
+
+
+def sender_skip(message: NormalizedLarkMessage, app_id: str | None) -> Skip | None:
+    """The product's own messages (its replies, soon its review cards) are self-generated: they
+    are not evidence of the incident, so they are not stored. Other bots' messages are stored
+    (and kept out of synthesis by `ai_eligible`)."""
+    if app_id is not None and message.sender_id == app_id:
+        return Skip.SELF_GENERATED
     return None
 
 
@@ -76,8 +86,15 @@ def message_skip(
     settings: LarkTimelineSettings,
     now: datetime,
     scope: Scope = AUTOMATIC,
+    *,
+    app_id: str | None = None,
 ) -> Skip | None:
-    reason = chat_skip(message) or workspace_skip(workspace, settings, now, scope)
+    """`app_id` is the product's Lark app: its own messages are skipped (`sender_skip`)."""
+    reason = (
+        chat_skip(message)
+        or sender_skip(message, app_id)
+        or workspace_skip(workspace, settings, now, scope)
+    )
     if reason is not None:
         return reason
     if message.created_at < workspace.created_at:

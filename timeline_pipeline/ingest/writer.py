@@ -41,6 +41,8 @@ def plan_records(
     settings: LarkTimelineSettings,
     now: datetime,
     scope: Scope = AUTOMATIC,
+    *,
+    app_id: str | None = None,
 ) -> tuple[list[EvidenceRecord], Counter[str]]:
     """Pure fan-out: every eligible (message, workspace) pair becomes one record."""
     records: list[EvidenceRecord] = []
@@ -50,7 +52,7 @@ def plan_records(
         return records, skipped
     for message in messages:
         for workspace in workspaces:
-            reason = message_skip(message, workspace, settings, now, scope)
+            reason = message_skip(message, workspace, settings, now, scope, app_id=app_id)
             if reason is None:
                 records.append(evidence_record(message, workspace.id))
             else:
@@ -65,8 +67,11 @@ def ingest(
     settings: LarkTimelineSettings,
     now: datetime,
     scope: Scope = AUTOMATIC,
+    *,
+    app_id: str | None = None,
 ) -> IngestResult:
-    records, skipped = plan_records(messages, workspaces, settings, now, scope)
+    """`app_id` (the product's Lark app) makes its own messages skipped as `self_generated`."""
+    records, skipped = plan_records(messages, workspaces, settings, now, scope, app_id=app_id)
     result = IngestResult(skipped=skipped, workspaces={r.workspace_id for r in records})
     if len(records) == 1:
         outcome = evidence.upsert(conn, records[0], now=now)

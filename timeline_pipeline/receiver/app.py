@@ -4,6 +4,10 @@ Routes only translate between HTTP and the `EventService`. Verification and norm
 short CPU work and run on the event loop (a thread hop per request cost more than the work);
 a large body is handed to the thread pool instead so it cannot stall other requests. Database
 writes go to the group-commit writer, and the answer is sent once the write is committed.
+
+This is also the composition root of `serve`'s HTTP answers: every JSON body, the API's
+included, is encoded by `SafeJSONResponse`, and the exception handlers installed here answer
+with it too, so that no response can fail to encode.
 """
 
 from __future__ import annotations
@@ -17,20 +21,26 @@ from functools import partial
 from typing import Final
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.utils import is_body_allowed_for_status_code
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from timeline_pipeline.api import api_router
 from timeline_pipeline.db.engine import DatabaseUnavailable, connection
+from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReceiverMetrics
 from timeline_pipeline.receiver.batching import WriteBatcher
 from timeline_pipeline.receiver.bindings import BindingCache
 from timeline_pipeline.receiver.body import BodyTooLarge, read_bounded_body
 from timeline_pipeline.receiver.handlers import EventHandlers
 from timeline_pipeline.receiver.outcomes import Reply
+from timeline_pipeline.receiver.responses import SafeJSONResponse
 from timeline_pipeline.receiver.service import EventService
 from timeline_pipeline.receiver.verification import CallbackVerifier, Credentials
 from timeline_pipeline.receiver.wakeups import WakeupHub
@@ -39,6 +49,8 @@ from timeline_pipeline.settings import Settings
 EVENTS_PATH: Final = "/lark/events"
 INLINE_BODY_BYTES: Final = 64 * 1024
 """Bodies up to this size are verified on the event loop; larger ones in the thread pool."""
+
+log = get_logger("timeline_pipeline.http")
 
 
 def _utc_now() -> datetime:
@@ -97,13 +109,15 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
         lifespan=lifespan,
+        default_response_class=SafeJSONResponse,
     )
+    _install_exception_handlers(app)
     app.state.receiver = ReceiverState(service, metrics, hub, cache, writer)
     limit = timeline.event_max_body_bytes
 
     async def lark_events(request: Request) -> Response:
         reply = await _receive(request, service, limit)
-        return JSONResponse(reply.body, status_code=reply.status)
+        return SafeJSONResponse(reply.body, status_code=reply.status)
 
     # A plain Starlette route: FastAPI's dependency solving would cost more than verification.
     app.add_route(EVENTS_PATH, lark_events, methods=["POST"], include_in_schema=False)
@@ -114,8 +128,8 @@ def create_app(
             with connection(engine) as conn:
                 conn.execute(text("SELECT 1"))
         except (DatabaseUnavailable, PoolTimeoutError):
-            return JSONResponse({"status": "unavailable", "database": "down"}, status_code=503)
-        return JSONResponse({"status": "ok", "database": "ok"})
+            return SafeJSONResponse({"status": "unavailable", "database": "down"}, status_code=503)
+        return SafeJSONResponse({"status": "ok", "database": "ok"})
 
     @app.get("/metrics")
     def prometheus_metrics() -> Response:
@@ -125,11 +139,41 @@ def create_app(
     return app
 
 
+def _install_exception_handlers(app: FastAPI) -> None:
+    """FastAPI's default handlers, answering with the safe encoding; nothing here logs a body.
+
+    A client that goes away in the middle of its body (anywhere but `/lark/events`, which counts
+    it itself) is logged once, by route, and gets an answer it will never read.
+    """
+
+    async def http_error(_request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        headers = dict(exc.headers or {})
+        if not is_body_allowed_for_status_code(exc.status_code):
+            return Response(status_code=exc.status_code, headers=headers)
+        return SafeJSONResponse({"detail": exc.detail}, exc.status_code, headers=headers)
+
+    async def validation_error(_request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return SafeJSONResponse({"detail": jsonable_encoder(exc.errors())}, 422)
+
+    async def client_disconnected(request: Request, _exc: Exception) -> Response:
+        route = getattr(request.scope.get("route"), "path", None)
+        log.info("client_disconnected", method=request.method, route=route)
+        return Response(status_code=400)
+
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(ClientDisconnect, client_disconnected)
+
+
 async def _receive(request: Request, service: EventService, limit: int) -> Reply:
     try:
         body = await read_bounded_body(request, limit)
     except BodyTooLarge:
         return service.reject_oversized()
+    except ClientDisconnect:
+        return service.client_disconnected()
     headers = request.headers
     if len(body) <= INLINE_BODY_BYTES:
         step = service.begin(body, headers)

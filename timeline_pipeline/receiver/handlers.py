@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
-from timeline_pipeline.ingest.eligibility import chat_skip, message_skip
+from timeline_pipeline.ingest.eligibility import chat_skip, message_skip, sender_skip
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.message_policy import is_self_message
 from timeline_pipeline.lark.normalize import (
@@ -114,8 +114,14 @@ class EventHandlers:
         except MalformedMessageError as error:
             raise Rejected(400, error.reason) from None
         base = self._base(message)
+        if not message.chat_type:
+            # Every message event names its chat type; one that does not is not a group message
+            # we know how to place, whatever its chat id says.
+            return replace(base, ignored=Reason.UNKNOWN_CHAT_TYPE)
         if chat_skip(message) is not None:
             return replace(base, ignored=Reason.NOT_GROUP_CHAT)
+        if sender_skip(message, self._app_id) is not None:
+            return replace(base, ignored=Reason.SELF_GENERATED)
         if self._bindings.cached(message.chat_id) == ():
             return replace(base, ignored=Reason.UNBOUND_CHAT)
         group = ("message", message.chat_id)
@@ -131,7 +137,7 @@ class EventHandlers:
         if not workspaces:
             return [replace(base, ignored=Reason.UNBOUND_CHAT) for base in bases]
         now = self._clock()
-        result = ingest(conn, messages, workspaces, self._settings, now)
+        result = ingest(conn, messages, workspaces, self._settings, now, app_id=self._app_id)
         outcomes = [
             self._placed(base, message, workspaces, now)
             for base, message in zip(bases, messages, strict=True)
@@ -159,7 +165,7 @@ class EventHandlers:
         stored: list[str] = []
         skipped: Counter[str] = Counter()
         for workspace in workspaces:
-            reason = message_skip(message, workspace, self._settings, now)
+            reason = message_skip(message, workspace, self._settings, now, app_id=self._app_id)
             if reason is None:
                 stored.append(workspace.id)
             else:

@@ -29,11 +29,14 @@ class Reason(enum.StrEnum):
     MISSING_EVENT_TYPE = "missing_event_type"
     MISSING_EVENT = "missing_event"
     BAD_CHALLENGE = "bad_challenge"
+    CLIENT_DISCONNECTED = "client_disconnected"  # the body never arrived; nobody reads the 400
     # 200, counted as ignored.
     UNKNOWN_EVENT_TYPE = "unknown_event_type"
     INGESTION_DISABLED = "ingestion_disabled"
     NOT_IMPLEMENTED = "not_implemented"
     NOT_GROUP_CHAT = "not_group_chat"
+    UNKNOWN_CHAT_TYPE = "unknown_chat_type"
+    SELF_GENERATED = "self_generated"
     UNBOUND_CHAT = "unbound_chat"
     UNSUPPORTED_MESSAGE_TYPE = "unsupported_message_type"
     MESSAGE_NOT_FOUND = "message_not_found"

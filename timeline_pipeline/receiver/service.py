@@ -104,6 +104,14 @@ class EventService:
         self._metrics.events_received.inc()
         return self._fail(413, Reason.BODY_TOO_LARGE, {})
 
+    def client_disconnected(self) -> Reply:
+        """The client went away before its body was complete: counted, logged without ids
+        (none were read), and answered with a 400 that nobody will read."""
+        self._metrics.events_received.inc()
+        self._metrics.events_failed.labels(Reason.CLIENT_DISCONNECTED).inc()
+        log.info("lark_event_client_disconnected", reason=Reason.CLIENT_DISCONNECTED)
+        return Reply.rejected(400, Reason.CLIENT_DISCONNECTED)
+
     # --- the steps ------------------------------------------------------------------------
 
     def _begin(self, body: bytes, headers: LarkHeaders, ids: dict[str, Any]) -> Reply | Pending:

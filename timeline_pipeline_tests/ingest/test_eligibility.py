@@ -120,3 +120,19 @@ def test_now_is_what_ages_a_workspace_out() -> None:
 
     assert message_skip(message(), young, settings, NOW) is None
     assert message_skip(message(), young, settings, later) == "workspace_aged_out"
+
+
+def test_the_products_own_messages_are_self_generated_and_other_bots_are_stored() -> None:
+    settings = LarkTimelineSettings(**ENABLED)
+    ours = message().model_copy(update={"sender_id": "cli_ours", "sender_type": "app"})
+    other_bot = message().model_copy(update={"sender_id": "cli_other", "sender_type": "app"})
+
+    records, skipped = plan_records(
+        [ours, other_bot, message()], [workspace()], settings, NOW, app_id="cli_ours"
+    )
+
+    assert [r.source_key for r in records] == ["chat/oc_incident/message/om_1"] * 2
+    assert [r.actor_id for r in records] == ["cli_other", message().sender_id]
+    assert dict(skipped) == {"self_generated": 1}
+    # Without the product's app id nothing is recognised as its own.
+    assert message_skip(ours, workspace(), settings, NOW) is None

@@ -6,6 +6,7 @@ each test reads the database right after the answer.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from sqlalchemy import Engine
@@ -18,6 +19,7 @@ from timeline_pipeline_tests.receiver.lark_events import (
     APP_ID,
     CHAT,
     NOW,
+    TOKEN,
     card_click,
     challenge,
     recall,
@@ -163,14 +165,46 @@ def test_a_recall_of_an_unknown_message_is_acknowledged_and_counted(receiver: Re
     assert receiver.rows() == []
 
 
-def test_messages_from_the_app_itself_are_stored_but_never_reach_synthesis(
+def test_messages_from_the_app_itself_are_self_generated_not_stored_and_counted(
     receiver: Receiver,
 ) -> None:
-    receiver.post(receive("om_bot", "Timeline draft ready", sender=APP_ID, sender_type="app"))
+    response = receiver.post(
+        receive("om_bot", "Timeline draft ready", sender=APP_ID, sender_type="app")
+    )
 
-    [row] = receiver.rows()
-    assert not row.ai_eligible
+    assert response.json() == {"status": "ignored", "reason": "self_generated"}
+    assert receiver.rows() == []
     assert receiver.metric("timeline_lark_messages_excluded_total", reason="self") == 1
+    ignored = {"event_type": "im.message.receive_v1", "reason": "self_generated"}
+    assert receiver.metric("timeline_lark_events_ignored_total", **ignored) == 1
+
+
+def test_messages_from_other_bots_are_stored_but_never_reach_synthesis(
+    receiver: Receiver,
+) -> None:
+    response = receiver.post(
+        receive("om_bot", "CPU alert fired", sender="cli_monitoring", sender_type="app")
+    )
+
+    assert response.json() == {"status": "accepted"}
+    [row] = receiver.rows()
+    assert (row.actor_id, row.ai_eligible) == ("cli_monitoring", False)
+    assert receiver.metric("timeline_lark_messages_excluded_total", reason="bot") == 1
+
+
+def test_a_message_event_without_a_chat_type_is_unknown_acknowledged_and_counted(
+    receiver: Receiver,
+) -> None:
+    payload = receive("om_1")
+    del payload["event"]["message"]["chat_type"]
+
+    response = receiver.post(payload)
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ignored", "reason": "unknown_chat_type"}
+    assert receiver.rows() == []
+    ignored = {"event_type": "im.message.receive_v1", "reason": "unknown_chat_type"}
+    assert receiver.metric("timeline_lark_events_ignored_total", **ignored) == 1
 
 
 def test_url_verification_answers_the_challenge(receiver: Receiver) -> None:
@@ -178,6 +212,19 @@ def test_url_verification_answers_the_challenge(receiver: Receiver) -> None:
 
     assert response.status_code == 200
     assert response.json() == {"challenge": "c-42"}
+
+
+def test_a_challenge_with_a_lone_surrogate_is_answered_not_a_500(receiver: Receiver) -> None:
+    # Lark's JSON may escape any code unit; Python reads "\\ud800" as a lone surrogate, which
+    # UTF-8 cannot encode. The answer escapes it, so the client reads back what it sent.
+    payload = {"type": "url_verification", "token": TOKEN, "challenge": "c-\ud800"}
+    body = json.dumps(payload)  # ASCII: the surrogate is sent escaped, as "\\ud800"
+
+    response = receiver.post_raw(body.encode(), {"Content-Type": "application/json"})
+
+    assert response.status_code == 200
+    assert response.content == b'{"challenge":"c-\\ud800"}'
+    assert response.json() == {"challenge": "c-\ud800"}
 
 
 def test_card_actions_are_acknowledged_as_not_implemented(receiver: Receiver) -> None:
