@@ -18,11 +18,13 @@ from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store.entries import DraftWrite, EvidenceRef
 from timeline_pipeline.synthesis.chunking import ChunkLimits
 from timeline_pipeline.synthesis.models import (
+    FINGERPRINT_SCOPE,
     DraftEntry,
     EvidenceItem,
     SynthesisChunk,
     SynthesisResult,
     draft_fingerprint,
+    nearby_fingerprints,
 )
 from timeline_pipeline.windows.keys import WindowRef, decode_window_cursor
 
@@ -184,6 +186,8 @@ def draft_write(
     return DraftWrite(
         workspace_id=ref.workspace_id,
         fingerprint=draft_fingerprint(ref.workspace_id, entry),
+        nearby_fingerprints=nearby_fingerprints(ref.workspace_id, entry),
+        merge_within=FINGERPRINT_SCOPE,
         occurred_at=entry.occurred_at,
         title=entry.title,
         category=entry.category.value,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine
@@ -28,7 +28,7 @@ from timeline_pipeline.synthesis.models import (
 from timeline_pipeline.synthesis.rules import RULES_PROMPT_VERSION, RuleSynthesizer
 from timeline_pipeline.synthesis.tokens import estimate_total_tokens
 from timeline_pipeline.synthesis_run.lineage import aggregate_hash, chunk_limits
-from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner
+from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
 from timeline_pipeline.windows.keys import WindowRef, decode_window_cursor
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,
@@ -566,3 +566,48 @@ def test_evidence_still_arriving_after_the_extra_pass_is_reported_late_not_cover
     assert state.last_seen_content_hash == report.aggregate_hash
     assert (state.metadata["late_evidence"], state.metadata["late_evidence_ids"]) == (1, [second])
     assert state.metadata["evidence_count"] == 7
+
+
+def run_window(engine: Engine, start: datetime) -> WindowRunReport:
+    ref = WindowRef("inc-1", "oc_chat", start)
+    return WindowRunner(
+        engine, settings(), Recording(engine), clock=lambda: start + timedelta(minutes=30)
+    ).run(ref, owner=f"run-{start:%H%M}")
+
+
+def rollbacks(engine: Engine) -> list[entries.EntryRow]:
+    return [e for e in all_entries(engine) if "roll" in e.title.lower()]
+
+
+def test_the_same_rollback_restated_nearby_is_one_entry(engine: Engine) -> None:
+    # Said at 10:08, restated at 10:14 in the next window: one fact, one entry, both messages.
+    workspace(engine)
+    text = "we rolled back the deploy of payments-api to v4.17.2"
+    first = post(engine, [T0 + 8 * MIN], text=text, prefix="a")
+    again = post(engine, [T0 + 14 * MIN], text=text, prefix="b")
+    run_window(engine, T0)
+    run_window(engine, T0 + timedelta(minutes=10))
+    (entry,) = rollbacks(engine)
+    assert set(entry.evidence_ids) == {*first, *again}
+    assert entry.occurred_at == T0 + 8 * MIN
+
+
+def test_a_second_rollback_an_hour_later_is_an_entry_of_its_own(engine: Engine) -> None:
+    workspace(engine)
+    text = "we rolled back the deploy of payments-api to v4.17.2"
+    first = post(engine, [T0 + 8 * MIN], text=text, prefix="a")
+    second = post(engine, [T0 + 68 * MIN], text=text, prefix="b")
+    run_window(engine, T0)
+    run_window(engine, T0 + timedelta(hours=1))
+    made = rollbacks(engine)
+    assert [(e.occurred_at, e.evidence_ids) for e in made] == [
+        (T0 + 8 * MIN, tuple(first)),
+        (T0 + 68 * MIN, tuple(second)),
+    ]
+    assert made[0].title == made[1].title and made[0].fingerprint != made[1].fingerprint
+    # Replaying the later window re-finds its own entry; it does not merge into the first.
+    replay = WindowRunner(
+        engine, settings(), Recording(engine), clock=lambda: T0 + timedelta(hours=2)
+    ).run(WindowRef("inc-1", "oc_chat", T0 + timedelta(hours=1)), owner="replay", replay=True)
+    assert replay.entries_created == 0
+    assert [e.id for e in rollbacks(engine)] == [e.id for e in made]
