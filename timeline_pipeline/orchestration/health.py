@@ -127,6 +127,8 @@ def health_metadata(health: PipelineHealth) -> dict[str, Any]:
             "failed_windows_exhausted": health.failed_exhausted,
             "retried_windows": health.retried_windows,
             "window_retries": health.window_retries,
+            "late_evidence": health.late_evidence,
+            "late_evidence_windows": health.late_evidence_windows,
             "oldest_uncovered_evidence_age_seconds": dg.MetadataValue.float(
                 _seconds(health, uncovered.at if uncovered else None) or 0.0
             ),

@@ -358,7 +358,7 @@ def plan_window_rerun(
             database.engine,
             workspace_id=config.workspace_id,
             processor_version=config.processor_version,
-            window=settings.synthesis_window,
+            settings=settings,
             now=datetime.now(UTC),
             chat_id=config.chat_id,
             since=_parse_time(config.since, "since"),
@@ -370,13 +370,17 @@ def plan_window_rerun(
     if plan.partition_keys:
         context.instance.add_dynamic_partitions(WINDOW_PARTITIONS, plan.partition_keys)
     context.log.info(
-        "rerun %s of %s: %d window(s) queued for %s, %d already present, truncated=%s",
+        "rerun %s of %s: %d window(s) queued for %s, %d already present, truncated=%s, "
+        "%d held (%d not closed, %d not collected yet: run the rerun again later for them)",
         config.processor_version,
         config.workspace_id,
         len(plan.windows),
         DISCOVERY_SENSOR,
         plan.already_present,
         plan.truncated,
+        plan.held,
+        plan.held_open,
+        plan.held_collecting,
     )
 
 

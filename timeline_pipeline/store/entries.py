@@ -2,8 +2,13 @@
 
 Machine drafts are stored by (workspace_id, fingerprint): the fingerprint is the first
 deduplication layer, so a replayed window re-finds the drafts it wrote before instead of adding
-copies. What a curator owns is never rewritten: confirmed, hidden, human-created and
-human-edited entries keep their text. A confirmed (or human-edited) entry still gains the new
+copies. It is scoped in time: a draft also carries the keys the same fact has when stated
+nearby (`nearby_fingerprints`), and merges into an entry holding one of them only if that entry
+was first proposed within `merge_within` of the draft (`nearest_entry`); a repeat of the event
+further apart is an entry of its own.
+
+What a curator owns is never rewritten: confirmed, hidden, human-created and human-edited
+entries keep their text. A confirmed (or human-edited) entry still gains the new
 evidence that supports it, because "who said this" stays useful after review; a hidden or
 human-created entry is left exactly as it is.
 
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -41,9 +46,11 @@ __all__ = [
     "create_human_entry",
     "edit_text",
     "evidence_ids_of",
+    "find_restated",
     "get",
     "get_by_fingerprint",
     "list_for_workspace",
+    "nearest_entry",
     "plan_draft_write",
     "set_status",
     "upsert_draft",
@@ -85,6 +92,11 @@ class DraftWrite:
     detail: str | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
     source: str = "ai"
+    nearby_fingerprints: Sequence[str] = ()
+    """Other keys the same fact may be stored under when it was first proposed nearby."""
+    merge_within: timedelta | None = None
+    """How near an entry under `nearby_fingerprints` must have been first proposed to merge;
+    None: only an entry holding `fingerprint` itself is the same fact."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +181,51 @@ def _metadata(existing: Mapping[str, Any] | None, draft: DraftWrite) -> dict[str
     return merged
 
 
+FIRST_PROPOSED_AT = "fingerprint_at"
+"""Metadata key: when the entry's fact was first proposed, the anchor of its fingerprint scope."""
+
+
+def first_proposed_at(entry: EntryRow) -> datetime:
+    """The entry's scope anchor; entries stored before it was recorded use their time."""
+    value = entry.metadata.get(FIRST_PROPOSED_AT)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return parsed.astimezone(UTC)
+    return entry.occurred_at
+
+
+def nearest_entry(candidates: Iterable[EntryRow], draft: DraftWrite) -> EntryRow | None:
+    """The entry `draft` restates, among those holding its fingerprint or a nearby one.
+
+    An entry with the draft's own fingerprint always is (same scope bucket, so nearby by
+    construction, and the unique key would refuse a second one); one under a nearby key only
+    when first proposed within `merge_within` of the draft. The nearest in time wins.
+    """
+
+    def distance(entry: EntryRow) -> timedelta:
+        return abs(first_proposed_at(entry) - draft.occurred_at)
+
+    matching = [
+        entry
+        for entry in candidates
+        if entry.fingerprint == draft.fingerprint
+        or (
+            draft.merge_within is not None
+            and entry.fingerprint in draft.nearby_fingerprints
+            and distance(entry) < draft.merge_within
+        )
+    ]
+    return min(
+        matching,
+        key=lambda e: (distance(e), e.fingerprint != draft.fingerprint, e.id),
+        default=None,
+    )
+
+
 def plan_draft_write(existing: EntryRow | None, draft: DraftWrite) -> DraftPlan:
     """What storing `draft` should do, given the entry that holds its fingerprint (if any)."""
     cited = tuple(sorted({ref.id for ref in draft.evidence}))
@@ -180,7 +237,10 @@ def plan_draft_write(existing: EntryRow | None, draft: DraftWrite) -> DraftPlan:
                 "title": draft.title,
                 "detail": draft.detail,
                 "category": draft.category,
-                "metadata_json": _metadata(None, draft),
+                "metadata_json": {
+                    **_metadata(None, draft),
+                    FIRST_PROPOSED_AT: draft.occurred_at.astimezone(UTC).isoformat(),
+                },
             },
             bind=cited,
         )
@@ -261,6 +321,21 @@ def get_by_fingerprint(conn: Connection, workspace_id: str, fingerprint: str) ->
     return _to_entry(row, evidence_ids_of(conn, [row.id])[row.id])
 
 
+def find_restated(conn: Connection, draft: DraftWrite) -> EntryRow | None:
+    """The stored entry `draft` restates, if any: one unique-key lookup per candidate key."""
+    keys = sorted({draft.fingerprint, *draft.nearby_fingerprints})
+    rows = conn.execute(
+        select(en).where(en.c.workspace_id == draft.workspace_id, en.c.fingerprint.in_(keys))
+    ).all()
+    chosen = nearest_entry((_to_entry(row) for row in rows), draft)
+    if chosen is None:
+        return None
+    return _to_entry(
+        next(row for row in rows if row.id == chosen.id),
+        evidence_ids_of(conn, [chosen.id])[chosen.id],
+    )
+
+
 def list_for_workspace(
     conn: Connection,
     workspace_id: str,
@@ -328,7 +403,7 @@ def upsert_draft(
     stamp = now or datetime.now(UTC)
     _check_evidence(conn, draft.workspace_id, {ref.id for ref in draft.evidence})
     for _ in range(_MAX_WRITE_ATTEMPTS):
-        existing = get_by_fingerprint(conn, draft.workspace_id, draft.fingerprint)
+        existing = find_restated(conn, draft)
         plan = plan_draft_write(existing, draft)
         if plan.outcome is DraftOutcome.CREATED:
             row = conn.execute(

@@ -299,6 +299,41 @@ def scope_range(
     return [_to_row(r) for r in rows]
 
 
+def scope_nearest_before(
+    conn: Connection,
+    workspace_id: str,
+    scope_key: str,
+    start: datetime,
+    end: datetime,
+    *,
+    limit: int,
+) -> list[EvidenceRow]:
+    """The `limit` eligible rows of one chat in [start, end) nearest to `end`, in time order.
+
+    Read-only context for a window is the talk just before it: in a busy chat the lookback
+    holds more rows than the prompt takes, and the ones to keep are the latest, not the first.
+    One descending seek of the (workspace_id, scope_key, occurred_at, id) index, reversed.
+    """
+    if limit < 1:
+        return []
+    stmt = (
+        select(ev)
+        .where(
+            ev.c.workspace_id == workspace_id,
+            ev.c.scope_key == scope_key,
+            ev.c.occurred_at >= start,
+            ev.c.occurred_at < end,
+            ev.c.ai_eligible == true(),
+            ev.c.deleted == false(),
+        )
+        .order_by(ev.c.occurred_at.desc(), ev.c.id.desc())
+        .limit(limit)
+    )
+    rows = [_to_row(r) for r in conn.execute(stmt)]
+    rows.reverse()
+    return rows
+
+
 def fill_display_names(conn: Connection, workspace_id: str, names: dict[str, str]) -> int:
     """Fill missing display names for actors resolved by the batched contact lookup."""
     total = 0

@@ -9,13 +9,14 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
+    "FINGERPRINT_SCOPE",
     "Category",
     "ConversationGroup",
     "DraftEntry",
@@ -29,6 +30,7 @@ __all__ = [
     "Synthesizer",
     "TokenUsage",
     "draft_fingerprint",
+    "nearby_fingerprints",
     "normalize_title",
     "validate_entries",
 ]
@@ -234,12 +236,52 @@ def normalize_title(title: str) -> str:
     return _WHITESPACE.sub(" ", without_punctuation).strip()
 
 
+FINGERPRINT_SCOPE = timedelta(minutes=30)
+"""How near in time a restatement of a fact must be to merge into its entry.
+
+A draft merges into an entry with the same category and normalized title that was first
+proposed less than this long before or after it; further apart it is a repeat of the event (a
+second rollback an hour after the first) and gets its own entry. See the README runbook
+"Deduplication of drafts".
+"""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _scope_start(at: datetime) -> datetime:
+    """The fixed UTC bucket of `FINGERPRINT_SCOPE` holding `at`."""
+    return _EPOCH + ((at - _EPOCH) // FINGERPRINT_SCOPE) * FINGERPRINT_SCOPE
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+
+
+def _scoped(workspace_id: str, entry: DraftEntry, scope_start: datetime) -> str:
+    stamp = scope_start.astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")
+    return _digest(workspace_id, entry.category.value, normalize_title(entry.title), stamp)
+
+
 def draft_fingerprint(workspace_id: str, entry: DraftEntry) -> str:
     """A stable key so that rerunning a window re-finds the draft it made before.
 
-    Time and evidence ids are deliberately left out: a rerun may cite one more message or shift
-    the time, and it is still the same fact.
+    Category and normalized title, scoped to the `FINGERPRINT_SCOPE` bucket of the draft's
+    time: a rerun may cite one more message or shift the time a little, and it is still the
+    same fact; the same title an hour later is another event. Evidence ids are left out.
     """
-    parts = (workspace_id, entry.category.value, normalize_title(entry.title))
-    payload = "\x1f".join(parts).encode("utf-8")
-    return hashlib.sha256(payload).hexdigest()
+    return _scoped(workspace_id, entry, _scope_start(entry.occurred_at))
+
+
+def nearby_fingerprints(workspace_id: str, entry: DraftEntry) -> tuple[str, ...]:
+    """The other keys the same fact may be stored under when it was first proposed nearby.
+
+    The neighbouring buckets (an entry first proposed at 10:29 is near a restatement at
+    10:31), and the unscoped key that entries stored before the scope existed carry. The store
+    decides by the entry's first-proposed time whether it is really within the scope.
+    """
+    start = _scope_start(entry.occurred_at)
+    return (
+        _scoped(workspace_id, entry, start - FINGERPRINT_SCOPE),
+        _scoped(workspace_id, entry, start + FINGERPRINT_SCOPE),
+        _digest(workspace_id, entry.category.value, normalize_title(entry.title)),
+    )

@@ -23,7 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 import structlog
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from timeline_pipeline.domain.evidence import EvidenceCursor, EvidenceRow
 from timeline_pipeline.domain.keys import (
@@ -55,8 +55,12 @@ from timeline_pipeline.synthesis_run.lineage import (
     draft_write,
     evidence_item,
     evidence_lineage,
+    in_order,
+    late_evidence,
+    late_lineage,
+    plan_resume,
 )
-from timeline_pipeline.windows.keys import WindowRef, decode_window_cursor, encode_window_cursor
+from timeline_pipeline.windows.keys import WindowRef, encode_window_cursor
 
 __all__ = ["RunStatus", "WindowRunReport", "WindowRunner"]
 
@@ -65,6 +69,10 @@ log = structlog.get_logger(__name__)
 READ_PAGE = 1000
 MAX_CONTEXT_ROWS = 500
 MAX_REFERENCED_ROOTS = 50
+MAX_LATE_PASSES = 1
+"""Extra passes over evidence that arrived while the run worked; what arrives after the last
+one is reported as `late_evidence` (bounded, so a flood into a closed window cannot hold a
+run forever)."""
 
 
 class RunStatus(StrEnum):
@@ -112,6 +120,10 @@ class WindowRunReport:
     prompt_version: str = ""
     model: str = ""
     resumed_after: str | None = None
+    restarted: bool = False
+    """A retry found evidence delivered late before the cursor and ran the window again."""
+    late: list[EvidenceItem] = field(default_factory=list)
+    """Evidence of the window this run saw but did not process (see `late_lineage`)."""
     replayed: bool = False
     reason: str | None = None
 
@@ -145,6 +157,9 @@ class WindowRunReport:
             "replayed": self.replayed,
         }
         data.update(evidence_lineage(self.evidence))
+        data.update(late_lineage(self.late))
+        if self.restarted:
+            data["restarted_for_late_evidence"] = True
         if self.resumed_after:
             data["resumed_after"] = self.resumed_after
         if self.reason:
@@ -255,25 +270,27 @@ class WindowRunner:
 
     # --- the work ------------------------------------------------------------------------------
 
-    def _read_window(self, ref: WindowRef) -> list[EvidenceRow]:
+    def _read_window(self, ref: WindowRef, conn: Connection | None = None) -> list[EvidenceRow]:
+        if conn is None:
+            with self.engine.connect() as own:
+                return self._read_window(ref, own)
         rows: list[EvidenceRow] = []
         end = ref.window_end(self.settings.synthesis_window)
         after: EvidenceCursor | None = None
-        with self.engine.connect() as conn:
-            while True:
-                page = evidence.scope_range(
-                    conn,
-                    ref.workspace_id,
-                    ref.chat_id,
-                    ref.window_start,
-                    end,
-                    after=after,
-                    limit=READ_PAGE,
-                )
-                rows.extend(page)
-                if len(page) < READ_PAGE:
-                    return rows
-                after = EvidenceCursor(page[-1].occurred_at, page[-1].id)
+        while True:
+            page = evidence.scope_range(
+                conn,
+                ref.workspace_id,
+                ref.chat_id,
+                ref.window_start,
+                end,
+                after=after,
+                limit=READ_PAGE,
+            )
+            rows.extend(page)
+            if len(page) < READ_PAGE:
+                return rows
+            after = EvidenceCursor(page[-1].occurred_at, page[-1].id)
 
     def _context_candidates(
         self, ref: WindowRef, window_items: Sequence[EvidenceItem]
@@ -291,7 +308,7 @@ class WindowRunner:
         referenced -= {item.message_id for item in window_items}
         with self.engine.connect() as conn:
             if lookback:
-                before = evidence.scope_range(
+                before = evidence.scope_nearest_before(
                     conn,
                     ref.workspace_id,
                     ref.chat_id,
@@ -315,22 +332,27 @@ class WindowRunner:
     def _process(
         self, ref: WindowRef, state: SyncState, report: WindowRunReport
     ) -> WindowRunReport:
+        """Synthesize what is left of the window, then check nothing arrived unprocessed.
+
+        The lineage (aggregate hash, evidence ids and count) is the evidence committed chunks
+        sent to the synthesizer, never merely what the window holds: evidence delivered late
+        into the part already done makes a retry start the window over (`plan_resume`), and
+        evidence that arrived while this run worked gets one more pass; whatever arrives after
+        that is reported as `late_evidence`, not counted as covered.
+        """
         items = [evidence_item(row) for row in self._read_window(ref)]
-        report.evidence = items
-        report.aggregate_hash = aggregate_hash(items)
-        resume = decode_window_cursor(state.last_seen_cursor) if state.last_seen_cursor else None
-        if resume is not None:
-            report.resumed_after = state.last_seen_cursor
-        todo = [i for i in items if resume is None or (i.occurred_at, i.id) > resume]
-        chunks = plan_chunks(
-            ref.window_start,
-            ref.window_end(self.settings.synthesis_window),
-            todo,
-            limits=chunk_limits(self.settings),
-            context_candidates=self._context_candidates(ref, items),
-        )
-        held = state.metadata if resume is not None else {}
-        done_before = int(held.get("chunk_count", 0) or 0)
+        resume = plan_resume(items, state.last_seen_cursor, state.metadata)
+        held: dict[str, Any] = {}
+        if state.last_seen_cursor is not None:
+            held = state.metadata
+            if resume.restarted:
+                report.restarted = True
+                log.info("window.restart_late_evidence", window=ref.partition_key)
+            else:
+                report.resumed_after = state.last_seen_cursor
+        report.evidence = in_order(resume.done)
+        report.aggregate_hash = aggregate_hash(report.evidence)
+        done_before = 0 if resume.restarted else int(held.get("chunk_count", 0) or 0)
         totals = {
             key: int(held.get(key, 0) or 0)
             for key in (
@@ -341,36 +363,62 @@ class WindowRunner:
                 "output_tokens",
             )
         }
-        if done_before:
-            # Planned from the cursor on: number them as parts of the whole window (the prompt
-            # and the logs say "part N"), not from zero again.
-            chunks = [c.model_copy(update={"index": done_before + i}) for i, c in enumerate(chunks)]
-        report.chunks_total = done_before + len(chunks)
         current = state
-        for position, chunk in enumerate(chunks):
-            number = done_before + position + 1
-            outcome = self._synthesize_chunk(chunk, report)
-            if isinstance(outcome, ChunkFailure):
-                diagnostic = outcome.diagnostic(chunk, number, report.chunks_total)
-                return self._fail(current, report, diagnostic, outcome)
-            following = chunks[position + 1].evidence[0] if position + 1 < len(chunks) else None
-            current = self._commit_chunk(
-                ref, current, chunk, outcome, number, report, totals, following
+        todo = resume.todo
+        passes = 0
+        while True:
+            chunks = plan_chunks(
+                ref.window_start,
+                ref.window_end(self.settings.synthesis_window),
+                todo,
+                limits=chunk_limits(self.settings),
+                context_candidates=self._context_candidates(ref, items),
             )
-            report.chunks_run += 1
-            report.chunk_evidence.append(len(chunk.evidence))
-        # Completed when the window yields timeline entries, even ones a replay finds already
-        # stored (created/updated say whether anything changed); ignored when it yields none.
-        status = "completed" if totals["entries_proposed"] else "ignored"
-        with self.engine.begin() as conn:
-            finished = sync_states.finish_window(
-                conn,
-                current,
-                status=status,
-                aggregate_hash=report.aggregate_hash,
-                metadata=self._state_metadata(report, totals, status=status, chunk_start=None),
-                now=self.clock(),
-            )
+            if done_before:
+                # Planned from the cursor on: number them as parts of the whole window (the
+                # prompt and the logs say "part N"), not from zero again.
+                chunks = [
+                    c.model_copy(update={"index": done_before + i}) for i, c in enumerate(chunks)
+                ]
+            report.chunks_total = done_before + len(chunks)
+            for position, chunk in enumerate(chunks):
+                number = done_before + position + 1
+                outcome = self._synthesize_chunk(chunk, report)
+                if isinstance(outcome, ChunkFailure):
+                    diagnostic = outcome.diagnostic(chunk, number, report.chunks_total)
+                    return self._fail(current, report, diagnostic, outcome)
+                following = chunks[position + 1].evidence[0] if position + 1 < len(chunks) else None
+                current = self._commit_chunk(
+                    ref, current, chunk, outcome, number, report, totals, following
+                )
+                report.chunks_run += 1
+                report.chunk_evidence.append(len(chunk.evidence))
+            done_before = report.chunks_total
+            with self.engine.begin() as conn:
+                items = [evidence_item(row) for row in self._read_window(ref, conn)]
+                late = late_evidence(items, report.evidence)
+                if late and passes < MAX_LATE_PASSES:
+                    todo = late
+                    passes += 1
+                    log.info("window.late_evidence_pass", window=ref.partition_key, rows=len(late))
+                    continue
+                report.late = late
+                # Completed when the window yields timeline entries, even ones a replay finds
+                # already stored (created/updated say whether anything changed); ignored when
+                # it yields none.
+                status = "completed" if totals["entries_proposed"] else "ignored"
+                finished = sync_states.finish_window(
+                    conn,
+                    current,
+                    status=status,
+                    aggregate_hash=report.aggregate_hash,
+                    metadata={
+                        **self._state_metadata(report, totals, status=status, chunk_start=None),
+                        **late_lineage(late),
+                    },
+                    now=self.clock(),
+                )
+            break
         if finished is None:
             raise LeaseLost("lease lost: another run took over the window before it finished")
         report.status = RunStatus(status)
@@ -378,7 +426,8 @@ class WindowRunner:
             "window.finished",
             window=ref.partition_key,
             status=status,
-            evidence=len(items),
+            evidence=len(report.evidence),
+            late_evidence=len(report.late),
             chunks=report.chunks_total,
             created=report.entries_created,
             updated=report.entries_updated,
@@ -454,7 +503,10 @@ class WindowRunner:
             )
             for entry in result.entries
         ]
-        last = chunk.evidence[-1]
+        processed = in_order([*report.evidence, *chunk.evidence])
+        # The furthest evidence processed, not this chunk's last: a pass over late evidence
+        # runs behind the cursor and must not move it back.
+        last = processed[-1]
         created = updated = supported = unchanged = bound = 0
         with self.engine.begin() as conn:
             for written in entries.upsert_drafts(
@@ -486,12 +538,15 @@ class WindowRunner:
                         else None
                     ),
                     chunk_count=number,
+                    processed=processed,
                 ),
                 now=self.clock(),
             )
             if advanced is None:
                 # Rolls back this chunk's drafts with the transaction.
                 raise LeaseLost("lease lost: another run took over the window mid-way")
+        report.evidence = processed
+        report.aggregate_hash = aggregate_hash(processed)
         report.entries_created += created
         report.entries_updated += updated
         report.entries_supported += supported
@@ -540,10 +595,15 @@ class WindowRunner:
         status: str,
         chunk_start: str | None,
         chunk_count: int | None = None,
+        processed: Sequence[EvidenceItem] | None = None,
     ) -> dict[str, Any]:
+        done = report.evidence if processed is None else processed
         return {
             "status": status,
-            "evidence_count": len(report.evidence),
+            "evidence_count": len(done),
+            # What `plan_resume` checks before a retry trusts the cursor.
+            "processed_count": len(done),
+            "processed_hash": aggregate_hash(done),
             "chunk_count": report.chunks_total if chunk_count is None else chunk_count,
             "prompt_version": report.prompt_version,
             "processor": report.processor,

@@ -96,6 +96,8 @@ class _Tally:
     oldest_uncovered_at: datetime | None = None
     oldest_collected_until: datetime | None = None
     chats_never_collected: int = 0
+    late_evidence_windows: int = 0
+    late_evidence: int = 0
 
     def freeze(self, workspace_id: str) -> WorkspaceHealth:
         return WorkspaceHealth(
@@ -108,6 +110,8 @@ class _Tally:
             oldest_uncovered_at=self.oldest_uncovered_at,
             oldest_collected_until=self.oldest_collected_until,
             chats_never_collected=self.chats_never_collected,
+            late_evidence_windows=self.late_evidence_windows,
+            late_evidence=self.late_evidence,
         )
 
 
@@ -141,6 +145,7 @@ class _Measurement:
 
     def _count_columns(self) -> list[Any]:
         retried = ss.c.attempt_count > 1
+        late = func.coalesce(ss.c.metadata_json["late_evidence"].as_integer(), 0)
         stale = and_(ss.c.status == "processing", ss.c.processing_started_at <= self.stale_before)
         exhausted = and_(
             ss.c.status == "failed",
@@ -154,6 +159,9 @@ class _Measurement:
             _sum_if(exhausted).label("exhausted"),
             _sum_if(retried).label("retried"),
             _sum_if(retried, ss.c.attempt_count - 1).label("retries"),
+            # A finished run records evidence it saw but did not process (`late_evidence`).
+            _sum_if(late > 0).label("late_windows"),
+            _sum_if(late > 0, late).label("late"),
         ]
 
     def count_windows(self) -> None:
@@ -179,6 +187,8 @@ class _Measurement:
                 tally.failed_exhausted += int(row.exhausted or 0)
                 tally.retried_windows += int(row.retried or 0)
                 tally.window_retries += int(row.retries or 0)
+                tally.late_evidence_windows += int(row.late_windows or 0)
+                tally.late_evidence += int(row.late or 0)
 
     def list_windows(self) -> tuple[list[ListedWindow], list[ListedWindow]]:
         columns = (

@@ -58,6 +58,10 @@ class WorkspaceHealth:
     oldest_uncovered_at: datetime | None = None
     oldest_collected_until: datetime | None = None
     chats_never_collected: int = 0
+    late_evidence_windows: int = 0
+    """Finished windows that saw evidence arrive too late to process in their run."""
+    late_evidence: int = 0
+    """Evidence rows those windows reported as `late_evidence` (never counted as covered)."""
 
     @property
     def backlog(self) -> int:
@@ -121,6 +125,14 @@ class PipelineHealth:
     @property
     def chats_never_collected(self) -> int:
         return sum(workspace.chats_never_collected for workspace in self.workspaces)
+
+    @property
+    def late_evidence_windows(self) -> int:
+        return sum(workspace.late_evidence_windows for workspace in self.workspaces)
+
+    @property
+    def late_evidence(self) -> int:
+        return sum(workspace.late_evidence for workspace in self.workspaces)
 
     @property
     def oldest_uncovered_age(self) -> timedelta | None:

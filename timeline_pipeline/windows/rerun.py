@@ -6,12 +6,18 @@ default namespace keeps its history and the rerun is bounded, resumable and audi
 module finds the non-empty windows (one index seek per window, never a scan of the messages)
 and creates their versioned state rows; the discovery sensor then requests their runs, oldest
 first and within the backlog limits, like any other window.
+
+A state row created here is requested by the sensor as soon as there is room, so only windows
+that discovery itself would take get one: closed (`window_end + synthesisWindowCloseGrace`) and,
+with reconciliation on, collected past their end. The rules are discovery's own
+(`windows.planning.is_closed`, `collection_covers`); the windows they hold back are counted in
+the plan, and running the rerun again later adds them (existing rows are kept).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import Engine
 
@@ -20,8 +26,10 @@ from timeline_pipeline.domain.keys import (
     SOURCE_TYPE_WINDOW,
     check_processor_version,
 )
+from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states, workspaces
 from timeline_pipeline.windows.keys import WindowRef, window_start_of
+from timeline_pipeline.windows.planning import DiscoveryLimits, collection_covers, is_closed
 
 __all__ = ["RerunPlan", "RerunRefused", "plan_versioned_rerun"]
 
@@ -37,6 +45,15 @@ class RerunPlan:
     windows: list[WindowRef] = field(default_factory=list)
     already_present: int = 0
     truncated: bool = False
+    held_open: int = 0
+    """Windows not closed yet (their end plus the close grace is still ahead)."""
+    held_collecting: int = 0
+    """Closed windows whose chat history is not collected past their end yet."""
+
+    @property
+    def held(self) -> int:
+        """Windows left for a later run of the rerun: discovery would not take them yet."""
+        return self.held_open + self.held_collecting
 
     @property
     def partition_keys(self) -> list[str]:
@@ -48,7 +65,7 @@ def plan_versioned_rerun(
     *,
     workspace_id: str,
     processor_version: str,
-    window: timedelta,
+    settings: LarkTimelineSettings,
     now: datetime,
     chat_id: str | None = None,
     since: datetime | None = None,
@@ -59,7 +76,10 @@ def plan_versioned_rerun(
 
     `since` defaults to the workspace's creation, `until` to now. At most `max_windows` rows
     are created per call, oldest first; calling again continues, since existing rows are kept.
+    Windows discovery would not take yet (open, or not collected) get no row: see `held`.
     """
+    limits = DiscoveryLimits.from_settings(settings)
+    window = limits.window
     check_processor_version(processor_version)
     if max_windows < 1:
         raise RerunRefused("max_windows must be at least 1")
@@ -88,7 +108,18 @@ def plan_versioned_rerun(
                 found.append(WindowRef(workspace_id, chat, bucket, processor_version))
                 at = bucket + window
     found.sort(key=WindowRef.sort_key)
+    coverage: dict[tuple[str, str], datetime | None] = {}
+    if limits.reconciliation_enabled and found:
+        with engine.connect() as conn:
+            coverage = sync_states.checkpoint_coverage(conn, sorted({r.chat_key for r in found}))
     for ref in found:
+        end = ref.window_end(window)
+        if not is_closed(end, now, limits.close_grace):
+            plan.held_open += 1
+            continue
+        if not collection_covers(end, coverage.get(ref.chat_key), limits.reconciliation_enabled):
+            plan.held_collecting += 1
+            continue
         if len(plan.windows) >= max_windows:
             plan.truncated = True
             break

@@ -123,6 +123,7 @@ def test_under_the_limits_every_check_passes_and_the_figures_are_recorded(
         1,
     )
     assert (meta["stale_processing_windows"], meta["failed_windows"]) == (0, 0)
+    assert (meta["late_evidence"], meta["late_evidence_windows"]) == (0, 0)
     assert meta["windows_by_status"] == {
         "pending": 1,
         "processing": 0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -260,3 +261,78 @@ def test_what_a_repeated_draft_may_do_to_an_existing_entry(
     )
     assert plan_draft_write(row, draft).outcome is outcome
     assert plan_draft_write(None, draft).outcome is DraftOutcome.CREATED
+
+
+SCOPE = timedelta(minutes=30)
+MINUTE = timedelta(minutes=1)
+
+
+def test_a_restatement_under_a_nearby_key_merges_into_the_entry_first_proposed_nearby(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    # 10:28 is stored under its scope's key; 10:33 falls in the next scope, but the entry was
+    # first proposed five minutes earlier: the same fact, so it merges.
+    first = _store(engine, _draft(refs[:1], fingerprint="fp-a", occurred_at=T0 + 28 * MINUTE))
+    near = _draft(
+        refs[1:2],
+        fingerprint="fp-b",
+        occurred_at=T0 + 33 * MINUTE,
+        nearby_fingerprints=("fp-a", "fp-c"),
+        merge_within=SCOPE,
+    )
+    merged = _store(engine, near)
+    assert merged.entry_id == first.entry_id and merged.outcome is DraftOutcome.UPDATED
+    entry = _entry(engine, first.entry_id)
+    assert entry.evidence_ids == (refs[0].id, refs[1].id)
+    assert entry.fingerprint == "fp-a"
+    assert entry.metadata["fingerprint_at"] == (T0 + 28 * MINUTE).isoformat()
+
+
+def test_a_repeat_far_from_the_first_statement_is_an_entry_of_its_own(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    first = _store(engine, _draft(refs[:1], fingerprint="fp-a", occurred_at=T0 + 3 * MINUTE))
+    later = _draft(
+        refs[1:2],
+        fingerprint="fp-c",
+        occurred_at=T0 + 63 * MINUTE,
+        nearby_fingerprints=("fp-a", "fp-b"),
+        merge_within=SCOPE,
+    )
+    repeat = _store(engine, later)
+    assert repeat.outcome is DraftOutcome.CREATED and repeat.entry_id != first.entry_id
+    assert _entry(engine, repeat.entry_id).evidence_ids == (refs[1].id,)
+    assert _entry(engine, first.entry_id).evidence_ids == (refs[0].id,)
+    # Stored again (a replay of its window), the repeat finds itself, not the first entry.
+    again = _store(engine, later)
+    assert (again.entry_id, again.outcome) == (repeat.entry_id, DraftOutcome.UNCHANGED)
+
+
+def test_the_nearness_is_measured_from_when_the_entry_was_first_proposed(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    # An entry first proposed at 10:03 whose time a later merge moved back is still anchored at
+    # 10:03; an entry stored before the anchor existed is anchored at its own time.
+    stored = _store(engine, _draft(refs[:1], fingerprint="fp-a", occurred_at=T0 + 3 * MINUTE))
+    held = _entry(engine, stored.entry_id)
+    moved = entries.EntryRow(
+        **{**vars_of(held), "occurred_at": T0 - 40 * MINUTE, "evidence_ids": ()}
+    )
+    legacy = entries.EntryRow(
+        **{**vars_of(held), "id": held.id + 1, "fingerprint": "fp-old", "metadata": {}}
+    )
+    probe = _draft(
+        refs, fingerprint="fp-b", nearby_fingerprints=("fp-a", "fp-old"), merge_within=SCOPE
+    )
+    at_20 = replace(probe, occurred_at=T0 + 20 * MINUTE)
+    assert entries.nearest_entry([moved], at_20) == moved
+    assert entries.nearest_entry([legacy], replace(probe, occurred_at=T0 + 30 * MINUTE)) == legacy
+    assert (
+        entries.nearest_entry([moved, legacy], replace(probe, occurred_at=T0 + 34 * MINUTE)) is None
+    )
+    # Without `merge_within` only the draft's own key matches (the unscoped behaviour).
+    assert entries.nearest_entry([moved], replace(at_20, merge_within=None)) is None
+
+
+def vars_of(entry: EntryRow) -> dict[str, Any]:
+    return {name: getattr(entry, name) for name in entry.__slots__}

@@ -191,6 +191,30 @@ def test_scope_range_returns_only_eligible_evidence_of_the_chat_in_the_window(
     assert [r.content for r in rows] == ["in"]
 
 
+def test_the_nearest_rows_before_a_window_are_read_latest_first_and_returned_in_time_order(
+    engine: Engine,
+) -> None:
+    # A busy lookback: more rows than the limit. Context is the talk just before the window,
+    # so the rows kept are the latest ones; the bot message, the redacted one and the other
+    # chat's never count against the limit.
+    make_workspace(engine)
+    start, end = T0, T0 + timedelta(minutes=5)
+    with engine.begin() as conn:
+        for n in range(12):
+            at = start + timedelta(seconds=20 * n)
+            evidence.upsert(conn, message(f"m{n}", message_id=f"om_{n:02d}", at=at))
+        late = end - timedelta(seconds=1)
+        evidence.upsert(conn, message("bot", message_id="om_bot", at=late, ai_eligible=False))
+        evidence.upsert(conn, message("x", message_id="om_gone", at=late, deleted=True))
+        evidence.upsert(conn, message("o", chat_id="oc_other", message_id="om_o", at=late))
+        evidence.upsert(conn, message("in the window", message_id="om_in", at=end))
+    with engine.connect() as conn:
+        rows = evidence.scope_nearest_before(conn, "inc-1", "oc_chat", start, end, limit=4)
+        none = evidence.scope_nearest_before(conn, "inc-1", "oc_chat", start, end, limit=0)
+    assert [r.content for r in rows] == ["m8", "m9", "m10", "m11"]
+    assert none == []
+
+
 def test_microseconds_survive_the_round_trip(engine: Engine) -> None:
     make_workspace(engine)
     at = T0 + timedelta(microseconds=123456)

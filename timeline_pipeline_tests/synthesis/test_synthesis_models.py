@@ -10,12 +10,14 @@ from pydantic import ValidationError
 
 from timeline_pipeline.synthesis.grouping import group_evidence
 from timeline_pipeline.synthesis.models import (
+    FINGERPRINT_SCOPE,
     Category,
     DraftEntry,
     EvidenceItem,
     InvalidSynthesisOutput,
     SynthesisChunk,
     draft_fingerprint,
+    nearby_fingerprints,
     normalize_title,
     validate_entries,
 )
@@ -164,3 +166,19 @@ def test_fingerprint_is_a_stable_sha256() -> None:
 def test_normalize_title_keeps_letters_of_any_script() -> None:
     assert normalize_title("  Écoute: la base  est TOMBÉE!! ") == "écoute la base est tombée"
     assert normalize_title("数据库 主从切换。") == "数据库 主从切换"
+
+
+def test_the_fingerprint_is_scoped_to_a_half_hour_bucket_of_the_draft_time() -> None:
+    title = "Rolled back checkout"
+    ten = WINDOW_START.replace(hour=10, minute=0)
+    at_1002 = _entry([1], title=title, at=ten + timedelta(minutes=2))
+    at_1029 = _entry([1], title=title, at=ten + timedelta(minutes=29))
+    at_1031 = _entry([1], title=title, at=ten + timedelta(minutes=31))
+    at_1102 = _entry([1], title=title, at=ten + timedelta(minutes=62))
+    assert timedelta(minutes=30) == FINGERPRINT_SCOPE
+    assert draft_fingerprint("ws-1", at_1002) == draft_fingerprint("ws-1", at_1029)
+    assert draft_fingerprint("ws-1", at_1031) != draft_fingerprint("ws-1", at_1029)
+    assert draft_fingerprint("ws-1", at_1102) != draft_fingerprint("ws-1", at_1002)
+    # A restatement at 10:31 can find the 10:29 entry under its neighbour's key; 11:02 cannot.
+    assert draft_fingerprint("ws-1", at_1029) in nearby_fingerprints("ws-1", at_1031)
+    assert draft_fingerprint("ws-1", at_1002) not in nearby_fingerprints("ws-1", at_1102)

@@ -8,14 +8,15 @@ loopback stand-in of the Messages API.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine
 
+from timeline_pipeline.domain.evidence import EvidenceRecord
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import entries, sync_states
+from timeline_pipeline.store import entries, evidence, sync_states
 from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.synthesis.claude import ClaudeSynthesizer, build_claude_client
 from timeline_pipeline.synthesis.models import (
@@ -27,7 +28,7 @@ from timeline_pipeline.synthesis.models import (
 from timeline_pipeline.synthesis.rules import RULES_PROMPT_VERSION, RuleSynthesizer
 from timeline_pipeline.synthesis.tokens import estimate_total_tokens
 from timeline_pipeline.synthesis_run.lineage import aggregate_hash, chunk_limits
-from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner
+from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
 from timeline_pipeline.windows.keys import WindowRef, decode_window_cursor
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,
@@ -62,9 +63,13 @@ class Recording:
         self.chunks: list[SynthesisChunk] = []
         self.cursors: list[str | None] = []
         self.gate: threading.Event | None = None
+        self.during: list[Callable[[], None]] = []
+        """Done inside the n-th call (one per call, in order): what arrives meanwhile."""
 
     def synthesize(self, chunk: SynthesisChunk) -> SynthesisResult:
         self.chunks.append(chunk)
+        if self.during:
+            self.during.pop(0)()
         state = current_state(self.engine)
         self.cursors.append(state.last_seen_cursor if state else None)
         if self.gate is not None:
@@ -174,6 +179,22 @@ def test_lookback_context_is_shown_but_never_counted(engine: Engine) -> None:
     report = runner(engine, recording).run(REF, owner="run-1")
     assert before in [c.id for c in recording.chunks[0].context]
     assert before not in [e.id for e in report.evidence]
+
+
+def test_in_a_busy_chat_the_context_is_the_talk_nearest_the_window(engine: Engine) -> None:
+    # 600 messages in the five minutes before the window: more than the 500 context rows a
+    # run loads. The ones loaded must be the latest, right before the window, not the first.
+    chat(engine, 3)
+    lookback = [T0 - timedelta(minutes=5) + timedelta(milliseconds=500 * n) for n in range(600)]
+    before = post(engine, lookback, text="we restarted the api gateway nodes", prefix="busy")
+    recording = Recording(engine)
+    runner(engine, recording).run(REF, owner="run-1")
+    shown = [c.id for c in recording.chunks[0].context]
+    assert shown, "the chunk got no read-only context"
+    assert before[-1] in shown  # the message right before the window
+    assert not set(shown) & set(before[:100])  # the oldest ones are beyond the 500 loaded
+    times = [c.occurred_at for c in recording.chunks[0].context]
+    assert times == sorted(times)
 
 
 def test_a_window_with_nothing_worth_a_timeline_is_ignored(engine: Engine) -> None:
@@ -412,3 +433,181 @@ def test_an_ai_failure_then_a_retry_binds_the_drafts(engine: Engine) -> None:
     assert entry.metadata["model"] == "claude-standin"
     state = current_state(engine)
     assert state is not None and (state.status, state.attempt_count) == ("completed", 2)
+
+
+def sent(recording: Recording) -> list[int]:
+    return [e.id for c in recording.chunks for e in c.evidence]
+
+
+def test_a_message_delivered_late_before_the_cursor_is_synthesized_by_the_retry(
+    engine: Engine,
+) -> None:
+    # Chunk 1 (40 rows) commits, chunk 2 fails; then a message from 10:00:10 is delivered
+    # late, before the cursor. Resuming after the cursor would count it (hash, ids, count)
+    # without ever sending it to the model: the retry must synthesize it.
+    ids = chat(engine, 50)
+    config = settings(synthesis_chunk_max_attempts=1)
+    failing = Recording(engine, [None, SynthesisUnavailable("overloaded", "529")])
+    assert runner(engine, failing, config).run(REF, owner="run-1").status is RunStatus.FAILED
+    (late,) = post(
+        engine, [T0 + timedelta(seconds=10)], text="we paged the database on-call", prefix="late"
+    )
+
+    retry = Recording(engine)
+    report = runner(engine, retry, config).run(REF, owner="run-2")
+
+    assert report.status is RunStatus.COMPLETED
+    assert late in sent(retry)
+    assert report.restarted and report.resumed_after is None
+    processed = set(sent(retry))
+    assert {e.id for e in report.evidence} == processed == set(ids) | {late}
+    assert report.aggregate_hash == aggregate_hash(report.evidence)
+    metadata = report.metadata()
+    assert metadata["evidence_count"] == 51 and late in metadata["evidence_ids"]
+    assert metadata["late_evidence"] == 0 and metadata["restarted_for_late_evidence"] is True
+    state = current_state(engine)
+    assert state is not None and state.status == "completed"
+    assert state.last_seen_content_hash == report.aggregate_hash
+    assert state.metadata["evidence_count"] == 51
+
+
+def test_an_edit_before_the_cursor_is_synthesized_again_in_its_new_version(
+    engine: Engine,
+) -> None:
+    ids = chat(engine, 50)
+    config = settings(synthesis_chunk_max_attempts=1)
+    failing = Recording(engine, [None, SynthesisUnavailable("overloaded", "529")])
+    runner(engine, failing, config).run(REF, owner="run-1")
+    with engine.begin() as conn:
+        row = evidence.get_many(conn, "inc-1", [ids[3]])[0]
+        evidence.upsert(
+            conn,
+            EvidenceRecord(
+                workspace_id=row.workspace_id,
+                source=row.source,
+                source_type=row.source_type,
+                source_key=row.source_key,
+                occurred_at=row.occurred_at,
+                source_updated_at=row.source_updated_at + MIN,
+                content="next step: add alerting on pool saturation, owner alice",
+                content_hash="edited-3",
+                actor_id=row.actor_id,
+                scope_key=row.scope_key,
+                metadata=row.metadata,
+                ai_eligible=True,
+            ),
+        )
+    retry = Recording(engine)
+    report = runner(engine, retry, config).run(REF, owner="run-2")
+    assert report.status is RunStatus.COMPLETED
+    versions = {e.id: e.content_hash for c in retry.chunks for e in c.evidence}
+    assert versions[ids[3]] == "edited-3"
+    assert {e.id: e.content_hash for e in report.evidence}[ids[3]] == "edited-3"
+    assert report.aggregate_hash == aggregate_hash(report.evidence)
+
+
+def test_a_retry_with_nothing_late_still_resumes_after_the_last_commit(engine: Engine) -> None:
+    ids = chat(engine, 50)
+    config = settings(synthesis_chunk_max_attempts=1)
+    failing = Recording(engine, [None, SynthesisUnavailable("overloaded", "529")])
+    runner(engine, failing, config).run(REF, owner="run-1")
+    (after_cursor,) = post(engine, [T0 + 9 * MIN], text="error rate back to normal", prefix="z")
+    retry = Recording(engine)
+    report = runner(engine, retry, config).run(REF, owner="run-2")
+    assert sent(retry) == [*ids[40:], after_cursor]
+    assert not report.restarted and report.resumed_after is not None
+    assert [e.id for e in report.evidence] == [*ids, after_cursor]
+
+
+def test_evidence_arriving_while_the_run_works_gets_one_more_pass(engine: Engine) -> None:
+    ids = chat(engine, 6)
+    arrived: list[int] = []
+    recording = Recording(engine)
+    recording.during.append(
+        lambda: arrived.extend(
+            post(engine, [T0 + timedelta(seconds=2)], text="we rolled back again", prefix="d")
+        )
+    )
+    report = runner(engine, recording).run(REF, owner="run-1")
+    assert report.status is RunStatus.COMPLETED
+    assert [[e.id for e in c.evidence] for c in recording.chunks] == [ids, arrived]
+    assert [e.id for e in report.evidence] == [ids[0], arrived[0], *ids[1:]]
+    assert report.aggregate_hash == aggregate_hash(report.evidence)
+    assert report.metadata()["late_evidence"] == 0
+    state = current_state(engine)
+    assert state is not None and state.last_seen_cursor is not None
+    assert decode_window_cursor(state.last_seen_cursor)[1] == ids[-1]  # never moved back
+
+
+def test_evidence_still_arriving_after_the_extra_pass_is_reported_late_not_covered(
+    engine: Engine,
+) -> None:
+    ids = chat(engine, 6)
+    arrived: list[int] = []
+
+    def deliver(prefix: str) -> Callable[[], None]:
+        at = T0 + timedelta(seconds=30)
+        return lambda: arrived.extend(post(engine, [at], text="db failover done", prefix=prefix))
+
+    recording = Recording(engine)
+    recording.during += [deliver("first"), deliver("second")]
+    report = runner(engine, recording).run(REF, owner="run-1")
+
+    assert report.status is RunStatus.COMPLETED
+    first, second = arrived
+    assert second not in sent(recording)
+    assert {e.id for e in report.evidence} == {*ids, first}
+    assert report.aggregate_hash == aggregate_hash(report.evidence)
+    metadata = report.metadata()
+    assert metadata["evidence_count"] == 7 and second not in metadata["evidence_ids"]
+    assert (metadata["late_evidence"], metadata["late_evidence_ids"]) == (1, [second])
+    state = current_state(engine)
+    assert state is not None and state.status == "completed"
+    assert state.last_seen_content_hash == report.aggregate_hash
+    assert (state.metadata["late_evidence"], state.metadata["late_evidence_ids"]) == (1, [second])
+    assert state.metadata["evidence_count"] == 7
+
+
+def run_window(engine: Engine, start: datetime) -> WindowRunReport:
+    ref = WindowRef("inc-1", "oc_chat", start)
+    return WindowRunner(
+        engine, settings(), Recording(engine), clock=lambda: start + timedelta(minutes=30)
+    ).run(ref, owner=f"run-{start:%H%M}")
+
+
+def rollbacks(engine: Engine) -> list[entries.EntryRow]:
+    return [e for e in all_entries(engine) if "roll" in e.title.lower()]
+
+
+def test_the_same_rollback_restated_nearby_is_one_entry(engine: Engine) -> None:
+    # Said at 10:08, restated at 10:14 in the next window: one fact, one entry, both messages.
+    workspace(engine)
+    text = "we rolled back the deploy of payments-api to v4.17.2"
+    first = post(engine, [T0 + 8 * MIN], text=text, prefix="a")
+    again = post(engine, [T0 + 14 * MIN], text=text, prefix="b")
+    run_window(engine, T0)
+    run_window(engine, T0 + timedelta(minutes=10))
+    (entry,) = rollbacks(engine)
+    assert set(entry.evidence_ids) == {*first, *again}
+    assert entry.occurred_at == T0 + 8 * MIN
+
+
+def test_a_second_rollback_an_hour_later_is_an_entry_of_its_own(engine: Engine) -> None:
+    workspace(engine)
+    text = "we rolled back the deploy of payments-api to v4.17.2"
+    first = post(engine, [T0 + 8 * MIN], text=text, prefix="a")
+    second = post(engine, [T0 + 68 * MIN], text=text, prefix="b")
+    run_window(engine, T0)
+    run_window(engine, T0 + timedelta(hours=1))
+    made = rollbacks(engine)
+    assert [(e.occurred_at, e.evidence_ids) for e in made] == [
+        (T0 + 8 * MIN, tuple(first)),
+        (T0 + 68 * MIN, tuple(second)),
+    ]
+    assert made[0].title == made[1].title and made[0].fingerprint != made[1].fingerprint
+    # Replaying the later window re-finds its own entry; it does not merge into the first.
+    replay = WindowRunner(
+        engine, settings(), Recording(engine), clock=lambda: T0 + timedelta(hours=2)
+    ).run(WindowRef("inc-1", "oc_chat", T0 + timedelta(hours=1)), owner="replay", replay=True)
+    assert replay.entries_created == 0
+    assert [e.id for e in rollbacks(engine)] == [e.id for e in made]

@@ -321,3 +321,34 @@ def test_a_failed_window_whose_evidence_was_all_recalled_leaves_nothing_uncovere
     health = measure_health(engine, settings(), NOW)
 
     assert health.failed == 1 and health.oldest_uncovered is None
+
+
+def test_evidence_a_finished_window_reported_late_is_counted_per_workspace(
+    engine: Engine,
+) -> None:
+    # A run records evidence it saw arrive but did not process as `late_evidence`; health
+    # counts those windows and rows, so late evidence is visible and never passes as covered.
+    workspace(engine, "inc-1")
+    workspace(engine, "inc-2", chats=["oc_other"])
+    post(engine, [T0 + k * WINDOW + MIN for k in range(3)])
+    post(engine, [T0 + MIN], workspace_id="inc-2", chat_id="oc_other")
+    reported = {0: 2, 1: 0, 2: None}
+    for k, late in reported.items():
+        claimed = claim(engine, window(engine, T0 + k * WINDOW), T0 + 40 * MIN)
+        with engine.begin() as conn:
+            metadata: dict[str, Any] = {} if late is None else {"late_evidence": late}
+            assert sync_states.finish_window(
+                conn, claimed, status="completed", aggregate_hash="h", metadata=metadata
+            )
+    other = claim(engine, window(engine, T0, "inc-2", "oc_other"), T0 + 40 * MIN)
+    with engine.begin() as conn:
+        assert sync_states.finish_window(
+            conn, other, status="ignored", aggregate_hash="h", metadata={"late_evidence": 1}
+        )
+
+    health = measure_health(engine, settings(), NOW)
+
+    assert (health.late_evidence_windows, health.late_evidence) == (2, 3)
+    ws = by_id(health)
+    assert (ws["inc-1"].late_evidence_windows, ws["inc-1"].late_evidence) == (1, 2)
+    assert (ws["inc-2"].late_evidence_windows, ws["inc-2"].late_evidence) == (1, 1)
