@@ -24,7 +24,9 @@ from timeline_pipeline.synthesis.evaluation import (
 from timeline_pipeline.synthesis.gold import (
     ExpectedFact,
     GoldTranscript,
+    Split,
     load_gold_set,
+    load_splits,
     transcript_from_records,
 )
 from timeline_pipeline.synthesis.models import Category
@@ -40,6 +42,12 @@ HELD_OUT_MIN_RECALL = 0.6
 
 @pytest.fixture(scope="module")
 def gold() -> list[GoldTranscript]:
+    """The transcripts the rules were first developed against."""
+    return load_gold_set(GOLD, split=Split.TUNED)
+
+
+@pytest.fixture(scope="module")
+def every_transcript() -> list[GoldTranscript]:
     return load_gold_set(GOLD)
 
 
@@ -85,13 +93,53 @@ def test_a_transcript_from_records_is_read_like_one_from_disk(
 # --- the gold set itself -------------------------------------------------------------------
 
 
-def test_gold_set_has_at_least_three_different_incidents(gold: list[GoldTranscript]) -> None:
-    assert len(gold) >= 3
-    speakers = [{item.actor_id for item in t.evidence} for t in gold]
+def test_gold_set_has_at_least_three_different_incidents(
+    every_transcript: list[GoldTranscript],
+) -> None:
+    assert len(every_transcript) >= 3
+    speakers = [{item.actor_id for item in t.evidence} for t in every_transcript]
     assert all(a.isdisjoint(b) for i, a in enumerate(speakers) for b in speakers[i + 1 :])
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in GOLD.iterdir() if p.is_dir()))
+def test_every_transcript_has_a_split_and_both_new_halves_are_populated() -> None:
+    names = sorted(p.name for p in GOLD.iterdir() if p.is_dir())
+    splits = load_splits(GOLD)
+    assert sorted(splits) == names
+    assert sum(s is Split.TUNING for s in splits.values()) >= 4
+    assert sum(s is Split.HELD_OUT for s in splits.values()) >= 4
+
+
+def test_a_split_selects_only_its_transcripts() -> None:
+    splits = load_splits(GOLD)
+    held_out = load_gold_set(GOLD, split=Split.HELD_OUT)
+    assert held_out
+    assert all(splits[t.name] is Split.HELD_OUT for t in held_out)
+
+
+_TUNED_NAMES = sorted(name for name, split in load_splits(GOLD).items() if split is Split.TUNED)
+_NEW_NAMES = sorted(name for name, split in load_splits(GOLD).items() if split is not Split.TUNED)
+
+
+@pytest.mark.parametrize("name", _NEW_NAMES)
+def test_new_transcript_is_a_realistic_chat(name: str) -> None:
+    """The newer transcripts are shorter (terse chats end quickly) but carry the same mess:
+    bot cards, images, a thread, a reply, an edit and a mention."""
+    lines = (GOLD / name / "messages.jsonl").read_text(encoding="utf-8").splitlines()
+    items = [json.loads(line) for line in lines]
+    assert 20 <= len(items) <= 150
+    times = [int(item["create_time"]) for item in items]
+    assert times == sorted(times)
+    assert 20 <= (times[-1] - times[0]) / 60_000 <= 90
+    assert len({item["message_id"] for item in items}) == len(items)
+    assert {"text", "interactive", "image"} <= {item["msg_type"] for item in items}
+    assert any(item["sender"]["sender_type"] == "app" for item in items)
+    assert any(item.get("thread_id") for item in items)
+    assert any(item.get("parent_id") and not item.get("thread_id") for item in items)
+    assert any(item["updated"] and item["update_time"] > item["create_time"] for item in items)
+    assert any(item["mentions"] for item in items)
+
+
+@pytest.mark.parametrize("name", _TUNED_NAMES)
 def test_transcript_is_realistic(name: str) -> None:
     lines = (GOLD / name / "messages.jsonl").read_text().splitlines()
     items = [json.loads(line) for line in lines]
@@ -110,9 +158,9 @@ def test_transcript_is_realistic(name: str) -> None:
 
 
 def test_expected_facts_rest_on_eligible_messages_of_their_transcript(
-    gold: list[GoldTranscript],
+    every_transcript: list[GoldTranscript],
 ) -> None:
-    for transcript in gold:
+    for transcript in every_transcript:
         eligible = {item.message_id for item in transcript.evidence}
         assert transcript.expected
         for fact in transcript.expected:
