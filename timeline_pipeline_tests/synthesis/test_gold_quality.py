@@ -14,8 +14,10 @@ import pytest
 
 from timeline_pipeline.demo_data import load_expected_facts, load_messages
 from timeline_pipeline.synthesis.evaluation import (
+    CategoryScore,
     ProducedFact,
     Score,
+    category_scores,
     match_facts,
     produced_facts,
     run_windows,
@@ -179,3 +181,21 @@ def test_matching_claims_each_expected_fact_once() -> None:
     ]
     assert match_facts(produced, [fact]) in ({0: 0}, {1: 0})
     assert score(produced, [fact]) == Score(produced=3, expected=1, matched=1)
+
+
+def test_category_scores_split_the_overall_score_by_kind() -> None:
+    expected = [
+        ExpectedFact(Category.MITIGATION, frozenset({"om_1"}), "rolled back"),
+        ExpectedFact(Category.FINDING, frozenset({"om_2"}), "pool exhausted"),
+    ]
+    produced = [
+        ProducedFact(Category.MITIGATION, frozenset({"om_1"}), "rolled back"),
+        ProducedFact(Category.FINDING, frozenset({"om_3"}), "chatter"),
+        ProducedFact(Category.IMPACT, frozenset({"om_2"}), "pool exhausted"),
+    ]
+    by_kind = category_scores(produced, expected)
+    assert by_kind[Category.MITIGATION] == CategoryScore(produced=1, expected=1, matched=1)
+    assert by_kind[Category.FINDING] == CategoryScore(produced=1, expected=1, matched=0)
+    assert by_kind[Category.IMPACT].precision == 0.0
+    assert sum(by_kind.values(), CategoryScore(0, 0, 0)) == CategoryScore(3, 2, 1)
+    assert score(produced, expected) == Score(3, 2, 1)
