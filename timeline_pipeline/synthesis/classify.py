@@ -14,6 +14,7 @@ from enum import Enum
 from timeline_pipeline.synthesis import lexicon
 from timeline_pipeline.synthesis.models import Category, EvidenceItem
 from timeline_pipeline.synthesis.text import (
+    cjk_count,
     clean_text,
     keep_sentences,
     make_title,
@@ -48,6 +49,8 @@ _PENDING_PENALTY = 5.0
 _MIN_PLAIN_WORDS = 4
 """An observation needs substance: something concrete (a number, a name, an infrastructure or
 business noun) or, failing that, four content words."""
+_MIN_CJK_CHARS = 6
+"""A Chinese clause of this many characters says something beyond a status reading."""
 _MAX_FINDING_CUES = 4.0
 _FINDING_MARGIN = 1.0
 """Finding is the generic kind: a specific kind wins unless finding is clearly stronger."""
@@ -164,6 +167,8 @@ def is_substantive(sentence: str) -> bool:
         for word in topic_words(sentence)
         if not any(ch.isdigit() for ch in word) and word not in lexicon.STATUS_WORDS
     ]
+    if cjk_count(sentence) >= _MIN_CJK_CHARS:
+        return True  # the topic words are English only; a Chinese clause is the substance
     if not content or (len(content) == 1 and lexicon.RUNNING_STATUS.search(sentence)):
         return False
     concrete = any(
