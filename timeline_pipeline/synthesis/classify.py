@@ -49,6 +49,9 @@ _PENDING_PENALTY = 5.0
 _MIN_PLAIN_WORDS = 4
 """An observation needs substance: something concrete (a number, a name, an infrastructure or
 business noun) or, failing that, four content words."""
+_SPECIFIC_CUE = 3.5
+_FALL_FACTOR = 5.0
+_FALL_BONUS = 4.5
 _MIN_CJK_CHARS = 6
 """A Chinese clause of this many characters says something beyond a status reading."""
 _MAX_FINDING_CUES = 4.0
@@ -111,6 +114,18 @@ def _cue_weight(cue: lexicon.Cue, sentence: str, category: Category) -> float:
     return cue.weight
 
 
+def _falls_far(sentence: str) -> bool:
+    """A bad metric going from one value to a much smaller one in the same unit."""
+    if not lexicon.BAD_METRIC.search(sentence):
+        return False
+    for match in lexicon.VALUE_CHANGE.finditer(sentence):
+        before, after = float(match["before"]), float(match["after"])
+        same_unit = (match["unit"] or "") == (match["unit2"] or "")
+        if same_unit and before > 0 and after * _FALL_FACTOR <= before:
+            return True
+    return False
+
+
 def score_sentence(sentence: str) -> tuple[Category | None, float]:
     """The best category for one sentence and its score; questions and chatter score nothing."""
     if sentence.rstrip().endswith("?") or _is_chatter(sentence):
@@ -127,8 +142,20 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
         # A guess or a prediction is not an observation either.
         for category in (Category.IMPACT, Category.FINDING, Category.RECOVERY):
             scores[category] -= _HEDGE_PENALTY
+    if _falls_far(sentence):
+        # "errors 38% -> 0.2%": a bad metric down by a large factor is the service recovering,
+        # whatever the metric is called; the failure words in it are not a new impact.
+        scores[Category.RECOVERY] += _FALL_BONUS
+        scores[Category.IMPACT] -= _FALL_BONUS
     if lexicon.PENDING.search(sentence):
         scores[Category.RECOVERY] -= _PENDING_PENALTY
+    if any(scores[c] >= _SPECIFIC_CUE for c in scores if c is not Category.FINDING):
+        # The structural signs of an observation (a name and a number) are in most sentences;
+        # when a specific kind is clearly stated they are its evidence, not a finding of their own.
+        scores[Category.FINDING] -= sum(
+            _cue_weight(cue, sentence, Category.FINDING)
+            for cue in lexicon.STRUCTURAL_CUES[Category.FINDING]
+        )
     # Finding is the generic kind: many weak signs of an observation must not outvote one
     # specific cue ("purged 118k jobs, queue at 900" is an action with its result).
     scores[Category.FINDING] = min(scores[Category.FINDING], _MAX_FINDING_CUES)
@@ -148,11 +175,21 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
 
 
 def _best_sentence(cleaned: str) -> tuple[Category | None, float, str]:
+    """The message's strongest sentence, except that an explanation outranks an observation.
+
+    "The threshold was set to 0ms yesterday. So every query is logged" states a finding and
+    its consequence; together they are the cause, however much stronger the finding reads.
+    """
     best: tuple[Category | None, float, str] = (None, 0.0, "")
+    cause: tuple[Category | None, float, str] = (None, 0.0, "")
     for sentence in sentences(cleaned):
         category, score = score_sentence(sentence)
         if category is not None and score > best[1]:
             best = (category, score, sentence)
+        if category is Category.ROOT_CAUSE and score >= DEFAULT_MIN_SCORE and score > cause[1]:
+            cause = (category, score, sentence)
+    if best[0] is Category.FINDING and cause[0] is not None:
+        return cause
     return best
 
 

@@ -15,6 +15,7 @@ from timeline_pipeline.synthesis.models import Category
 __all__ = [
     "ACK_WORDS",
     "APPROVAL",
+    "BAD_METRIC",
     "BOT_NOTIFICATION",
     "BUSINESS_METRIC",
     "CATEGORY_CUES",
@@ -39,6 +40,7 @@ __all__ = [
     "STATUS_WORDS",
     "STRUCTURAL_CUES",
     "TECHNICAL_TOKEN",
+    "VALUE_CHANGE",
     "Cue",
 ]
 
@@ -170,7 +172,7 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             2.5,
             r"\b(?:errors?|error rate|5xx|4xx|latency|failures?|timeouts?|lag|backlog|queue|"
             r"ratio|rate|tickets|chats|complaints|calls|volume)\b[^.?!]*\b(?:dropping|dropped|"
-            r"going down|coming down|decreasing|falling|slowing down)\b",
+            r"going down|coming down|decreasing|falling|slowing(?: down)?)\b",
             r"\b(?:improving|recovering|subsiding|stabili[sz]ing)\b",
             r"\bsuccessfully\b|\bsucceed(?:ed|s)\b",
             r"\bsuccess rate\b[^.]*\b(?:up to|back|at) \d",
@@ -182,7 +184,8 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
         # An action on a system in the past or in progress: it happened, or is happening.
         *_cues(
             3.5,
-            rf"\b(?:{_ACTION_STEMS})(?:ed|ing)\b(?!\s+on\b)",
+            # Not "was redeployed at 10:35": a change reported with its time is a finding.
+            rf"(?<!\bwas )(?<!\bwere )\b(?:{_ACTION_STEMS})(?:ed|ing)\b(?!\s+on\b)",
             r"\broll(?:ed|ing)[\s-]+(?:[\w.-]+\s+){0,3}?back\b",
             r"\bfail(?:ed|ing)[\s-]?over\b|\bswitchover\b",
             r"\b(?:ran|rerun|re-ran)\b",
@@ -458,7 +461,7 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"migration|merge|rollout|change|restart|cleanup|rotation)\b",
         ),
         *_cues(6.0, r"根因|根本原因|原因(?:是|:|\uff1a)"),
-        *_cues(3.0, r"因为|所以|导致|造成"),
+        *_cues(4.5, r"因为|所以|导致|造成"),
     ),
     Category.DECISION: (
         # First-person plural commitments: "we'll go with the manual cert now".
@@ -468,10 +471,11 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"^(?!(?:so\s+)?(?:if|unless|once|when|otherwise)\b)(?![^.?!]*\bif\b)[^.?!]*?"
             r"\bwe(?:'ll| will) (?!(?:see|know|need|have|update|post|let|try|probably|likely|get|"
             r"be|want|look|check|watch|monitor|figure|keep an eye|circle|follow|lose|break|fail|"
-            r"run out|hit|miss|end up)\b)[a-z]+\b",
+            r"run out|hit|miss|end up|answer|reply|respond|tell|email|notify|send|write|"
+            r"message|inform)\b)[a-z]+\b",
         ),
         # Taking the incident-commander role, however it is phrased: "elena IC", "我是 IC".
-        *_cues(3.5, r"(?-i:\bIC\b)(?![?\uff1f])"),
+        *_cues(3.5, r"(?-i:\S\s+IC\b(?![?\uff1f])|^IC\s+(?!:)\S)"),
         *_cues(8.0, r"^决定\s*[:\uff1a]"),
         *_cues(3.5, r"决定|我来(?:当|做)?\s*IC|(?:我是|我当)\s*IC"),
     ),
@@ -518,7 +522,7 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\bno (?:[\w-]+ )?(?:errors?|failures?|timeouts?|rebalances|evictions|alerts|crashes|"
             r"restarts|5xx) (?:for|in|since) (?:the )?(?:last |past )?\d",
             r"\b(?:stopped|no longer) (?:growing|rising|increasing|climbing|failing|erroring)\b",
-            r"\b[\w-]+s gone\b",
+            r"\b(?!is\b)[\w-]+s gone\b",
             r"\b(?:is|are|'s) [a-z]+ing\b[^.?!]*\bagain\b",
         ),
         *_cues(2.5, r"\bshrinking\b|\b(?:below|under) (?:~)?\d[\d.,]*\s?k?\b(?! ?%)"),
@@ -549,7 +553,7 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
     Category.FINDING: (
         # Numbers and units as evidence: a named system and a measurement of it.
         *_cues(
-            2.0,
+            1.5,
             r"\b[a-z][\w]*[-_./][\w./-]*[a-z0-9]\b[^.?!。]{0,40}?\b\d[\d,.]*\s?(?:%|ms|s|gb|mb|"
             r"tb|g|k|qps|rps|/s)(?![\w-])",
             r"\bin the (?:last|past) \d+ ?(?:s|sec|seconds|min|mins|minutes|h|hours?)\b",
@@ -565,6 +569,20 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
     ),
 }
 
+
+VALUE_CHANGE = re.compile(
+    r"(?P<before>\d+(?:\.\d+)?)\s?(?P<unit>%|ms|s|k|m|g|gb|mb)?\s*(?:->|→|=>|to)\s*"
+    r"(?:~|about |under |below )?(?P<after>\d+(?:\.\d+)?)\s?(?P<unit2>%|ms|s|k|m|g|gb|mb)?"
+    r"(?![\w.])",
+    re.IGNORECASE,
+)
+"""A value and what it became: "38% -> 0.2%", "from 900ms to 120ms"."""
+
+BAD_METRIC = re.compile(
+    rf"\b{_BAD_METRIC}\b|\b(?:fail\w*|errors?|rejects?|rejections|drops|retries)\b",
+    re.IGNORECASE,
+)
+"""A metric where less is better."""
 
 CATEGORY_CUES = {
     category: (*cues, *STRUCTURAL_CUES.get(category, ()))
@@ -693,6 +711,8 @@ HEDGE = _any(
     r"\bonce (?:the|it|we|that|this|everything)\b",
     r"\bwe'd\b|\boptions:|\boptions\b|\btwo ways\b",
     r"\bif we\b",
+    # Alternatives laid side by side: "we can roll back, or skip the step and backfill".
+    r"\b(?:we|i) can\b[^.?!]*\bor\b",
 )
 """Deliberation: an action that is only being considered has not happened."""
 

@@ -128,6 +128,21 @@ STRUCTURAL = [
     # finding: a named system and a measurement; a change at a clock time
     ("finding", "ingest-worker-3 heap at 7.6gb, others around 2gb"),
     ("finding", "the billing-api config was changed at 09:12 by the terraform run"),
+    # a bad metric down by a large factor, whatever it is called
+    ("recovery", "consumer errors 46% -> 0.3%"),
+    # an observation and its consequence in one message explain the incident
+    ("root_cause", "配置上周被改成了 0ms. 所以每次请求都超时"),
+]
+
+STRUCTURAL_NOT_FACTS = [
+    # alternatives side by side are options, not an action
+    "we can restart the pool, or wait for the vendor to fix it",
+    # a role label with its name removed
+    "IC: @Marta Lopez",
+    # talking to customers is comms, not an incident decision
+    "we'll answer the tickets with the usual template",
+    # a condition: the errors are not gone yet
+    "hold off until the 5xx is gone",
 ]
 
 NOT_WORTHY = [
@@ -190,6 +205,11 @@ def _chunk(items: list[EvidenceItem]) -> SynthesisChunk:
 def _entries(*items: EvidenceItem) -> list[tuple[str, list[int]]]:
     result = RuleSynthesizer().synthesize(_chunk(list(items)))
     return [(entry.category.value, entry.evidence_ids) for entry in result.entries]
+
+
+@pytest.mark.parametrize("text", STRUCTURAL_NOT_FACTS)
+def test_structural_cues_leave_options_labels_and_conditions_alone(text: str) -> None:
+    assert read_message(evidence(1, text)).kind is not MessageKind.FACT
 
 
 @pytest.mark.parametrize(("category", "text"), [*WORTHY, *STRUCTURAL])
