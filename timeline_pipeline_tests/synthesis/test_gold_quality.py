@@ -37,6 +37,16 @@ from timeline_pipeline.synthesis.rules import RuleSynthesizer
 GOLD = Path(__file__).resolve().parents[1] / "data" / "gold"
 MIN_PRECISION = 0.8
 MIN_RECALL = 0.8
+TUNED_MIN_PRECISION = 0.88
+TUNED_MIN_RECALL = 0.95
+"""The tuned set may not fall below what it scored before the structural cues were added."""
+TUNING_MIN_PRECISION = 0.85
+TUNING_MIN_RECALL = 0.85
+HELD_OUT_FLOOR_PRECISION = 0.65
+HELD_OUT_FLOOR_RECALL = 0.65
+"""A regression floor under the measured held-out figures (0.70 / 0.69), not the 0.80 target:
+bench/quality reports the target and whether it is met. Raising these numbers by changing a
+rule for a held-out miss is what the split forbids (bench/quality/NOTES.md)."""
 HELD_OUT_MIN_PRECISION = 0.6
 HELD_OUT_MIN_RECALL = 0.6
 """The bundled demo chat was written independently of the rules: a floor, not a tuning target."""
@@ -66,6 +76,33 @@ def test_rule_synthesizer_meets_the_quality_bar_on_the_gold_set(
     total = sum((_score(t) for t in gold), Score(0, 0, 0))
     assert total.precision >= MIN_PRECISION, total
     assert total.recall >= MIN_RECALL, total
+
+
+def test_the_tuned_set_keeps_its_figures(gold: list[GoldTranscript]) -> None:
+    total = sum((_score(t) for t in gold), Score(0, 0, 0))
+    assert total.precision >= TUNED_MIN_PRECISION, total
+    assert total.recall >= TUNED_MIN_RECALL, total
+
+
+def test_the_tuning_half_meets_its_bar() -> None:
+    total = sum((_score(t) for t in load_gold_set(GOLD, split=Split.TUNING)), Score(0, 0, 0))
+    assert total.precision >= TUNING_MIN_PRECISION, total
+    assert total.recall >= TUNING_MIN_RECALL, total
+
+
+def test_the_held_out_half_stays_above_its_floor_with_every_category_hit() -> None:
+    held_out = load_gold_set(GOLD, split=Split.HELD_OUT)
+    total = sum((_score(t) for t in held_out), Score(0, 0, 0))
+    assert total.precision >= HELD_OUT_FLOOR_PRECISION, total
+    assert total.recall >= HELD_OUT_FLOOR_RECALL, total
+    hit: set[Category] = set()
+    for transcript in held_out:
+        run = run_windows(transcript.evidence, RuleSynthesizer())
+        produced = produced_facts(run.entries, transcript.message_id_by_evidence_id())
+        hit.update(
+            c for c, s in category_scores(produced, transcript.expected).items() if s.matched
+        )
+    assert hit == set(Category)
 
 
 def test_no_single_transcript_is_far_below_the_bar(gold: list[GoldTranscript]) -> None:
