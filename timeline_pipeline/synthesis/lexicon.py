@@ -451,7 +451,11 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
     # two languages Lark incident chats are written in.
     Category.ROOT_CAUSE: (
         # "X is because Y", "that happened because", "memory grows because ...".
-        *_cues(4.5, r"\b(?:is|was|are|were|'s|grows?|happen(?:s|ed)|fail(?:s|ed)) because\b"),
+        *_cues(
+            4.5,
+            r"\b(?:is|was|are|were|'s|grows?|happen(?:s|ed)|fail(?:s|ed)|broke|breaks|"
+            r"crash(?:es|ed)|stopp?(?:s|ed)|hangs|hung) because\b",
+        ),
         # "the job ran twice after the scheduler failover": a consequence of a change.
         *_cues(
             4.5,
@@ -475,6 +479,7 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"message|inform)\b)[a-z]+\b",
         ),
         # Taking the incident-commander role, however it is phrased: "elena IC", "我是 IC".
+        *_cues(3.5, r"\b(?:the )?plan is to\b"),
         *_cues(3.5, r"(?-i:\S\s+IC\b(?![?\uff1f])|^IC\s+(?!:)\S)"),
         *_cues(8.0, r"^决定\s*[:\uff1a]"),
         *_cues(3.5, r"决定|我来(?:当|做)?\s*IC|(?:我是|我当)\s*IC"),
@@ -498,6 +503,8 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\b\d+\s?/\s?(\d+)\b[^.?!]*\b(?:on|updated|rolled|migrated|moved|switched|patched)"
             r"\b",
         ),
+        *_cues(3.5, r"\bfail(?:ed|ing)\s+(?:[\w.-]+\s+){1,3}?over\b"),
+        *_cues(1.5, r"\bon (?:all )?\d+\s?/\s?\d+\b|\bon all \d+\b"),
         # A named system in a completed state: "geo-svc is rolled back ... on all 6 pods".
         *_cues(
             2.0,
@@ -525,6 +532,21 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\b(?!is\b)[\w-]+s gone\b",
             r"\b(?:is|are|'s) [a-z]+ing\b[^.?!]*\bagain\b",
         ),
+        *_cues(
+            3.5,
+            # A state clearing by itself ("NotReady cleared"), not someone clearing a cache.
+            r"\b[\w-]+ (?:cleared|cleared up|went away|subsided)\b"
+            r"(?!\s+(?:the|a|an|our|all|its)\b)",
+            # The whole fleet in a good state: "48/48 workers running".
+            r"\b(\d+)\s?/\s?\1\s+(?:[\w-]+\s+)?(?:running|ready|healthy|up|green|serving|"
+            r"passing)\b",
+            # Something working again, said any way but failing again.
+            # Not in a clause that only gives the reason or the condition ("now that SMS works
+            # again", "before anyone consumes again").
+            r"^(?![^.?!]*\b(?:now that|since|because|before|until|when|once|if|as soon as)\b)"
+            r"[^.?!]*\b(?!(?:fail|error|crash|break|brok|spik|drop|flap|stuck|tim|happen|down|go|"
+            r"went)\w*\b)[a-z]+(?:s|ing)?(?: up| through| in)? again\b",
+        ),
         *_cues(2.5, r"\bshrinking\b|\b(?:below|under) (?:~)?\d[\d.,]*\s?k?\b(?! ?%)"),
         *_cues(
             3.5,
@@ -542,6 +564,13 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\b(?:every|all|each) [\w-]+ (?:requests?|calls?|sends?|logins?|uploads?|images?) "
             r"(?:fail|fails|failing|errors?|times out)\b",
         ),
+        # People of any kind telling us ("drivers report ..."), not logs or graphs saying so.
+        *_cues(
+            3.5,
+            r"\b(?!(?:logs|metrics|graphs|dashboards|traces|alerts|docs|tests|checks|probes|"
+            r"pods|nodes|hosts|jobs|workers|things|ones)\b)[a-z]{3,}s (?:report|say|are saying|"
+            r"are reporting|complain|tell us)\b",
+        ),
         # Chinese: people affected and telling us, or a loss rate.
         *_cues(
             4.0,
@@ -558,6 +587,12 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"tb|g|k|qps|rps|/s)(?![\w-])",
             r"\bin the (?:last|past) \d+ ?(?:s|sec|seconds|min|mins|minutes|h|hours?)\b",
             r"\b(?:is|are) (?:\w+ly )?(?:rebalanc|restart|crash|retry|flapp|fail)\w*\b",
+        ),
+        # A record of what happened: "the job history shows it ran twice".
+        *_cues(
+            3.5,
+            r"\b(?:history|audit ?log|event log|logs?|timeline|records?|traces?)\s+"
+            r"(?:shows?|showed|says|said)\b",
         ),
         # A past change at a clock time is a fact about the change: "geo-svc was redeployed at
         # 10:35" (someone doing it now is an action).

@@ -132,6 +132,14 @@ STRUCTURAL = [
     ("recovery", "consumer errors 46% -> 0.3%"),
     # an observation and its consequence in one message explain the incident
     ("root_cause", "配置上周被改成了 0ms. 所以每次请求都超时"),
+    # the same structures with other subjects and verbs
+    ("impact", "drivers report the app shows no rides since 18:40"),
+    ("mitigation", "failed the primary over to us-west-2, took 90s"),
+    ("mitigation", "the bad config is reverted on 40/40 hosts"),
+    ("recovery", "NotReady cleared on every node"),
+    ("recovery", "drivers confirm rides show up again"),
+    ("decision", "plan is to restore from the 02:00 snapshot, go"),
+    ("root_cause", "it broke because the migration dropped the index on orders.created_at"),
 ]
 
 STRUCTURAL_NOT_FACTS = [
@@ -143,6 +151,8 @@ STRUCTURAL_NOT_FACTS = [
     "we'll answer the tickets with the usual template",
     # a condition: the errors are not gone yet
     "hold off until the 5xx is gone",
+    # "again" in a reason or a condition is not the recovery itself
+    "before anyone consumes again the group rebalances",
 ]
 
 NOT_WORTHY = [
