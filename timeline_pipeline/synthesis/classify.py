@@ -14,6 +14,7 @@ from enum import Enum
 from timeline_pipeline.synthesis import lexicon
 from timeline_pipeline.synthesis.models import Category, EvidenceItem
 from timeline_pipeline.synthesis.text import (
+    cjk_count,
     clean_text,
     keep_sentences,
     make_title,
@@ -48,6 +49,11 @@ _PENDING_PENALTY = 5.0
 _MIN_PLAIN_WORDS = 4
 """An observation needs substance: something concrete (a number, a name, an infrastructure or
 business noun) or, failing that, four content words."""
+_SPECIFIC_CUE = 3.5
+_FALL_FACTOR = 5.0
+_FALL_BONUS = 4.5
+_MIN_CJK_CHARS = 6
+"""A Chinese clause of this many characters says something beyond a status reading."""
 _MAX_FINDING_CUES = 4.0
 _FINDING_MARGIN = 1.0
 """Finding is the generic kind: a specific kind wins unless finding is clearly stronger."""
@@ -108,6 +114,18 @@ def _cue_weight(cue: lexicon.Cue, sentence: str, category: Category) -> float:
     return cue.weight
 
 
+def _falls_far(sentence: str) -> bool:
+    """A bad metric going from one value to a much smaller one in the same unit."""
+    if not lexicon.BAD_METRIC.search(sentence):
+        return False
+    for match in lexicon.VALUE_CHANGE.finditer(sentence):
+        before, after = float(match["before"]), float(match["after"])
+        same_unit = (match["unit"] or "") == (match["unit2"] or "")
+        if same_unit and before > 0 and after * _FALL_FACTOR <= before:
+            return True
+    return False
+
+
 def score_sentence(sentence: str) -> tuple[Category | None, float]:
     """The best category for one sentence and its score; questions and chatter score nothing."""
     if sentence.rstrip().endswith("?") or _is_chatter(sentence):
@@ -124,8 +142,20 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
         # A guess or a prediction is not an observation either.
         for category in (Category.IMPACT, Category.FINDING, Category.RECOVERY):
             scores[category] -= _HEDGE_PENALTY
+    if _falls_far(sentence):
+        # "errors 38% -> 0.2%": a bad metric down by a large factor is the service recovering,
+        # whatever the metric is called; the failure words in it are not a new impact.
+        scores[Category.RECOVERY] += _FALL_BONUS
+        scores[Category.IMPACT] -= _FALL_BONUS
     if lexicon.PENDING.search(sentence):
         scores[Category.RECOVERY] -= _PENDING_PENALTY
+    if any(scores[c] >= _SPECIFIC_CUE for c in scores if c is not Category.FINDING):
+        # The structural signs of an observation (a name and a number) are in most sentences;
+        # when a specific kind is clearly stated they are its evidence, not a finding of their own.
+        scores[Category.FINDING] -= sum(
+            _cue_weight(cue, sentence, Category.FINDING)
+            for cue in lexicon.STRUCTURAL_CUES[Category.FINDING]
+        )
     # Finding is the generic kind: many weak signs of an observation must not outvote one
     # specific cue ("purged 118k jobs, queue at 900" is an action with its result).
     scores[Category.FINDING] = min(scores[Category.FINDING], _MAX_FINDING_CUES)
@@ -145,11 +175,21 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
 
 
 def _best_sentence(cleaned: str) -> tuple[Category | None, float, str]:
+    """The message's strongest sentence, except that an explanation outranks an observation.
+
+    "The threshold was set to 0ms yesterday. So every query is logged" states a finding and
+    its consequence; together they are the cause, however much stronger the finding reads.
+    """
     best: tuple[Category | None, float, str] = (None, 0.0, "")
+    cause: tuple[Category | None, float, str] = (None, 0.0, "")
     for sentence in sentences(cleaned):
         category, score = score_sentence(sentence)
         if category is not None and score > best[1]:
             best = (category, score, sentence)
+        if category is Category.ROOT_CAUSE and score >= DEFAULT_MIN_SCORE and score > cause[1]:
+            cause = (category, score, sentence)
+    if best[0] is Category.FINDING and cause[0] is not None:
+        return cause
     return best
 
 
@@ -164,6 +204,8 @@ def is_substantive(sentence: str) -> bool:
         for word in topic_words(sentence)
         if not any(ch.isdigit() for ch in word) and word not in lexicon.STATUS_WORDS
     ]
+    if cjk_count(sentence) >= _MIN_CJK_CHARS:
+        return True  # the topic words are English only; a Chinese clause is the substance
     if not content or (len(content) == 1 and lexicon.RUNNING_STATUS.search(sentence)):
         return False
     concrete = any(

@@ -24,9 +24,11 @@ from timeline_pipeline.synthesis.tokens import estimate_total_tokens
 from timeline_pipeline.windows.keys import window_start_of
 
 __all__ = [
+    "CategoryScore",
     "ProducedFact",
     "Score",
     "WindowedRun",
+    "category_scores",
     "match_facts",
     "run_windows",
     "score",
@@ -152,3 +154,31 @@ def score(produced: Sequence[ProducedFact], expected: Sequence[ExpectedFact]) ->
         expected=len(expected),
         matched=len(match_facts(produced, expected)),
     )
+
+
+@dataclass(frozen=True)
+class CategoryScore(Score):
+    """A score restricted to one kind of fact: which kinds the synthesizer misses or overdraws."""
+
+    def __add__(self, other: Score) -> CategoryScore:
+        total = Score.__add__(self, other)
+        return CategoryScore(total.produced, total.expected, total.matched)
+
+
+def category_scores(
+    produced: Sequence[ProducedFact], expected: Sequence[ExpectedFact]
+) -> dict[Category, CategoryScore]:
+    """Precision and recall per category, from the same matching as the overall score.
+
+    A match only ever pairs facts of one category, so the per-category figures add up to the
+    overall one.
+    """
+    matching = match_facts(produced, expected)
+    return {
+        category: CategoryScore(
+            produced=sum(fact.category is category for fact in produced),
+            expected=sum(fact.category is category for fact in expected),
+            matched=sum(produced[i].category is category for i in matching),
+        )
+        for category in Category
+    }

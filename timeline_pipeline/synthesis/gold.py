@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +19,34 @@ from timeline_pipeline.lark.normalize import normalize_list_item, semantic_conte
 from timeline_pipeline.synthesis.models import Category, EvidenceItem
 
 __all__ = [
+    "SPLITS_FILE",
     "ExpectedFact",
     "GoldTranscript",
+    "Split",
     "load_gold_set",
+    "load_splits",
     "load_transcript",
     "transcript_from_records",
 ]
 
 MAX_TEXT_CHARS = 4000
+SPLITS_FILE = "splits.json"
+
+
+class Split(StrEnum):
+    """Which part of the evaluation a transcript belongs to.
+
+    The split is what keeps the figures honest: a held-out transcript's misses may not be used to
+    change a rule unless the transcript moves to the tuning half (and bench/quality's notes say
+    so), because a rule fitted to a transcript says nothing about chats it has not seen.
+    """
+
+    TUNED = "tuned"
+    """The first gold transcripts, which the rules were developed against from the start."""
+    TUNING = "tuning"
+    """Written before any rule change for them, then used to develop the rules."""
+    HELD_OUT = "held_out"
+    """Written before any rule change and never used to develop one."""
 
 
 @dataclass(frozen=True)
@@ -108,10 +129,22 @@ def load_transcript(directory: Path) -> GoldTranscript:
     )
 
 
-def load_gold_set(root: Path) -> list[GoldTranscript]:
-    """Every transcript directory under `root`, in name order."""
+def load_splits(root: Path) -> dict[str, Split]:
+    """`<root>/splits.json`: transcript name to split; a transcript it does not name is tuned."""
+    path = root / SPLITS_FILE
+    if not path.is_file():
+        return {}
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return {str(name): Split(value) for name, value in raw.items()}
+
+
+def load_gold_set(root: Path, *, split: Split | None = None) -> list[GoldTranscript]:
+    """Every transcript directory under `root` (or only those of `split`), in name order."""
+    splits = load_splits(root)
     return [
         load_transcript(path)
         for path in sorted(root.iterdir())
-        if path.is_dir() and (path / "messages.jsonl").is_file()
+        if path.is_dir()
+        and (path / "messages.jsonl").is_file()
+        and (split is None or splits.get(path.name, Split.TUNED) is split)
     ]

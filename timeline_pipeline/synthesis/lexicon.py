@@ -15,6 +15,7 @@ from timeline_pipeline.synthesis.models import Category
 __all__ = [
     "ACK_WORDS",
     "APPROVAL",
+    "BAD_METRIC",
     "BOT_NOTIFICATION",
     "BUSINESS_METRIC",
     "CATEGORY_CUES",
@@ -37,7 +38,9 @@ __all__ = [
     "SOCIAL",
     "SPECULATION",
     "STATUS_WORDS",
+    "STRUCTURAL_CUES",
     "TECHNICAL_TOKEN",
+    "VALUE_CHANGE",
     "Cue",
 ]
 
@@ -169,7 +172,7 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             2.5,
             r"\b(?:errors?|error rate|5xx|4xx|latency|failures?|timeouts?|lag|backlog|queue|"
             r"ratio|rate|tickets|chats|complaints|calls|volume)\b[^.?!]*\b(?:dropping|dropped|"
-            r"going down|coming down|decreasing|falling|slowing down)\b",
+            r"going down|coming down|decreasing|falling|slowing(?: down)?)\b",
             r"\b(?:improving|recovering|subsiding|stabili[sz]ing)\b",
             r"\bsuccessfully\b|\bsucceed(?:ed|s)\b",
             r"\bsuccess rate\b[^.]*\b(?:up to|back|at) \d",
@@ -181,7 +184,8 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
         # An action on a system in the past or in progress: it happened, or is happening.
         *_cues(
             3.5,
-            rf"\b(?:{_ACTION_STEMS})(?:ed|ing)\b(?!\s+on\b)",
+            # Not "was redeployed at 10:35": a change reported with its time is a finding.
+            rf"(?<!\bwas )(?<!\bwere )\b(?:{_ACTION_STEMS})(?:ed|ing)\b(?!\s+on\b)",
             r"\broll(?:ed|ing)[\s-]+(?:[\w.-]+\s+){0,3}?back\b",
             r"\bfail(?:ed|ing)[\s-]?over\b|\bswitchover\b",
             r"\b(?:ran|rerun|re-ran)\b",
@@ -425,6 +429,202 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
     ),
 }
 
+_OBSERVATION_VERBS = (
+    r"noticed|found|checked|confirmed|looked|seemed|saw|failed|crashed|spiked|jumped|dropped|"
+    r"started|expired|evicted|throttled|timed|erred|errored|exceeded|reached|hit|got|went|"
+    r"came|turned|showed|needed|wanted|asked|told|posted|sent|said|thought|guess(?:ed)?|"
+    r"tried|missed|happened|changed|moved|merged|shipped|deployed|released|introduced|added|"
+    r"used|called|caused|broke|stopped|worked|looked|assumed|expected|listed|paged|pinged|"
+    r"joined|acked|acknowledged|agreed|approved|decided|updated|noted"
+)
+"""Past-tense verbs that report what was seen or said, not an action someone took on a system."""
+
+_COUNT_OR_MEASURE = (
+    r"(?:\b\d+\s?/\s?\d+\b|\b\d[\d,.]*\s?(?:%|ms|s|k|m|g|gb|mb|tb|x|qps|rps|/s)(?![\w-])|"
+    r"\b(?:all|every|both) (?:\d+ )?[\w-]+s\b|\b\d[\d,.]*k?\s+[a-z][\w-]*s\b)"
+)
+"""A count or a measurement: what an action reports when it says how far it got."""
+
+STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
+    # Cues that do not depend on a topic's vocabulary: how a sentence is built (who acts, in
+    # which tense, with which connective, on what measurement), in English and in Chinese, the
+    # two languages Lark incident chats are written in.
+    Category.ROOT_CAUSE: (
+        # "X is because Y", "that happened because", "memory grows because ...".
+        *_cues(
+            4.5,
+            r"\b(?:is|was|are|were|'s|grows?|happen(?:s|ed)|fail(?:s|ed)|broke|breaks|"
+            r"crash(?:es|ed)|stopp?(?:s|ed)|hangs|hung) because\b",
+        ),
+        # "the job ran twice after the scheduler failover": a consequence of a change.
+        *_cues(
+            4.5,
+            r"\b(?:ran|broke|leak\w*|duplicat\w*|went down|fell over|filled up|corrupt\w*)\b"
+            r"[^.?!]*\bafter "
+            r"(?:the |a |an |our |their )?[\w.-]*\s?(?:failover|deploy\w*|release|upgrade|"
+            r"migration|merge|rollout|change|restart|cleanup|rotation)\b",
+        ),
+        *_cues(6.0, r"根因|根本原因|原因(?:是|:|\uff1a)"),
+        *_cues(4.5, r"因为|所以|导致|造成"),
+    ),
+    Category.DECISION: (
+        # First-person plural commitments: "we'll go with the manual cert now".
+        *_cues(
+            3.5,
+            # Not a prediction inside a condition ("if it keeps growing we will lose messages").
+            r"^(?!(?:so\s+)?(?:if|unless|once|when|otherwise)\b)(?![^.?!]*\bif\b)[^.?!]*?"
+            r"\bwe(?:'ll| will) (?!(?:see|know|need|have|update|post|let|try|probably|likely|get|"
+            r"be|want|look|check|watch|monitor|figure|keep an eye|circle|follow|lose|break|fail|"
+            r"run out|hit|miss|end up|answer|reply|respond|tell|email|notify|send|write|"
+            r"message|inform)\b)[a-z]+\b",
+        ),
+        # Taking the incident-commander role, however it is phrased: "elena IC", "我是 IC".
+        *_cues(3.5, r"\b(?:the )?plan is to\b"),
+        *_cues(3.5, r"(?-i:\S\s+IC\b(?![?\uff1f])|^IC\s+(?!:)\S)"),
+        *_cues(8.0, r"^决定\s*[:\uff1a]"),
+        *_cues(3.5, r"决定|我来(?:当|做)?\s*IC|(?:我是|我当)\s*IC"),
+    ),
+    Category.MITIGATION: (
+        # A sentence that opens with a past-tense verb is, in terse chat, what the author did:
+        # "issued a 90d cert", "excluded the path from the rewrite".
+        *_cues(
+            3.0,
+            rf"^(?:(?:i|we|i'?ve|we'?ve|just|also|then|and|now)\s+)*(?!(?:{_OBSERVATION_VERBS})\b)"
+            # Not a name that ends like a verb ("memcached cpu at 97%"): an action has an object.
+            r"[a-z]{3,}ed\b(?!\s+(?:by|to me|out|cpu|memory|mem|latency|p\d+|is|are|was|were|at|"
+            r"has|have|on|in|for|and|\d+\s?%)\b)(?=\s+\S)",
+        ),
+        # Work in progress that says how far it got: "pushing to edge pops, 3/12".
+        *_cues(
+            3.0,
+            r"^(?:(?:i'?m|we'?re|still|now)\s+)?(?!(?:looking|checking|seeing|watching|"
+            r"waiting|digging|investigating|trying|going|getting|thinking|working|reading|"
+            r"grepping|searching)\b)[a-z]{3,}ing\b[^.?!]*\b\d+\s?/\s?\d+\b",
+            r"\b\d+\s?/\s?(\d+)\b[^.?!]*\b(?:on|updated|rolled|migrated|moved|switched|patched)"
+            r"\b",
+        ),
+        *_cues(3.5, r"\bfail(?:ed|ing)\s+(?:[\w.-]+\s+){1,3}?over\b"),
+        *_cues(1.5, r"\bon (?:all )?\d+\s?/\s?\d+\b|\bon all \d+\b"),
+        # A named system in a completed state: "geo-svc is rolled back ... on all 6 pods".
+        *_cues(
+            2.0,
+            rf"\b(?:is|are|was|were|has been|have been)\s+(?:now\s+)?(?:{_ACTION_STEMS})ed\b",
+            r"\b(?:is|are|was|were|has been|have been)\s+(?:now\s+)?rolled[\s-]+back\b",
+        ),
+        # Chinese: a completed-action marker before an action verb ("已删除", "已解除").
+        *_cues(
+            3.5,
+            r"已(?:经)?(?:删除|关闭|关掉|解除|改回|回滚|重启|扩容|切换|修复|禁用|启用|下线|暂停|"
+            r"清理|恢复配置|迁移|替换|调整|处理)",
+        ),
+    ),
+    Category.RECOVERY: (
+        # A bad metric falling a long way: "handshake errors 38% -> 0.2%" (checked numerically
+        # in `classify`, this only finds the shape).
+        *_cues(2.5, r"\b(?:down|dropped|fell|back) to (?:~|about |under |below )?\d"),
+        *_cues(
+            3.5,
+            r"\bno (?:more|new) (?:[\w-]+ ){0,3}(?:errors?|failures?|timeouts?|rebalances|"
+            r"evictions|alerts|tickets|crashes|restarts|5xx|[45]\d\ds)\b",
+            r"\bno (?:[\w-]+ )?(?:errors?|failures?|timeouts?|rebalances|evictions|alerts|crashes|"
+            r"restarts|5xx) (?:for|in|since) (?:the )?(?:last |past )?\d",
+            r"\b(?:stopped|no longer) (?:growing|rising|increasing|climbing|failing|erroring)\b",
+            r"\b(?!is\b)[\w-]+s gone\b",
+            r"\b(?:is|are|'s) [a-z]+ing\b[^.?!]*\bagain\b",
+        ),
+        *_cues(
+            3.5,
+            # A state clearing by itself ("NotReady cleared"), not someone clearing a cache.
+            r"\b[\w-]+ (?:cleared|cleared up|went away|subsided)\b"
+            r"(?!\s+(?:the|a|an|our|all|its)\b)",
+            # The whole fleet in a good state: "48/48 workers running".
+            r"\b(\d+)\s?/\s?\1\s+(?:[\w-]+\s+)?(?:running|ready|healthy|up|green|serving|"
+            r"passing)\b",
+            # Something working again, said any way but failing again.
+            # Not in a clause that only gives the reason or the condition ("now that SMS works
+            # again", "before anyone consumes again").
+            r"^(?![^.?!]*\b(?:now that|since|because|before|until|when|once|if|as soon as)\b)"
+            r"[^.?!]*\b(?!(?:fail|error|crash|break|brok|spik|drop|flap|stuck|tim|happen|down|go|"
+            r"went)\w*\b)[a-z]+(?:s|ing)?(?: up| through| in)? again\b",
+        ),
+        *_cues(2.5, r"\bshrinking\b|\b(?:below|under) (?:~)?\d[\d.,]*\s?k?\b(?! ?%)"),
+        *_cues(
+            3.5,
+            r"恢复|回到|降到\s*0|明显减少|清完|追上|(?:事故|故障|问题)(?:已)?(?:关闭|解决|结束)",
+        ),
+    ),
+    Category.IMPACT: (
+        # A failure and a share of the traffic: "tls handshake failures 38%".
+        *_cues(
+            4.0,
+            # Not when the share is moving the right way ("5xx ratio is dropping, 3% now").
+            r"^(?![^.?!]*\b(?:dropp\w*|down|falling|fell|back|recover\w*|only|still|now|"
+            r"below|under)\b)[^.?!]*\b(?:fail\w*|errors?|5xx|[45]\d\ds|timeouts?|broken)\b"
+            r"[^.?!]{0,40}?\b\d+(?:\.\d+)?\s?%(?!\s*->)",
+            r"\b(?:every|all|each) [\w-]+ (?:requests?|calls?|sends?|logins?|uploads?|images?) "
+            r"(?:fail|fails|failing|errors?|times out)\b",
+        ),
+        # People of any kind telling us ("drivers report ..."), not logs or graphs saying so.
+        *_cues(
+            3.5,
+            r"\b(?!(?:logs|metrics|graphs|dashboards|traces|alerts|docs|tests|checks|probes|"
+            r"pods|nodes|hosts|jobs|workers|things|ones)\b)[a-z]{3,}s (?:report|say|are saying|"
+            r"are reporting|complain|tell us)\b",
+        ),
+        # Chinese: people affected and telling us, or a loss rate.
+        *_cues(
+            4.0,
+            r"(?:用户|商家|客户|买家|卖家)[^。.!?]*(?:反馈|投诉|掉线|失败|无法|不能|报错|工单)",
+            r"\d+\+?\s*个?\s*工单",
+            r"(?:丢失|失败|错误)率\s*\d",
+        ),
+    ),
+    Category.FINDING: (
+        # Numbers and units as evidence: a named system and a measurement of it.
+        *_cues(
+            1.5,
+            r"\b[a-z][\w]*[-_./][\w./-]*[a-z0-9]\b[^.?!。]{0,40}?\b\d[\d,.]*\s?(?:%|ms|s|gb|mb|"
+            r"tb|g|k|qps|rps|/s)(?![\w-])",
+            r"\bin the (?:last|past) \d+ ?(?:s|sec|seconds|min|mins|minutes|h|hours?)\b",
+            r"\b(?:is|are) (?:\w+ly )?(?:rebalanc|restart|crash|retry|flapp|fail)\w*\b",
+        ),
+        # A record of what happened: "the job history shows it ran twice".
+        *_cues(
+            3.5,
+            r"\b(?:history|audit ?log|event log|logs?|timeline|records?|traces?)\s+"
+            r"(?:shows?|showed|says|said)\b",
+        ),
+        # A past change at a clock time is a fact about the change: "geo-svc was redeployed at
+        # 10:35" (someone doing it now is an action).
+        *_cues(
+            3.5,
+            r"\b(?:was|were|got)\s+(?:re)?[a-z]+(?:ed|en)\s+(?:at|around|about)\s+\d{1,2}:\d{2}\b",
+        ),
+        *_cues(2.0, r"超过|占了|被设成|设成|满了|没有\s*TTL"),
+    ),
+}
+
+
+VALUE_CHANGE = re.compile(
+    r"(?P<before>\d+(?:\.\d+)?)\s?(?P<unit>%|ms|s|k|m|g|gb|mb)?\s*(?:->|→|=>|to)\s*"
+    r"(?:~|about |under |below )?(?P<after>\d+(?:\.\d+)?)\s?(?P<unit2>%|ms|s|k|m|g|gb|mb)?"
+    r"(?![\w.])",
+    re.IGNORECASE,
+)
+"""A value and what it became: "38% -> 0.2%", "from 900ms to 120ms"."""
+
+BAD_METRIC = re.compile(
+    rf"\b{_BAD_METRIC}\b|\b(?:fail\w*|errors?|rejects?|rejections|drops|retries)\b",
+    re.IGNORECASE,
+)
+"""A metric where less is better."""
+
+CATEGORY_CUES = {
+    category: (*cues, *STRUCTURAL_CUES.get(category, ()))
+    for category, cues in CATEGORY_CUES.items()
+}
+
+
 POPULATION = re.compile(
     rf"\b{_POPULATION}\b|\b(?:orders?|checkouts?|signups?|logins?|payments?|revenue|"
     r"tickets?|chats?|complaints?)\b",
@@ -481,8 +681,10 @@ ACK_WORDS = _words(
 BOT_NOTIFICATION = _any(
     r"^\s*\[(?:firing|resolved|alert|alarm|ok|warning|warn|critical|crit|info|triggered|"
     r"recovered)(?::\d+)?\]",
-    r"^\s*(?:alert|alarm|incident|deploy(?:ment)?|build|pipeline)\s*(?:#\d+\s*)?"
+    r"^\s*(?:alert|alarm|deploy(?:ment)?|build|pipeline)\s*(?:#\d+\s*)?"
     r"(?:firing|resolved|triggered|started|finished|succeeded|failed|created)\b",
+    # "Incident #42 resolved" is a bot; "incident resolved, thanks all" is the commander.
+    r"^\s*incident\s*#\d+\s*(?:firing|resolved|triggered|created)\b",
     r"\b(?:severity|runbook|priority|dashboard|pipeline)\s*:\s*\S+\s*\|",
     r"^\s*(?:feature flag|flag) changed\b",
     r"\bthis is an automated message\b",
@@ -542,8 +744,10 @@ COMMS = _any(
 HEDGE = _any(
     r"\b(?:would|could|might|maybe|perhaps|possibly)\b",
     r"\bonce (?:the|it|we|that|this|everything)\b",
-    r"\bwe'd\b|\boptions?:",
+    r"\bwe'd\b|\boptions:|\boptions\b|\btwo ways\b",
     r"\bif we\b",
+    # Alternatives laid side by side: "we can roll back, or skip the step and backfill".
+    r"\b(?:we|i) can\b[^.?!]*\bor\b",
 )
 """Deliberation: an action that is only being considered has not happened."""
 

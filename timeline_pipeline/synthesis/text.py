@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 
 __all__ = [
+    "cjk_count",
     "clean_text",
     "keep_sentences",
     "make_title",
@@ -88,8 +89,19 @@ def keep_sentences(text: str, keep: Callable[[str], bool]) -> str:
     return "".join(pieces[kept[0] : kept[-1] + 1]).strip()
 
 
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_CHARS_PER_WORD = 2
+"""Chinese has no spaces; a word is about two characters, which is all a length check needs."""
+
+
+def cjk_count(text: str) -> int:
+    """Chinese characters in `text`: Lark chats mix them with English in one sentence."""
+    return len(_CJK.findall(text))
+
+
 def word_count(text: str) -> int:
-    return len(_WORD.findall(text))
+    """Words, counting Chinese at about two characters a word."""
+    return len(_WORD.findall(text)) + -(-cjk_count(text) // _CJK_CHARS_PER_WORD)
 
 
 _PHRASAL = (

@@ -32,7 +32,10 @@ def test_a_failing_benchmark_becomes_a_row_and_the_others_keep_their_figures() -
     assert "--events must be 1..200000" in refused.rows[0].note
     assert quality.returncode in (0, 1) and not quality.failed
     figures = {row.figure for row in quality.rows}
-    assert {"precision, gold set (3 transcripts)", "recall, held-out demo chat"} <= figures
+    assert {
+        "rules precision, tuned set (3 transcripts)",
+        "rules recall, held-out half (4 transcripts)",
+    } <= figures
     assert exit_code([*refused.rows, *quality.rows]) == 3
     assert "== bench ingest" in echo.getvalue() and "== bench quality" in echo.getvalue()
 
@@ -87,7 +90,7 @@ def test_the_command_prints_the_report_and_writes_the_same_file(tmp_path: Path) 
     text = done.stdout
     assert f"`python -m bench --only quality --output {output}`" in text
     assert "PostgreSQL 1" in text and "cores" in text
-    assert "| quality | precision, gold set (3 transcripts) |" in text
+    assert "| quality | rules precision, tuned set (3 transcripts) |" in text
     assert ("Every target in the table is met." in text) == (done.returncode == 0)
     assert "| quality |" in done.stderr  # the benchmark's own table went to stderr
 

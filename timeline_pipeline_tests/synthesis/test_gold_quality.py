@@ -14,8 +14,10 @@ import pytest
 
 from timeline_pipeline.demo_data import load_expected_facts, load_messages
 from timeline_pipeline.synthesis.evaluation import (
+    CategoryScore,
     ProducedFact,
     Score,
+    category_scores,
     match_facts,
     produced_facts,
     run_windows,
@@ -24,7 +26,9 @@ from timeline_pipeline.synthesis.evaluation import (
 from timeline_pipeline.synthesis.gold import (
     ExpectedFact,
     GoldTranscript,
+    Split,
     load_gold_set,
+    load_splits,
     transcript_from_records,
 )
 from timeline_pipeline.synthesis.models import Category
@@ -33,6 +37,16 @@ from timeline_pipeline.synthesis.rules import RuleSynthesizer
 GOLD = Path(__file__).resolve().parents[1] / "data" / "gold"
 MIN_PRECISION = 0.8
 MIN_RECALL = 0.8
+TUNED_MIN_PRECISION = 0.88
+TUNED_MIN_RECALL = 0.95
+"""The tuned set may not fall below what it scored before the structural cues were added."""
+TUNING_MIN_PRECISION = 0.85
+TUNING_MIN_RECALL = 0.85
+HELD_OUT_FLOOR_PRECISION = 0.65
+HELD_OUT_FLOOR_RECALL = 0.65
+"""A regression floor under the measured held-out figures (0.70 / 0.69), not the 0.80 target:
+bench/quality reports the target and whether it is met. Raising these numbers by changing a
+rule for a held-out miss is what the split forbids (bench/quality/NOTES.md)."""
 HELD_OUT_MIN_PRECISION = 0.6
 HELD_OUT_MIN_RECALL = 0.6
 """The bundled demo chat was written independently of the rules: a floor, not a tuning target."""
@@ -40,6 +54,12 @@ HELD_OUT_MIN_RECALL = 0.6
 
 @pytest.fixture(scope="module")
 def gold() -> list[GoldTranscript]:
+    """The transcripts the rules were first developed against."""
+    return load_gold_set(GOLD, split=Split.TUNED)
+
+
+@pytest.fixture(scope="module")
+def every_transcript() -> list[GoldTranscript]:
     return load_gold_set(GOLD)
 
 
@@ -56,6 +76,33 @@ def test_rule_synthesizer_meets_the_quality_bar_on_the_gold_set(
     total = sum((_score(t) for t in gold), Score(0, 0, 0))
     assert total.precision >= MIN_PRECISION, total
     assert total.recall >= MIN_RECALL, total
+
+
+def test_the_tuned_set_keeps_its_figures(gold: list[GoldTranscript]) -> None:
+    total = sum((_score(t) for t in gold), Score(0, 0, 0))
+    assert total.precision >= TUNED_MIN_PRECISION, total
+    assert total.recall >= TUNED_MIN_RECALL, total
+
+
+def test_the_tuning_half_meets_its_bar() -> None:
+    total = sum((_score(t) for t in load_gold_set(GOLD, split=Split.TUNING)), Score(0, 0, 0))
+    assert total.precision >= TUNING_MIN_PRECISION, total
+    assert total.recall >= TUNING_MIN_RECALL, total
+
+
+def test_the_held_out_half_stays_above_its_floor_with_every_category_hit() -> None:
+    held_out = load_gold_set(GOLD, split=Split.HELD_OUT)
+    total = sum((_score(t) for t in held_out), Score(0, 0, 0))
+    assert total.precision >= HELD_OUT_FLOOR_PRECISION, total
+    assert total.recall >= HELD_OUT_FLOOR_RECALL, total
+    hit: set[Category] = set()
+    for transcript in held_out:
+        run = run_windows(transcript.evidence, RuleSynthesizer())
+        produced = produced_facts(run.entries, transcript.message_id_by_evidence_id())
+        hit.update(
+            c for c, s in category_scores(produced, transcript.expected).items() if s.matched
+        )
+    assert hit == set(Category)
 
 
 def test_no_single_transcript_is_far_below_the_bar(gold: list[GoldTranscript]) -> None:
@@ -85,13 +132,53 @@ def test_a_transcript_from_records_is_read_like_one_from_disk(
 # --- the gold set itself -------------------------------------------------------------------
 
 
-def test_gold_set_has_at_least_three_different_incidents(gold: list[GoldTranscript]) -> None:
-    assert len(gold) >= 3
-    speakers = [{item.actor_id for item in t.evidence} for t in gold]
+def test_gold_set_has_at_least_three_different_incidents(
+    every_transcript: list[GoldTranscript],
+) -> None:
+    assert len(every_transcript) >= 3
+    speakers = [{item.actor_id for item in t.evidence} for t in every_transcript]
     assert all(a.isdisjoint(b) for i, a in enumerate(speakers) for b in speakers[i + 1 :])
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in GOLD.iterdir() if p.is_dir()))
+def test_every_transcript_has_a_split_and_both_new_halves_are_populated() -> None:
+    names = sorted(p.name for p in GOLD.iterdir() if p.is_dir())
+    splits = load_splits(GOLD)
+    assert sorted(splits) == names
+    assert sum(s is Split.TUNING for s in splits.values()) >= 4
+    assert sum(s is Split.HELD_OUT for s in splits.values()) >= 4
+
+
+def test_a_split_selects_only_its_transcripts() -> None:
+    splits = load_splits(GOLD)
+    held_out = load_gold_set(GOLD, split=Split.HELD_OUT)
+    assert held_out
+    assert all(splits[t.name] is Split.HELD_OUT for t in held_out)
+
+
+_TUNED_NAMES = sorted(name for name, split in load_splits(GOLD).items() if split is Split.TUNED)
+_NEW_NAMES = sorted(name for name, split in load_splits(GOLD).items() if split is not Split.TUNED)
+
+
+@pytest.mark.parametrize("name", _NEW_NAMES)
+def test_new_transcript_is_a_realistic_chat(name: str) -> None:
+    """The newer transcripts are shorter (terse chats end quickly) but carry the same mess:
+    bot cards, images, a thread, a reply, an edit and a mention."""
+    lines = (GOLD / name / "messages.jsonl").read_text(encoding="utf-8").splitlines()
+    items = [json.loads(line) for line in lines]
+    assert 20 <= len(items) <= 150
+    times = [int(item["create_time"]) for item in items]
+    assert times == sorted(times)
+    assert 20 <= (times[-1] - times[0]) / 60_000 <= 90
+    assert len({item["message_id"] for item in items}) == len(items)
+    assert {"text", "interactive", "image"} <= {item["msg_type"] for item in items}
+    assert any(item["sender"]["sender_type"] == "app" for item in items)
+    assert any(item.get("thread_id") for item in items)
+    assert any(item.get("parent_id") and not item.get("thread_id") for item in items)
+    assert any(item["updated"] and item["update_time"] > item["create_time"] for item in items)
+    assert any(item["mentions"] for item in items)
+
+
+@pytest.mark.parametrize("name", _TUNED_NAMES)
 def test_transcript_is_realistic(name: str) -> None:
     lines = (GOLD / name / "messages.jsonl").read_text().splitlines()
     items = [json.loads(line) for line in lines]
@@ -110,9 +197,9 @@ def test_transcript_is_realistic(name: str) -> None:
 
 
 def test_expected_facts_rest_on_eligible_messages_of_their_transcript(
-    gold: list[GoldTranscript],
+    every_transcript: list[GoldTranscript],
 ) -> None:
-    for transcript in gold:
+    for transcript in every_transcript:
         eligible = {item.message_id for item in transcript.evidence}
         assert transcript.expected
         for fact in transcript.expected:
@@ -131,3 +218,21 @@ def test_matching_claims_each_expected_fact_once() -> None:
     ]
     assert match_facts(produced, [fact]) in ({0: 0}, {1: 0})
     assert score(produced, [fact]) == Score(produced=3, expected=1, matched=1)
+
+
+def test_category_scores_split_the_overall_score_by_kind() -> None:
+    expected = [
+        ExpectedFact(Category.MITIGATION, frozenset({"om_1"}), "rolled back"),
+        ExpectedFact(Category.FINDING, frozenset({"om_2"}), "pool exhausted"),
+    ]
+    produced = [
+        ProducedFact(Category.MITIGATION, frozenset({"om_1"}), "rolled back"),
+        ProducedFact(Category.FINDING, frozenset({"om_3"}), "chatter"),
+        ProducedFact(Category.IMPACT, frozenset({"om_2"}), "pool exhausted"),
+    ]
+    by_kind = category_scores(produced, expected)
+    assert by_kind[Category.MITIGATION] == CategoryScore(produced=1, expected=1, matched=1)
+    assert by_kind[Category.FINDING] == CategoryScore(produced=1, expected=1, matched=0)
+    assert by_kind[Category.IMPACT].precision == 0.0
+    assert sum(by_kind.values(), CategoryScore(0, 0, 0)) == CategoryScore(3, 2, 1)
+    assert score(produced, expected) == Score(3, 2, 1)

@@ -99,6 +99,62 @@ WORTHY = [
     ("next_step", "follow-up: add an alert on consumer lag"),
 ]
 
+STRUCTURAL = [
+    # Cues that do not depend on the incident's vocabulary: how the sentence is built.
+    # root cause: "because" and "after" structures, Chinese causal markers
+    (
+        "root_cause",
+        "the crash loop is because the sidecar reads a config key that no longer exists",
+    ),
+    ("root_cause", "ledger entries duplicated after the queue migration replayed the backlog"),
+    ("root_cause", "根因: 证书自动续期脚本的 cron 被误删"),
+    # decision: first-person plural commitments, taking the commander role
+    ("decision", "we'll drain the warehouse region and serve from the other two"),
+    ("decision", "marta IC, jun on the gateway"),
+    ("decision", "决定: 暂停发布, 先回滚网关配置"),
+    # mitigation: a terse completed action, progress with a count, Chinese completed action
+    ("mitigation", "reissued the signing token and uploaded it to the vault"),
+    ("mitigation", "quarantined the bad shard, 3 of 40 replicas moved"),
+    ("mitigation", "migrating tenants to the new pool, 14/60 done"),
+    ("mitigation", "网关配置已回滚到上一个版本"),
+    # recovery: a bad metric back down, errors gone, Chinese recovery markers
+    ("recovery", "gateway timeouts down to 0.1% after the revert"),
+    ("recovery", "no more checksum errors in the importer"),
+    ("recovery", "thumbnail jobs are completing normally again"),
+    ("recovery", "支付成功率恢复到 99%"),
+    # impact: a failure and a share, Chinese affected people
+    ("impact", "webhook deliveries failing 27% across all regions"),
+    ("impact", "卖家反馈无法上传商品图片, 已有 30 个工单"),
+    # finding: a named system and a measurement; a change at a clock time
+    ("finding", "ingest-worker-3 heap at 7.6gb, others around 2gb"),
+    ("finding", "the billing-api config was changed at 09:12 by the terraform run"),
+    # a bad metric down by a large factor, whatever it is called
+    ("recovery", "consumer errors 46% -> 0.3%"),
+    # an observation and its consequence in one message explain the incident
+    ("root_cause", "配置上周被改成了 0ms. 所以每次请求都超时"),
+    # the same structures with other subjects and verbs
+    ("impact", "drivers report the app shows no rides since 18:40"),
+    ("mitigation", "failed the primary over to us-west-2, took 90s"),
+    ("mitigation", "the bad config is reverted on 40/40 hosts"),
+    ("recovery", "NotReady cleared on every node"),
+    ("recovery", "drivers confirm rides show up again"),
+    ("decision", "plan is to restore from the 02:00 snapshot, go"),
+    ("root_cause", "it broke because the migration dropped the index on orders.created_at"),
+]
+
+STRUCTURAL_NOT_FACTS = [
+    # alternatives side by side are options, not an action
+    "we can restart the pool, or wait for the vendor to fix it",
+    # a role label with its name removed
+    "IC: @Marta Lopez",
+    # talking to customers is comms, not an incident decision
+    "we'll answer the tickets with the usual template",
+    # a condition: the errors are not gone yet
+    "hold off until the 5xx is gone",
+    # "again" in a reason or a condition is not the recovery itself
+    "before anyone consumes again the group rebalances",
+]
+
 NOT_WORTHY = [
     # questions and guesses
     "is the replica healthy?",
@@ -161,7 +217,12 @@ def _entries(*items: EvidenceItem) -> list[tuple[str, list[int]]]:
     return [(entry.category.value, entry.evidence_ids) for entry in result.entries]
 
 
-@pytest.mark.parametrize(("category", "text"), WORTHY)
+@pytest.mark.parametrize("text", STRUCTURAL_NOT_FACTS)
+def test_structural_cues_leave_options_labels_and_conditions_alone(text: str) -> None:
+    assert read_message(evidence(1, text)).kind is not MessageKind.FACT
+
+
+@pytest.mark.parametrize(("category", "text"), [*WORTHY, *STRUCTURAL])
 def test_timeline_worthy_sentences_get_their_kind(category: str, text: str) -> None:
     reading = read_message(evidence(1, text))
     assert (reading.kind, reading.category) == (MessageKind.FACT, Category(category))
