@@ -24,6 +24,7 @@ from timeline_pipeline.orchestration.collection import (
     MODE_TAG,
     RECONCILE_SCHEDULE,
     REFRESH_SCHEDULE,
+    THREADS_CHECK,
     LarkClientResource,
     collection_schedules,
     lark_chat_collection,
@@ -125,8 +126,9 @@ def test_a_scheduled_materialization_records_counts_lag_and_each_chat(
     assert 0 <= meta["lag_seconds"] < 2 * 3600
     [chat] = meta["per_chat"]
     assert (chat["workspace_id"], chat["chat_id"], chat["kind"]) == ("inc-live", CHAT, "backfill")
-    [check] = result.get_asset_check_evaluations()
-    assert (check.check_name, check.passed) == (FAILURE_CHECK, True)
+    assert (meta["threads_fetched"], meta["threads_skipped"]) == (0, 0)
+    checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+    assert checks == {FAILURE_CHECK: True, THREADS_CHECK: True}
 
 
 def test_a_chat_that_fails_is_named_by_a_failed_check_and_the_others_are_recorded(
@@ -142,10 +144,34 @@ def test_a_chat_that_fails_is_named_by_a_failed_check_and_the_others_are_recorde
     meta = values(materialization(instance))
     assert (meta["inserted"], meta["failures"]) == (60, 1)
     assert meta["failures_by_kind"] == {"permission_denied": 1}
-    [check] = result.get_asset_check_evaluations()
+    [check] = [c for c in result.get_asset_check_evaluations() if c.check_name == FAILURE_CHECK]
     assert not check.passed
     assert check.severity == dg.AssetCheckSeverity.ERROR
     assert "inc-live/oc_hidden" in (check.description or "")
+
+
+def test_threads_left_out_by_the_budget_are_counted_and_warned_about(
+    db_url: str, engine: Engine, lark: SimulatorServer, instance: dg.DagsterInstance
+) -> None:
+    for item in make_chat_messages("oc_threads", NOW - timedelta(hours=1), 30, seed=6):
+        lark.store.add_message(item)  # three threads, one reply each
+    workspace(engine, "inc-threads", chats=("oc_threads",))
+
+    result = dg.materialize(
+        [lark_chat_collection],
+        instance=instance,
+        resources=resources(db_url, lark, reconcile_max_threads=1),
+    )
+
+    meta = values(materialization(instance))
+    assert (meta["threads_fetched"], meta["threads_skipped"]) == (1, 2)
+    [chat] = meta["per_chat"]
+    assert chat["threads_skipped"] == 2
+    assert chat["covered_until"] is not None and chat["covered_until"] < NOW.isoformat()
+    [check] = [c for c in result.get_asset_check_evaluations() if c.check_name == THREADS_CHECK]
+    assert not check.passed
+    assert check.severity == dg.AssetCheckSeverity.WARN
+    assert check.metadata["per_chat"].value == {"inc-threads/oc_threads": 2}
 
 
 def test_a_disabled_deployment_materializes_nothing_and_calls_no_lark(
