@@ -3,7 +3,10 @@
 * `lark_chat_collection` reconciles every bound chat of every eligible workspace (firing, within
   the lookback, an ingested type): incremental runs every `reconcileInterval`, a refresh run
   (edits and recalls over `evidenceRefreshLookback`) every `evidenceRefreshInterval`. Automatic
-  scans therefore stop by themselves when a workspace leaves `firing` or ages out.
+  scans therefore stop by themselves when a workspace leaves `firing` or ages out. Both schedules
+  request their run even when they fire in the same minute: collection runs carry
+  `timeline/collection` and the run queue starts one at a time (dagster.yaml), so neither
+  schedule loses its tick to the other.
 * Each materialization records pages, messages, inserted/updated/duplicate counts, skips by
   reason, lag and failures, in total and per chat. One chat's failure does not hide the others'
   work: the materialization is recorded and the asset check fails, naming the chat.
@@ -49,12 +52,11 @@ MANUAL_JOB = "lark_manual_reconcile"
 RECONCILE_SCHEDULE = "lark_reconcile_schedule"
 REFRESH_SCHEDULE = "lark_evidence_refresh_schedule"
 MODE_TAG = "timeline/reconcile_mode"
-_IN_FLIGHT = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-]
+COLLECTION_TAG = "timeline/collection"
+"""Every collection run carries it; the run queue (dagster.yaml) starts one such run at a time,
+so the two schedules' runs wait for each other instead of racing on the chat checkpoints."""
+COLLECTION_TAGS = {COLLECTION_TAG: "lark"}
+_WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED]
 
 
 class LarkClientResource(dg.ConfigurableResource):  # type: ignore[type-arg]
@@ -247,6 +249,7 @@ def manual_reconcile(
     name=MANUAL_JOB,
     description="Refresh one workspace's Lark chats from history now.",
     executor_def=dg.in_process_executor,
+    tags=COLLECTION_TAGS,
 )
 def lark_manual_reconcile_job() -> None:
     manual_reconcile()
@@ -257,6 +260,7 @@ chat_collection_job = dg.define_asset_job(
     executor_def=dg.in_process_executor,
     selection=dg.AssetSelection.assets(CHAT_COLLECTION_KEY),
     description="Reconcile every eligible workspace's Lark chats.",
+    tags=COLLECTION_TAGS,
 )
 
 
@@ -270,7 +274,10 @@ def _collection_schedule(name: str, interval: timedelta, *, refresh: bool) -> dg
         job=chat_collection_job,
         execution_timezone="UTC",
         default_status=dg.DefaultScheduleStatus.RUNNING,
-        description=f"{mode.value} reconciliation every {interval}; skipped while disabled.",
+        description=(
+            f"{mode.value} reconciliation every {interval}; queued behind a collection run in "
+            "flight, skipped while disabled or while a run of this mode is still queued."
+        ),
     )
     def _schedule(
         context: dg.ScheduleEvaluationContext, timeline_settings: TimelineSettingsResource
@@ -281,15 +288,23 @@ def _collection_schedule(name: str, interval: timedelta, *, refresh: bool) -> dg
         tick = context.scheduled_execution_time
         if tick is not None and not cadence.is_due(tick):
             return dg.SkipReason(f"not due: runs every {cadence.every_minutes} minute(s)")
-        in_flight = context.instance.get_runs(
-            filters=dg.RunsFilter(job_name=COLLECTION_JOB, statuses=_IN_FLIGHT), limit=1
+        # The run queue serializes collection runs (COLLECTION_TAG), so a run of the other
+        # schedule in flight is no reason to skip: this tick's run waits for it. Only a run of
+        # this same mode that has not started yet makes this tick redundant (it will read the
+        # same range), which also keeps the queue from growing behind a slow run.
+        waiting = context.instance.get_runs(
+            filters=dg.RunsFilter(
+                job_name=COLLECTION_JOB, statuses=_WAITING, tags={MODE_TAG: mode.value}
+            ),
+            limit=1,
         )
-        if in_flight:
-            # Two runs on one checkpoint would race; the one in flight covers this tick's range.
-            return dg.SkipReason(f"run {in_flight[0].run_id} of {COLLECTION_JOB} is in flight")
+        if waiting:
+            return dg.SkipReason(
+                f"run {waiting[0].run_id} ({mode.value}) is already queued for this range"
+            )
         return dg.RunRequest(
             run_config={"ops": {CHAT_COLLECTION_KEY.path[-1]: {"config": {"refresh": refresh}}}},
-            tags={MODE_TAG: mode.value},
+            tags={**COLLECTION_TAGS, MODE_TAG: mode.value},
         )
 
     return _schedule
