@@ -15,7 +15,14 @@ from timeline_pipeline.lark.simulator.server import ROUTE_LIST_MESSAGES, ROUTE_T
 from timeline_pipeline.reconcile.planning import MARKER_KEY, MessageKey, Mode
 from timeline_pipeline.reconcile.report import THREAD_BUDGET_EXHAUSTED, FailureKind
 from timeline_pipeline_tests.reconcile.conftest import MakeHarness
-from timeline_pipeline_tests.reconcile.harness import CHAT, NOW, PAGE, chat_listed, messages
+from timeline_pipeline_tests.reconcile.harness import (
+    CHAT,
+    NOW,
+    PAGE,
+    chat_listed,
+    messages,
+    reply_to,
+)
 
 H = timedelta(hours=1)
 M = timedelta(minutes=1)
@@ -119,19 +126,6 @@ def test_thread_replies_hidden_from_the_chat_listing_are_collected(
     assert chat.threads_fetched == 6
     assert chat.upserts.inserted == 60
     assert h.message_ids() == {i["message_id"] for i in items}
-
-
-def reply_to(root: dict[str, Any], message_id: str, at_ms: int) -> dict[str, Any]:
-    """A reply inside `root`'s thread, hidden from the chat listing like Lark hides it."""
-    return {
-        **messages(2, start=NOW, seed=9)[1],
-        "message_id": message_id,
-        "create_time": str(at_ms),
-        "update_time": str(at_ms),
-        "thread_id": root["thread_id"],
-        "root_id": root["message_id"],
-        "parent_id": root["message_id"],
-    }
 
 
 def test_a_lost_reply_in_a_thread_last_active_before_the_range_is_collected_by_the_next_run(
