@@ -154,6 +154,23 @@ workspace_timeline_sync_states = Table(
     Index(None, "workspace_id", "scope_key", "source_type", "window_start"),
 )
 
+# When reconciliation last listed each thread of a chat, so that its per-run thread budget goes
+# to the threads served longest ago (README, "Lark page fetch failure"). One row per thread met
+# within the ingestion lookback; rows older than the lookback are pruned by the run itself.
+workspace_timeline_reconcile_threads = Table(
+    "workspace_timeline_reconcile_threads",
+    metadata,
+    Column(
+        "workspace_id",
+        String(128),
+        ForeignKey("workspaces.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("chat_id", String(256), primary_key=True),
+    Column("thread_id", String(256), primary_key=True),
+    Column("last_listed_at", UTCDateTime(), nullable=False),
+)
+
 workspace_timeline_entries = Table(
     "workspace_timeline_entries",
     metadata,

@@ -3,7 +3,10 @@
 * `lark_chat_collection` reconciles every bound chat of every eligible workspace (firing, within
   the lookback, an ingested type): incremental runs every `reconcileInterval`, a refresh run
   (edits and recalls over `evidenceRefreshLookback`) every `evidenceRefreshInterval`. Automatic
-  scans therefore stop by themselves when a workspace leaves `firing` or ages out.
+  scans therefore stop by themselves when a workspace leaves `firing` or ages out. Both schedules
+  request their run even when they fire in the same minute: collection runs carry
+  `timeline/collection` and the run queue starts one at a time (dagster.yaml), so neither
+  schedule loses its tick to the other.
 * Each materialization records pages, messages, inserted/updated/duplicate counts, skips by
   reason, lag and failures, in total and per chat. One chat's failure does not hide the others'
   work: the materialization is recorded and the asset check fails, naming the chat.
@@ -43,17 +46,17 @@ if TYPE_CHECKING:
 
 CHAT_COLLECTION_KEY = dg.AssetKey("lark_chat_collection")
 FAILURE_CHECK = "chats_reconciled_without_errors"
+THREADS_CHECK = "threads_within_budget"
 COLLECTION_JOB = "lark_chat_collection_job"
 MANUAL_JOB = "lark_manual_reconcile"
 RECONCILE_SCHEDULE = "lark_reconcile_schedule"
 REFRESH_SCHEDULE = "lark_evidence_refresh_schedule"
 MODE_TAG = "timeline/reconcile_mode"
-_IN_FLIGHT = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-]
+COLLECTION_TAG = "timeline/collection"
+"""Every collection run carries it; the run queue (dagster.yaml) starts one such run at a time,
+so the two schedules' runs wait for each other instead of racing on the chat checkpoints."""
+COLLECTION_TAGS = {COLLECTION_TAG: "lark"}
+_WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED]
 
 
 class LarkClientResource(dg.ConfigurableResource):  # type: ignore[type-arg]
@@ -117,6 +120,8 @@ def run_metadata(report: RunReport) -> dict[str, Any]:
         "chat_pages": totals["chat_pages"],
         "thread_pages": totals["thread_pages"],
         "messages": totals["messages"],
+        "threads_fetched": totals["threads_fetched"],
+        "threads_skipped": totals["threads_skipped"],
         "inserted": totals["inserted"],
         "updated": totals["updated"],
         "duplicate": totals["duplicate"],
@@ -134,6 +139,31 @@ def run_metadata(report: RunReport) -> dict[str, Any]:
     return metadata
 
 
+def _threads_check(report: RunReport) -> dg.AssetCheckResult:
+    """Warns while `reconcileMaxThreads` leaves threads out: their turn comes in later runs, and
+    until then the chat's coverage (so synthesis of the windows after it) waits for them."""
+    skipped = {
+        f"{chat.workspace_id}/{chat.chat_id}": chat.threads_skipped
+        for chat in report.chats
+        if chat.threads_skipped
+    }
+    total = sum(skipped.values())
+    return dg.AssetCheckResult(
+        check_name=THREADS_CHECK,
+        asset_key=CHAT_COLLECTION_KEY,
+        passed=total == 0,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(
+            f"{total} thread(s) left for later runs by reconcileMaxThreads" if total else None
+        ),
+        metadata={"threads_skipped": total, "per_chat": dg.MetadataValue.json(skipped)},
+    )
+
+
+def _checks(report: RunReport) -> list[dg.AssetCheckResult]:
+    return [_failure_check(report), _threads_check(report)]
+
+
 def _failure_check(report: RunReport) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         check_name=FAILURE_CHECK,
@@ -148,7 +178,10 @@ def _failure_check(report: RunReport) -> dg.AssetCheckResult:
 @dg.asset(
     key=CHAT_COLLECTION_KEY,
     group_name="lark",
-    check_specs=[dg.AssetCheckSpec(FAILURE_CHECK, asset=CHAT_COLLECTION_KEY)],
+    check_specs=[
+        dg.AssetCheckSpec(FAILURE_CHECK, asset=CHAT_COLLECTION_KEY),
+        dg.AssetCheckSpec(THREADS_CHECK, asset=CHAT_COLLECTION_KEY),
+    ],
     description="Lark chat history reconciled into workspace evidence (seed 000 section 8).",
 )
 def lark_chat_collection(
@@ -165,7 +198,7 @@ def lark_chat_collection(
         context.log.info("reconciliation skipped: %s", refusal)
         return dg.MaterializeResult(
             metadata={"mode": mode.value, "skipped": refusal, "chats": 0},
-            check_results=[_failure_check(RunReport(mode.value, datetime.now(UTC)))],
+            check_results=_checks(RunReport(mode.value, datetime.now(UTC))),
         )
     now = datetime.now(UTC)
     with connection(database.engine) as conn:
@@ -178,9 +211,7 @@ def lark_chat_collection(
         )
     if report.failures:
         context.log.warning(report.failure_summary())
-    return dg.MaterializeResult(
-        metadata=run_metadata(report), check_results=[_failure_check(report)]
-    )
+    return dg.MaterializeResult(metadata=run_metadata(report), check_results=_checks(report))
 
 
 @dg.op(description="Reconcile one explicitly selected workspace now, even if not eligible.")
@@ -218,6 +249,7 @@ def manual_reconcile(
     name=MANUAL_JOB,
     description="Refresh one workspace's Lark chats from history now.",
     executor_def=dg.in_process_executor,
+    tags=COLLECTION_TAGS,
 )
 def lark_manual_reconcile_job() -> None:
     manual_reconcile()
@@ -228,6 +260,7 @@ chat_collection_job = dg.define_asset_job(
     executor_def=dg.in_process_executor,
     selection=dg.AssetSelection.assets(CHAT_COLLECTION_KEY),
     description="Reconcile every eligible workspace's Lark chats.",
+    tags=COLLECTION_TAGS,
 )
 
 
@@ -241,7 +274,10 @@ def _collection_schedule(name: str, interval: timedelta, *, refresh: bool) -> dg
         job=chat_collection_job,
         execution_timezone="UTC",
         default_status=dg.DefaultScheduleStatus.RUNNING,
-        description=f"{mode.value} reconciliation every {interval}; skipped while disabled.",
+        description=(
+            f"{mode.value} reconciliation every {interval}; queued behind a collection run in "
+            "flight, skipped while disabled or while a run of this mode is still queued."
+        ),
     )
     def _schedule(
         context: dg.ScheduleEvaluationContext, timeline_settings: TimelineSettingsResource
@@ -252,15 +288,23 @@ def _collection_schedule(name: str, interval: timedelta, *, refresh: bool) -> dg
         tick = context.scheduled_execution_time
         if tick is not None and not cadence.is_due(tick):
             return dg.SkipReason(f"not due: runs every {cadence.every_minutes} minute(s)")
-        in_flight = context.instance.get_runs(
-            filters=dg.RunsFilter(job_name=COLLECTION_JOB, statuses=_IN_FLIGHT), limit=1
+        # The run queue serializes collection runs (COLLECTION_TAG), so a run of the other
+        # schedule in flight is no reason to skip: this tick's run waits for it. Only a run of
+        # this same mode that has not started yet makes this tick redundant (it will read the
+        # same range), which also keeps the queue from growing behind a slow run.
+        waiting = context.instance.get_runs(
+            filters=dg.RunsFilter(
+                job_name=COLLECTION_JOB, statuses=_WAITING, tags={MODE_TAG: mode.value}
+            ),
+            limit=1,
         )
-        if in_flight:
-            # Two runs on one checkpoint would race; the one in flight covers this tick's range.
-            return dg.SkipReason(f"run {in_flight[0].run_id} of {COLLECTION_JOB} is in flight")
+        if waiting:
+            return dg.SkipReason(
+                f"run {waiting[0].run_id} ({mode.value}) is already queued for this range"
+            )
         return dg.RunRequest(
             run_config={"ops": {CHAT_COLLECTION_KEY.path[-1]: {"config": {"refresh": refresh}}}},
-            tags={MODE_TAG: mode.value},
+            tags={**COLLECTION_TAGS, MODE_TAG: mode.value},
         )
 
     return _schedule

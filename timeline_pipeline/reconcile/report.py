@@ -42,6 +42,8 @@ class ChatReport:
     chat_pages: int = 0
     thread_pages: int = 0
     threads_fetched: int = 0
+    threads_skipped: int = 0
+    """Known threads left out by `reconcileMaxThreads`; each holds `covered_until` back."""
     items: int = 0
     """Raw items listed, malformed ones included."""
     messages: int = 0
@@ -56,6 +58,8 @@ class ChatReport:
     newest_message_at: datetime | None = None
     lag_seconds: float | None = None
     checkpoint_advanced: bool = False
+    covered_until: datetime | None = None
+    """What the checkpoint now says is collected: the range end unless threads were skipped."""
     failure: FailureKind | None = None
     error: str | None = None
     duration_seconds: float = 0.0
@@ -91,6 +95,7 @@ class ChatReport:
             "chat_pages": self.chat_pages,
             "thread_pages": self.thread_pages,
             "threads_fetched": self.threads_fetched,
+            "threads_skipped": self.threads_skipped,
             "items": self.items,
             "messages": self.messages,
             "inserted": self.upserts.inserted,
@@ -102,6 +107,7 @@ class ChatReport:
             "newest_message_at": _iso(self.newest_message_at),
             "lag_seconds": _round(self.lag_seconds),
             "checkpoint_advanced": self.checkpoint_advanced,
+            "covered_until": _iso(self.covered_until),
             "failure": self.failure.value if self.failure else None,
             "error": self.error,
             "duration_seconds": _round(self.duration_seconds),
@@ -165,6 +171,8 @@ class RunReport:
             "chat_pages": sum(chat.chat_pages for chat in self.chats),
             "thread_pages": sum(chat.thread_pages for chat in self.chats),
             "messages": sum(chat.messages for chat in self.chats),
+            "threads_fetched": sum(chat.threads_fetched for chat in self.chats),
+            "threads_skipped": sum(chat.threads_skipped for chat in self.chats),
             "inserted": upserts.inserted,
             "updated": upserts.updated,
             "duplicate": upserts.duplicate,

@@ -1,8 +1,9 @@
 """Reconcile Lark chat history into evidence, one (workspace, chat) checkpoint at a time.
 
 The I/O half of reconciliation (planning is in `planning`). For each target it reads the chat
-checkpoint, lists the planned range page by page, fetches the replies of the threads it meets
-(and of threads our evidence says were recently active, since Lark lists thread roots only),
+checkpoint, lists the planned range page by page, then lists the replies of the threads it
+knows within the ingestion lookback (Lark lists thread roots only, so a lost reply to an old
+thread is found no other way), oldest-served first under `reconcileMaxThreads` (`threads`),
 and commits each page through the receiver's own write path (`ingest.writer.ingest`) in one
 transaction together with the in-progress marker. The high-water mark moves only after the
 last page (seed 000 §8.2); any failure leaves it where it was, records the failure on the
@@ -24,7 +25,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from timeline_pipeline.db.engine import DatabaseUnavailable, connection, transaction
+from timeline_pipeline.db.engine import DatabaseUnavailable, transaction
 from timeline_pipeline.ingest.eligibility import Scope
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.client import (
@@ -58,8 +59,15 @@ from timeline_pipeline.reconcile.report import (
     FailureKind,
     RunReport,
 )
-from timeline_pipeline.reconcile.store import active_thread_ids, record_progress
+from timeline_pipeline.reconcile.store import (
+    mark_thread_listed,
+    prune_thread_listings,
+    record_progress,
+    thread_first_seen,
+    threads_last_listed,
+)
 from timeline_pipeline.reconcile.targets import Target
+from timeline_pipeline.reconcile.threads import ThreadPlan, known_threads, plan_threads
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store.sync_states import (
     SyncState,
@@ -190,9 +198,9 @@ class _ChatRun:
         self.now = now
         self.report = report
         self.state: SyncState | None = None
-        self.fetched_threads: set[str] = set()
-        self.skipped_threads: set[str] = set()
-        self.thread_budget = self.settings.reconcile_max_threads
+        self.threads = ThreadPlan((), ())
+        self.committed: dict[str, datetime] = {}
+        """Message id -> updated_at of what this run committed, so each is written once."""
         self.newest: MessageKey | None = None
 
     def run(self) -> None:
@@ -232,11 +240,8 @@ class _ChatRun:
         self._advance(plan, view.high_water)
 
     def _collect(self, plan: ReconcileRange) -> None:
-        with connection(self.engine) as conn:
-            active = active_thread_ids(
-                conn, self.workspace.id, self.chat_id, plan.start, limit=self.thread_budget
-            )
         marker = Progress(plan.kind, plan.committed_from, plan.end, plan.resumed_from, 0, self.now)
+        listed_roots: dict[str, datetime] = {}
         for page in self._timed(self.client.iter_chat_messages(self.chat_id, plan.start, plan.end)):
             self.report.chat_pages += 1
             self.report.items += len(page.items)
@@ -244,14 +249,34 @@ class _ChatRun:
             # The marker may only claim chat-listed keys: a thread reply can be hours newer than
             # its root, and resuming after it would skip the top-level messages in between.
             marker = marker.advanced(max(normalized.keys, default=None))
-            for thread_id in self._within_budget(normalized.thread_ids()):
-                normalized.extend(self._thread(thread_id, plan.start))
+            for message in normalized.messages:
+                if message.thread_id:
+                    seen = listed_roots.get(message.thread_id, message.created_at)
+                    listed_roots[message.thread_id] = min(seen, message.created_at)
             self._commit(normalized, marker, plan.end)
-        for thread_id in self._within_budget(active):
-            self._commit(self._thread(thread_id, plan.start), marker, plan.end)
+        self.threads = self._plan_threads(plan, listed_roots)
+        for thread in self.threads.serve:
+            since = thread.fetch_from(
+                range_start=plan.start, floor=plan.floor, overlap=self.settings.reconcile_overlap
+            )
+            self._commit(self._thread(thread.thread_id, since), marker, plan.end, thread.thread_id)
+
+    def _plan_threads(self, plan: ReconcileRange, listed_roots: dict[str, datetime]) -> ThreadPlan:
+        """Every thread known within the lookback competes for the budget, oldest-served first."""
+        with transaction(self.engine) as conn:
+            prune_thread_listings(conn, self.workspace.id, self.chat_id, plan.floor)
+            from_evidence = thread_first_seen(conn, self.workspace.id, self.chat_id, plan.floor)
+            last_listed = threads_last_listed(conn, self.workspace.id, self.chat_id)
+        known = known_threads(from_evidence, listed_roots, last_listed)
+        threads = plan_threads(known, self.settings.reconcile_max_threads)
+        self.report.threads_skipped = len(threads.skipped)
+        if threads.skipped:
+            self.report.skipped[THREAD_BUDGET_EXHAUSTED] += len(threads.skipped)
+        return threads
 
     def _thread(self, thread_id: str, not_before: datetime) -> NormalizedPage:
-        """All replies of one thread back to the range start (newest first, then cut)."""
+        """The thread's replies back to `not_before` (newest first, then cut), minus what this
+        run already committed (a root is listed by both its chat and its thread)."""
         collected = NormalizedPage()
         self.report.threads_fetched += 1
         pages = self.client.iter_thread_messages(thread_id, not_before=not_before)
@@ -259,20 +284,12 @@ class _ChatRun:
             self.report.thread_pages += 1
             self.report.items += len(page.items)
             collected.extend(self._normalize(page.items))
+        collected.messages = [
+            message
+            for message in collected.messages
+            if (seen := self.committed.get(message.message_id)) is None or message.updated_at > seen
+        ]
         return collected
-
-    def _within_budget(self, thread_ids: Iterable[str]) -> Iterator[str]:
-        """Each thread once per run, at most `reconcileMaxThreads`; the rest are counted."""
-        for thread_id in thread_ids:
-            if thread_id in self.fetched_threads or thread_id in self.skipped_threads:
-                continue
-            if self.thread_budget <= 0:
-                self.skipped_threads.add(thread_id)
-                self.report.skipped[THREAD_BUDGET_EXHAUSTED] += 1
-                continue
-            self.thread_budget -= 1
-            self.fetched_threads.add(thread_id)
-            yield thread_id
 
     def _normalize(self, items: Sequence[Mapping[str, Any]]) -> NormalizedPage:
         started = self.timer()
@@ -282,14 +299,25 @@ class _ChatRun:
         self.report.normalize_seconds += self.timer() - started
         return page
 
-    def _commit(self, page: NormalizedPage, marker: Progress, end: datetime) -> None:
-        """One transaction: the page's evidence and the marker that says it is committed."""
+    def _commit(
+        self,
+        page: NormalizedPage,
+        marker: Progress,
+        end: datetime,
+        listed_thread: str | None = None,
+    ) -> None:
+        """One transaction: the page's evidence, the marker that says it is committed and, for a
+        thread's replies, the thread's last listing."""
         assert self.state is not None
         started = self.timer()
         with transaction(self.engine) as conn:
             result = ingest(
                 conn, page.messages, [self.workspace], self.settings, self.now, self.scope
             )
+            if listed_thread is not None:
+                mark_thread_listed(
+                    conn, self.workspace.id, self.chat_id, listed_thread, at=self.now
+                )
             moved = record_progress(conn, self.state, marker.to_json(), now=self.now)
             if moved is None:
                 raise CheckpointConflict(
@@ -303,6 +331,8 @@ class _ChatRun:
         self.report.rejected.update(page.rejected)
         self.report.excluded.update(self._exclusions(page.messages))
         self.newest = next_high_water(self.newest, newest_within(page.keys, end))
+        for message in page.messages:
+            self.committed[message.message_id] = message.updated_at
 
     def _exclusions(self, messages: Sequence[NormalizedLarkMessage]) -> Counter[str]:
         """Senders that never reach synthesis, counted like the receiver counts them."""
@@ -324,6 +354,7 @@ class _ChatRun:
             "range_end": plan.end.isoformat(),
             "pages": self.report.pages,
             "messages": self.report.messages,
+            "threads_skipped": self.report.threads_skipped,
         }
         metadata: dict[str, object] = {
             "version": METADATA_VERSION,
@@ -332,12 +363,16 @@ class _ChatRun:
         }
         if plan.kind is not RangeKind.INCREMENTAL and plan.resumed_from is None:
             metadata["last_full_scan_at"] = plan.end.isoformat()
+        # A thread left out of this run's budget may hide a reply from when it was last listed:
+        # coverage, which window discovery waits for, stops there (the cursor still moves, the
+        # next chat range is unaffected: threads are chosen over the whole lookback).
+        covered_until = self.threads.coverage(plan.end)
         with transaction(self.engine) as conn:
             advanced = advance_checkpoint(
                 conn,
                 self.state,
                 cursor=mark.encode() if mark else None,
-                covered_until=plan.end,
+                covered_until=covered_until,
                 metadata=metadata,
             )
         if not advanced:
@@ -345,6 +380,7 @@ class _ChatRun:
                 f"checkpoint of chat {self.chat_id} changed before it could advance"
             )
         self.report.checkpoint_advanced = True
+        self.report.covered_until = covered_until
         if mark is not None:
             self.report.newest_message_at = mark.created_at
             self.report.lag_seconds = max(0.0, (self.now - mark.created_at).total_seconds())

@@ -1,8 +1,10 @@
-"""The two statements reconciliation needs beyond the shared evidence and sync-state stores.
+"""The statements reconciliation needs beyond the shared evidence and sync-state stores.
 
 `record_progress` runs inside each page's transaction, next to the evidence upserts, so the
 in-progress marker can never claim a page that was not committed, and a run that lost the
 compare-and-set to a concurrent run rolls its page back instead of interleaving with it.
+`mark_thread_listed` likewise runs in the transaction of the thread's replies, so a thread
+counts as served only once its replies are stored.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+from timeline_pipeline.db.schema import workspace_timeline_reconcile_threads as rt
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE
 from timeline_pipeline.reconcile.planning import MARKER_KEY, METADATA_VERSION
@@ -52,20 +56,18 @@ def record_progress(
     )
 
 
-def active_thread_ids(
-    conn: Connection, workspace_id: str, chat_id: str, since: datetime, *, limit: int
-) -> list[str]:
-    """Threads with evidence at or after `since`, most recently active first, at most `limit`.
+def thread_first_seen(
+    conn: Connection, workspace_id: str, chat_id: str, since: datetime
+) -> dict[str, datetime]:
+    """Every thread with evidence at or after `since`, with its earliest such message.
 
     A thread whose root is older than the range never shows up in the range's chat listing
-    (Lark lists thread roots only), so its new replies are found through our own evidence.
+    (Lark lists thread roots only), so the threads to list come from our own evidence. One
+    index range of the chat over the ingestion lookback.
     """
-    if limit <= 0:
-        return []
     thread_id = ev.c.metadata_json["thread_id"].as_string()
-    newest = func.max(ev.c.occurred_at)
     rows = conn.execute(
-        select(thread_id.label("thread_id"), newest.label("newest"))
+        select(thread_id.label("thread_id"), func.min(ev.c.occurred_at).label("first"))
         .where(
             ev.c.workspace_id == workspace_id,
             ev.c.scope_key == chat_id,
@@ -75,7 +77,45 @@ def active_thread_ids(
             thread_id.is_not(None),
         )
         .group_by(thread_id)
-        .order_by(newest.desc(), thread_id)
-        .limit(limit)
     )
-    return [row.thread_id for row in rows if row.thread_id]
+    return {row.thread_id: row.first for row in rows if row.thread_id}
+
+
+def threads_last_listed(conn: Connection, workspace_id: str, chat_id: str) -> dict[str, datetime]:
+    rows = conn.execute(
+        select(rt.c.thread_id, rt.c.last_listed_at).where(
+            rt.c.workspace_id == workspace_id, rt.c.chat_id == chat_id
+        )
+    )
+    return {row.thread_id: row.last_listed_at for row in rows}
+
+
+def mark_thread_listed(
+    conn: Connection, workspace_id: str, chat_id: str, thread_id: str, *, at: datetime
+) -> None:
+    """Run in the transaction that commits the thread's replies: listed means committed."""
+    insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(rt)
+    statement = insert.values(
+        workspace_id=workspace_id, chat_id=chat_id, thread_id=thread_id, last_listed_at=at
+    )
+    conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=[rt.c.workspace_id, rt.c.chat_id, rt.c.thread_id],
+            set_={"last_listed_at": statement.excluded.last_listed_at},
+        )
+    )
+
+
+def prune_thread_listings(
+    conn: Connection, workspace_id: str, chat_id: str, before: datetime
+) -> int:
+    """Forget listings older than the lookback floor: such a thread, if still known, simply
+    counts as never listed (first in line), so the table stays as small as the lookback."""
+    result = conn.execute(
+        rt.delete().where(
+            rt.c.workspace_id == workspace_id,
+            rt.c.chat_id == chat_id,
+            rt.c.last_listed_at < before,
+        )
+    )
+    return int(result.rowcount or 0)

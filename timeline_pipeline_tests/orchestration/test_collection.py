@@ -4,8 +4,8 @@ Dagster instance, the real product database (SQLite and PostgreSQL) and the loca
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,11 +19,14 @@ from timeline_pipeline.lark.simulator import ChatStore, SimulatorServer, make_ch
 from timeline_pipeline.orchestration.collection import (
     CHAT_COLLECTION_KEY,
     COLLECTION_JOB,
+    COLLECTION_TAG,
+    COLLECTION_TAGS,
     FAILURE_CHECK,
     MANUAL_JOB,
     MODE_TAG,
     RECONCILE_SCHEDULE,
     REFRESH_SCHEDULE,
+    THREADS_CHECK,
     LarkClientResource,
     collection_schedules,
     lark_chat_collection,
@@ -125,8 +128,9 @@ def test_a_scheduled_materialization_records_counts_lag_and_each_chat(
     assert 0 <= meta["lag_seconds"] < 2 * 3600
     [chat] = meta["per_chat"]
     assert (chat["workspace_id"], chat["chat_id"], chat["kind"]) == ("inc-live", CHAT, "backfill")
-    [check] = result.get_asset_check_evaluations()
-    assert (check.check_name, check.passed) == (FAILURE_CHECK, True)
+    assert (meta["threads_fetched"], meta["threads_skipped"]) == (0, 0)
+    checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+    assert checks == {FAILURE_CHECK: True, THREADS_CHECK: True}
 
 
 def test_a_chat_that_fails_is_named_by_a_failed_check_and_the_others_are_recorded(
@@ -142,10 +146,34 @@ def test_a_chat_that_fails_is_named_by_a_failed_check_and_the_others_are_recorde
     meta = values(materialization(instance))
     assert (meta["inserted"], meta["failures"]) == (60, 1)
     assert meta["failures_by_kind"] == {"permission_denied": 1}
-    [check] = result.get_asset_check_evaluations()
+    [check] = [c for c in result.get_asset_check_evaluations() if c.check_name == FAILURE_CHECK]
     assert not check.passed
     assert check.severity == dg.AssetCheckSeverity.ERROR
     assert "inc-live/oc_hidden" in (check.description or "")
+
+
+def test_threads_left_out_by_the_budget_are_counted_and_warned_about(
+    db_url: str, engine: Engine, lark: SimulatorServer, instance: dg.DagsterInstance
+) -> None:
+    for item in make_chat_messages("oc_threads", NOW - timedelta(hours=1), 30, seed=6):
+        lark.store.add_message(item)  # three threads, one reply each
+    workspace(engine, "inc-threads", chats=("oc_threads",))
+
+    result = dg.materialize(
+        [lark_chat_collection],
+        instance=instance,
+        resources=resources(db_url, lark, reconcile_max_threads=1),
+    )
+
+    meta = values(materialization(instance))
+    assert (meta["threads_fetched"], meta["threads_skipped"]) == (1, 2)
+    [chat] = meta["per_chat"]
+    assert chat["threads_skipped"] == 2
+    assert chat["covered_until"] is not None and chat["covered_until"] < NOW.isoformat()
+    [check] = [c for c in result.get_asset_check_evaluations() if c.check_name == THREADS_CHECK]
+    assert not check.passed
+    assert check.severity == dg.AssetCheckSeverity.WARN
+    assert check.metadata["per_chat"].value == {"inc-threads/oc_threads": 2}
 
 
 def test_a_disabled_deployment_materializes_nothing_and_calls_no_lark(
@@ -276,19 +304,68 @@ def test_a_disabled_schedule_skips(
     assert reason in (result.skip_message or "")
 
 
-def test_a_schedule_skips_while_a_collection_run_is_in_flight(
-    instance: dg.DagsterInstance,
-) -> None:
+TOP_OF_HOUR = NOW.replace(minute=0, second=0)
+
+
+@contextmanager
+def run_in_instance(
+    instance: dg.DagsterInstance, status: dg.DagsterRunStatus, tags: Mapping[str, str]
+) -> Iterator[str]:
+    """A collection run in the instance's run storage, as the daemon would see it. Waiting runs
+    are NOT_STARTED here: a QUEUED one needs a code-location origin; the schedule treats both
+    statuses alike."""
     run_id = str(uuid.uuid4())
-    started = dg.DagsterRunStatus.STARTED
-    instance.add_run(DagsterRun(job_name=COLLECTION_JOB, run_id=run_id, status=started))
+    instance.add_run(DagsterRun(job_name=COLLECTION_JOB, run_id=run_id, status=status, tags=tags))
     try:
-        result = evaluate(schedule(REFRESH_SCHEDULE), instance, **ENABLED)
+        yield run_id
     finally:
         instance.delete_run(run_id)
 
-    assert isinstance(result, dg.SkipReason)
-    assert f"run {run_id}" in (result.skip_message or "")
+
+@pytest.mark.parametrize("first", [RECONCILE_SCHEDULE, REFRESH_SCHEDULE])
+@pytest.mark.parametrize("status", [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTED])
+def test_both_schedules_ticking_in_the_same_minute_both_request_their_run(
+    instance: dg.DagsterInstance, first: str, status: dg.DagsterRunStatus
+) -> None:
+    """Dagster evaluates the two top-of-hour ticks in either order; whichever goes second sees
+    the first one's run queued or started, and still requests its own (the run queue, not the
+    schedule, keeps the two from running at once)."""
+    second = REFRESH_SCHEDULE if first == RECONCILE_SCHEDULE else RECONCILE_SCHEDULE
+    job = code_location.resolve_job_def(COLLECTION_JOB)
+
+    first_request = evaluate(schedule(first), instance, TOP_OF_HOUR, **ENABLED)
+    assert isinstance(first_request, dg.RunRequest)
+    with run_in_instance(instance, status, {**job.tags, **first_request.tags}):
+        second_request = evaluate(schedule(second), instance, TOP_OF_HOUR, **ENABLED)
+
+    assert isinstance(second_request, dg.RunRequest)
+    modes = {first_request.tags[MODE_TAG], second_request.tags[MODE_TAG]}
+    assert modes == {"incremental", "refresh"}
+    for request in (first_request, second_request):
+        assert dg.validate_run_config(job, request.run_config)
+        assert request.tags[COLLECTION_TAG] == job.tags[COLLECTION_TAG] == "lark"
+
+
+def test_a_schedule_skips_only_while_a_run_of_its_own_mode_is_still_queued(
+    instance: dg.DagsterInstance,
+) -> None:
+    """The queued run reads the same range when it starts, so a second one would only lengthen
+    the queue behind a slow run; a run of the other mode, or one already started, is no reason."""
+    queued = {**COLLECTION_TAGS, MODE_TAG: "incremental"}
+    with run_in_instance(instance, dg.DagsterRunStatus.NOT_STARTED, queued) as run_id:
+        reconcile = evaluate(schedule(RECONCILE_SCHEDULE), instance, TOP_OF_HOUR, **ENABLED)
+        refresh = evaluate(schedule(REFRESH_SCHEDULE), instance, TOP_OF_HOUR, **ENABLED)
+    with run_in_instance(instance, dg.DagsterRunStatus.STARTED, queued):
+        after_start = evaluate(schedule(RECONCILE_SCHEDULE), instance, TOP_OF_HOUR, **ENABLED)
+
+    assert isinstance(reconcile, dg.SkipReason)
+    assert f"run {run_id}" in (reconcile.skip_message or "")
+    assert isinstance(refresh, dg.RunRequest)
+    assert isinstance(after_start, dg.RunRequest)
+
+
+def test_the_manual_job_queues_behind_scheduled_collection_runs_too() -> None:
+    assert code_location.resolve_job_def(MANUAL_JOB).tags[COLLECTION_TAG] == "lark"
 
 
 def test_an_interval_cron_cannot_express_runs_only_on_due_minutes(

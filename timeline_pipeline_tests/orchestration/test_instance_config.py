@@ -1,6 +1,7 @@
 """The production `dagster.yaml`: PostgreSQL storage through psycopg2, the queued coordinator
-and the synthesis concurrency limits. A materialization writes run events, which is exactly
-where a bare postgresql:// URL fails (dagster-postgres's NOTIFY under psycopg 3)."""
+and the synthesis and collection concurrency limits. A materialization writes run events,
+which is exactly where a bare postgresql:// URL fails (dagster-postgres's NOTIFY under
+psycopg 3)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import psycopg
 import pytest
 import yaml
 
+from timeline_pipeline.orchestration.collection import COLLECTION_TAG
 from timeline_pipeline_tests.conftest import PG_ADMIN_URL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,6 +50,8 @@ def test_production_instance_runs_on_postgresql_with_the_concurrency_limits(
         }
         assert limits[("timeline/synthesis", "None")] == 2
         assert limits[("timeline/workspace", "{'applyLimitPerUniqueValue': True}")] == 1
+        # the two collection schedules' runs wait for each other instead of skipping a tick
+        assert limits[(COLLECTION_TAG, "None")] == 1
 
         @dg.asset
         def probe() -> int:

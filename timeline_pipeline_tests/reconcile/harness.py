@@ -83,6 +83,19 @@ def chat_listed(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [i for i in items if not (i.get("root_id") and i.get("thread_id"))]
 
 
+def reply_to(root: dict[str, Any], message_id: str, at_ms: int) -> dict[str, Any]:
+    """A reply inside `root`'s thread, hidden from the chat listing like Lark hides it."""
+    return {
+        **messages(2, start=NOW, seed=9)[1],
+        "message_id": message_id,
+        "create_time": str(at_ms),
+        "update_time": str(at_ms),
+        "thread_id": root["thread_id"],
+        "root_id": root["message_id"],
+        "parent_id": root["message_id"],
+    }
+
+
 @dataclass
 class Harness:
     engine: Engine

@@ -19,9 +19,10 @@ from timeline_pipeline.lark.simulator import (
     message_receive_event,
 )
 from timeline_pipeline.receiver.app import EVENTS_PATH, create_app
+from timeline_pipeline.reconcile.planning import MessageKey
 from timeline_pipeline.settings import RuntimeEnvironment, Settings
 from timeline_pipeline_tests.reconcile.conftest import MakeHarness
-from timeline_pipeline_tests.reconcile.harness import NOW, Harness, messages
+from timeline_pipeline_tests.reconcile.harness import NOW, Harness, messages, reply_to
 
 VERIFICATION_TOKEN = "reconcile-events-token"
 
@@ -74,3 +75,34 @@ def test_an_event_dropped_on_the_way_is_recovered_by_the_next_reconciliation(
     chat = h.run().chats[0]
     assert (chat.upserts.inserted, chat.upserts.duplicate) == (3, 57)
     assert h.message_ids() == {i["message_id"] for i in items}
+
+
+def test_a_reply_event_dropped_in_a_long_quiet_thread_is_collected_by_the_next_incremental_run(
+    make_harness: MakeHarness,
+) -> None:
+    """The chat moved on for hours after the thread went quiet, so the incremental range holds
+    neither the thread's root nor any of its messages; the reply's event is lost on the way."""
+    items = messages(40, start=NOW - timedelta(hours=4), thread_every=10)
+    items += messages(10, start=NOW - timedelta(hours=1), seed=2, thread_every=0)
+    root = items[0]
+    h = make_harness(items, event_ingestion_enabled=True)
+    h.workspace()
+    h.run()  # the backfill
+    later = messages(5, start=NOW + timedelta(minutes=1), seed=3, thread_every=0)
+    reply = reply_to(root, "om_lost_reply", MessageKey.of(NOW, "").create_time_ms + 120_000)
+    for item in [*later, reply]:
+        h.sim.store.add_message(item)
+    pusher = EventPusher(start_receiver(h, h.exits), drop_ids={"om_lost_reply"}, seed=5)
+
+    delivery = pusher.push(events_for(h, [*later, reply]))
+
+    assert len(delivery.dropped) == 1
+    assert "om_lost_reply" not in h.message_ids()
+    chat = h.run(now=NOW + timedelta(minutes=10)).chats[0]
+    quiet_since = max(
+        int(i["create_time"]) for i in items if i.get("thread_id") == root["thread_id"]
+    )
+    assert chat.range_start is not None
+    assert MessageKey.of(chat.range_start, "").create_time_ms > quiet_since + 2 * 3_600_000
+    assert chat.upserts.inserted == 1
+    assert {i["message_id"] for i in [*items, *later, reply]} == h.message_ids()

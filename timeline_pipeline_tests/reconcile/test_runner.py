@@ -15,7 +15,14 @@ from timeline_pipeline.lark.simulator.server import ROUTE_LIST_MESSAGES, ROUTE_T
 from timeline_pipeline.reconcile.planning import MARKER_KEY, MessageKey, Mode
 from timeline_pipeline.reconcile.report import THREAD_BUDGET_EXHAUSTED, FailureKind
 from timeline_pipeline_tests.reconcile.conftest import MakeHarness
-from timeline_pipeline_tests.reconcile.harness import CHAT, NOW, PAGE, chat_listed, messages
+from timeline_pipeline_tests.reconcile.harness import (
+    CHAT,
+    NOW,
+    PAGE,
+    chat_listed,
+    messages,
+    reply_to,
+)
 
 H = timedelta(hours=1)
 M = timedelta(minutes=1)
@@ -121,48 +128,103 @@ def test_thread_replies_hidden_from_the_chat_listing_are_collected(
     assert h.message_ids() == {i["message_id"] for i in items}
 
 
-def test_a_new_reply_in_a_thread_rooted_before_the_range_is_found_through_evidence(
+def test_a_lost_reply_in_a_thread_last_active_before_the_range_is_collected_by_the_next_run(
     make_harness: MakeHarness,
 ) -> None:
-    """Lark lists thread roots only; a root older than the overlap is not in the listing, so
-    the run asks for the threads our own evidence shows active inside the range."""
+    """Lark lists thread roots only, and this thread's last message is hours older than the
+    incremental range: no evidence inside the range points at it. The reply's event was lost
+    (the reply exists only in Lark's history), and the next incremental run still collects it,
+    because every thread known within the ingestion lookback is listed."""
     items = messages(40, start=NOW - 4 * H, thread_every=10)
+    items += messages(20, start=NOW - H, seed=2, thread_every=0)
     root = items[0]
     h = make_harness(items)
     h.workspace()
     h.run()
-    reply = {
-        **messages(2, start=NOW + 2 * M, seed=9)[1],
-        "thread_id": root["thread_id"],
-        "root_id": root["message_id"],
-        "parent_id": root["message_id"],
-    }
-    h.sim.store.add_message(reply)
-    # A refresh (or the event path) stored the reply, so the thread has recent evidence ...
-    h.run(mode=Mode.REFRESH, now=NOW + 3 * M)
-    assert reply["message_id"] in h.message_ids()
-    # ... and the next reply's event is lost.
-    lost = {**reply, "message_id": "om_lost_reply", "create_time": str(NOW_MS + 4 * 60_000)}
-    h.sim.store.add_message(lost)
+    # Stored in Lark only: its event never reached the receiver.
+    h.sim.store.add_message(reply_to(root, "om_lost_reply", NOW_MS + 4 * 60_000))
 
     chat = h.run(now=NOW + 10 * M).chats[0]
 
     assert chat.range_start is not None
-    assert chat.range_start > key_of(root).created_at  # the root is not in this listing
-    assert chat.threads_fetched == 1
+    assert chat.range_start == key_of(items[-1]).created_at - 10 * M  # only the overlap
+    newest_in_thread = max(
+        key_of(i).created_at for i in items if i.get("thread_id") == root["thread_id"]
+    )
+    assert newest_in_thread < chat.range_start - 2 * H  # the thread went quiet long before
     assert "om_lost_reply" in h.message_ids()
+    assert (chat.threads_fetched, chat.threads_skipped) == (4, 0)
+    assert h.checkpoint().last_seen_updated_at == NOW + 10 * M
 
 
-def test_threads_beyond_the_budget_are_counted_not_fetched(make_harness: MakeHarness) -> None:
+def test_threads_beyond_the_budget_are_counted_not_fetched_and_hold_coverage(
+    make_harness: MakeHarness,
+) -> None:
     items = messages(50, start=NOW - 3 * H, thread_every=10)
+    roots = [i for i in items if i.get("thread_id") and not i.get("root_id")]
     h = make_harness(items, reconcile_max_threads=2)
     h.workspace()
 
     chat = h.run().chats[0]
 
-    assert chat.threads_fetched == 2
+    assert (chat.threads_fetched, chat.threads_skipped) == (2, 3)
     assert chat.skipped[THREAD_BUDGET_EXHAUSTED] == 3
     assert h.evidence_count() == 50 - 3
+    # Never listed, the skipped threads may hide replies from their roots on: coverage stops at
+    # the oldest of them (the first two roots were served), not at the range end.
+    assert h.checkpoint().last_seen_updated_at == key_of(roots[2]).created_at
+    assert chat.covered_until == key_of(roots[2]).created_at
+
+
+def test_the_thread_budget_rotates_so_every_thread_is_listed_within_ceil_threads_over_budget_runs(
+    make_harness: MakeHarness,
+) -> None:
+    """Seven old threads, a budget of three: each run serves the threads listed longest ago, so
+    a reply lost in any of them is collected within ceil(7 / 3) = 3 runs, and while a thread
+    waits for its turn the checkpoint's coverage stops where that thread was last listed."""
+    items = messages(70, start=NOW - 5 * H, thread_every=10)
+    roots = [i for i in items if i.get("thread_id") and not i.get("root_id")]
+    assert len(roots) == 7
+    h = make_harness(items)
+    h.workspace(created_at=NOW - 6 * H)
+    h.run()  # the backfill, under the default budget, lists all seven
+    h.settings = h.settings.model_copy(update={"reconcile_max_threads": 3})
+    lost = {root["thread_id"]: f"om_lost_{n}" for n, root in enumerate(roots)}
+    for n, root in enumerate(roots):
+        h.sim.store.add_message(reply_to(root, lost[root["thread_id"]], NOW_MS + (n + 1) * 1000))
+
+    served: list[set[str]] = []
+    coverage = []
+    for run in range(1, 4):
+        at = NOW + run * 5 * M
+        before = h.message_ids()
+        chat = h.run(now=at).chats[0]
+        served.append({t for t, m in lost.items() if m in h.message_ids() - before})
+        coverage.append(h.checkpoint().last_seen_updated_at)
+        assert chat.threads_fetched == 3
+        assert chat.threads_skipped == 4
+
+    assert set().union(*served) == set(lost)  # every thread within ceil(7 / 3) runs
+    assert [len(s) for s in served] == [3, 3, 1]
+    assert set(lost.values()) <= h.message_ids()
+    # Runs 1 and 2 skipped threads last listed by the backfill (at NOW); run 3 skipped threads
+    # listed by run 1 or later (the seventh thread got its turn, then two from run 1).
+    assert coverage == [NOW, NOW, NOW + 5 * M]
+    # The cursor still moves: the chat range stays an overlap-sized incremental read.
+    assert h.checkpoint().last_seen_cursor is not None
+
+
+def test_a_zero_budget_lists_no_thread_and_leaves_coverage_to_the_chat_listing(
+    make_harness: MakeHarness,
+) -> None:
+    items = messages(50, start=NOW - 3 * H, thread_every=10)
+    h = make_harness(items, reconcile_max_threads=0)
+    h.workspace()
+
+    chat = h.run().chats[0]
+
+    assert (chat.threads_fetched, chat.threads_skipped, chat.thread_pages) == (0, 5, 0)
+    assert h.checkpoint().last_seen_updated_at == NOW
 
 
 # ----------------------------------------------------------------- failures and resuming

@@ -1,4 +1,4 @@
-"""The two statements reconciliation adds: the progress marker's CAS and the thread lookup."""
+"""The statements reconciliation adds: the progress marker's CAS, thread lookup and listings."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.domain.evidence import EvidenceRecord
 from timeline_pipeline.reconcile.planning import MARKER_KEY
-from timeline_pipeline.reconcile.store import active_thread_ids, record_progress
+from timeline_pipeline.reconcile.store import (
+    mark_thread_listed,
+    prune_thread_listings,
+    record_progress,
+    thread_first_seen,
+    threads_last_listed,
+)
 from timeline_pipeline.store import evidence, sync_states
 from timeline_pipeline_tests.store.factories import T0, make_workspace, message
 
@@ -38,15 +44,15 @@ def test_progress_is_compare_and_set_and_leaves_the_high_water_mark_alone(engine
     assert (stored.last_seen_cursor, stored.last_seen_updated_at) == ("000000000000001/om_a", T0)
 
 
-def test_active_threads_are_those_with_evidence_in_the_range_most_recent_first(
+def in_thread(message_id: str, thread_id: str | None, minutes: int) -> EvidenceRecord:
+    record = message(message_id=message_id, at=T0 + timedelta(minutes=minutes))
+    return replace(record, metadata={**record.metadata, "thread_id": thread_id})
+
+
+def test_known_threads_are_every_thread_with_evidence_since_the_floor_with_its_first_message(
     engine: Engine,
 ) -> None:
     make_workspace(engine)
-
-    def in_thread(message_id: str, thread_id: str | None, minutes: int) -> EvidenceRecord:
-        record = message(message_id=message_id, at=T0 + timedelta(minutes=minutes))
-        return replace(record, metadata={**record.metadata, "thread_id": thread_id})
-
     records = [
         in_thread("om_1", "omt_old", 0),
         in_thread("om_2", "omt_a", 20),
@@ -58,10 +64,31 @@ def test_active_threads_are_those_with_evidence_in_the_range_most_recent_first(
     with engine.begin() as conn:
         evidence.upsert_many(conn, records)
         since = T0 + timedelta(minutes=10)
-        found = active_thread_ids(conn, "inc-1", "oc_chat", since, limit=10)
-        limited = active_thread_ids(conn, "inc-1", "oc_chat", since, limit=2)
-        other_chat = active_thread_ids(conn, "inc-1", "oc_other", since, limit=10)
-        none = active_thread_ids(conn, "inc-1", "oc_chat", since, limit=0)
-    assert found == ["omt_a", "omt_b", "omt_c"]
-    assert limited == ["omt_a", "omt_b"]
-    assert other_chat == none == []
+        found = thread_first_seen(conn, "inc-1", "oc_chat", since)
+        other_chat = thread_first_seen(conn, "inc-1", "oc_other", since)
+    assert found == {
+        "omt_a": T0 + timedelta(minutes=20),
+        "omt_b": T0 + timedelta(minutes=30),
+        "omt_c": T0 + timedelta(minutes=25),
+    }
+    assert other_chat == {}
+
+
+def test_a_thread_listing_is_upserted_per_chat_and_pruned_below_the_floor(engine: Engine) -> None:
+    make_workspace(engine)
+    with engine.begin() as conn:
+        mark_thread_listed(conn, "inc-1", "oc_chat", "omt_a", at=T0)
+        mark_thread_listed(conn, "inc-1", "oc_chat", "omt_b", at=T0)
+        mark_thread_listed(conn, "inc-1", "oc_other", "omt_a", at=T0)
+        mark_thread_listed(conn, "inc-1", "oc_chat", "omt_a", at=T0 + timedelta(hours=2))
+    with engine.connect() as conn:
+        assert threads_last_listed(conn, "inc-1", "oc_chat") == {
+            "omt_a": T0 + timedelta(hours=2),
+            "omt_b": T0,
+        }
+    with engine.begin() as conn:
+        pruned = prune_thread_listings(conn, "inc-1", "oc_chat", T0 + timedelta(hours=1))
+    with engine.connect() as conn:
+        assert threads_last_listed(conn, "inc-1", "oc_chat") == {"omt_a": T0 + timedelta(hours=2)}
+        assert threads_last_listed(conn, "inc-1", "oc_other") == {"omt_a": T0}
+    assert pruned == 1
