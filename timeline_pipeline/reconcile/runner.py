@@ -312,7 +312,13 @@ class _ChatRun:
         started = self.timer()
         with transaction(self.engine) as conn:
             result = ingest(
-                conn, page.messages, [self.workspace], self.settings, self.now, self.scope
+                conn,
+                page.messages,
+                [self.workspace],
+                self.settings,
+                self.now,
+                self.scope,
+                app_id=self.app_id,
             )
             if listed_thread is not None:
                 mark_thread_listed(

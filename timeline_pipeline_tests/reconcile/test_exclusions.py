@@ -1,6 +1,6 @@
-"""Reconciliation counts the messages it keeps out of synthesis because a bot or this app sent
-them (seed 000 section 17), as the receiver's `timeline_lark_messages_excluded` counter does for
-events: real local Lark, real client, real database (SQLite and PostgreSQL)."""
+"""Reconciliation keeps other bots' messages out of synthesis and this app's own messages out of
+evidence altogether, counting both as the receiver's `timeline_lark_messages_excluded` counter
+does for events: real local Lark, real client, real database (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from timeline_pipeline_tests.reconcile.harness import (
 )
 
 
-def test_messages_from_bots_and_from_this_app_are_stored_and_counted_as_excluded(
+def test_bots_messages_are_stored_out_of_synthesis_and_this_apps_own_are_not_stored(
     engine: Engine,
 ) -> None:
     app_id = f"cli_rec_{uuid.uuid4().hex[:12]}"
@@ -41,6 +41,8 @@ def test_messages_from_bots_and_from_this_app_are_stored_and_counted_as_excluded
         assert dict(chat.excluded) == {"self": 1, "bot": 2}
         assert report.totals()["excluded"] == {"bot": 2, "self": 1}
         assert run_metadata(report)["excluded"].value == {"bot": 2, "self": 1}
+        assert report.totals()["skipped"].get("self_generated") == 1
         stored = harness.evidence()
-        assert len(stored) == 6  # still evidence, traceable
-        assert sum(not row.ai_eligible for row in stored) == 3  # but never synthesis input
+        assert len(stored) == 5  # the app's own message is self-generated: not evidence
+        assert app_id not in {row.actor_id for row in stored}
+        assert sum(not row.ai_eligible for row in stored) == 2  # other bots: never synthesis input
