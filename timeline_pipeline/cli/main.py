@@ -11,15 +11,17 @@ from typing import Any, NoReturn
 
 import click
 import psycopg
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, StatementError
 
 from timeline_pipeline.cli.context import AppContext, pass_app
 from timeline_pipeline.cli.output import emit, json_option, jsonable, parse_iso8601
 from timeline_pipeline.db.engine import (
     DatabaseConfigError,
     DatabaseUnavailable,
+    NotADatabase,
+    SchemaMissing,
+    classify,
     connection,
-    describe_unavailable,
     redacted_url,
     transaction,
 )
@@ -49,18 +51,66 @@ def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     sys.exit(code)
 
 
+def _database_failure(exc: DatabaseUnavailable) -> NoReturn:
+    # A missing schema or a file that is no database is the operator's to fix (1); a database
+    # that does not answer may come back by itself (3).
+    if isinstance(exc, SchemaMissing | NotADatabase):
+        fail(str(exc))
+    fail(str(exc), EXIT_UNAVAILABLE)
+
+
 class GuardedGroup(click.Group):
-    """Turns the errors an operator can cause into one line and an exit code."""
+    """Turns the errors an operator can cause into one line and an exit code.
+
+    The text of a SQLAlchemy error holds the statement and its parameters (a title, a token
+    hash): it is never printed, only the driver's classification of it.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a subcommand's options: one line, like every mistake
+            fail(exc.format_message(), EXIT_USAGE)
         except DatabaseUnavailable as exc:
-            fail(str(exc), EXIT_UNAVAILABLE)
-        except (OperationalError, InterfaceError, psycopg.OperationalError) as exc:
-            fail(describe_unavailable(exc), EXIT_UNAVAILABLE)
+            _database_failure(exc)
+        except (DBAPIError, psycopg.Error) as exc:
+            mapped = classify(exc)
+            if mapped is not None:
+                _database_failure(mapped)
+            orig = getattr(exc, "orig", None) or exc
+            fail(f"the database refused the command ({type(orig).__name__})")
+        except StatementError as exc:  # a value the driver could not even send
+            fail(f"the database refused a value ({type(exc.orig).__name__})")
         except USER_ERRORS as exc:
             fail(str(exc))
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # Arguments that are not UTF-8 reach Python as lone surrogates, which no database
+        # driver can encode; refuse them here, naming the option but never echoing the bytes.
+        for index, arg in enumerate(args):
+            if not _is_utf8(arg):
+                fail(f"{_argument_name(args, index)}: not UTF-8 text", EXIT_USAGE)
+        return super().parse_args(ctx, args)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _argument_name(args: list[str], index: int) -> str:
+    """The option a bad value belongs to (`--title X` or `--title=X`), else its position."""
+    arg = args[index]
+    candidates = [arg.split("=", 1)[0]] if arg.startswith("--") and "=" in arg else []
+    if index:
+        candidates.append(args[index - 1])
+    for name in candidates:
+        if name.startswith("-") and _is_utf8(name):
+            return name
+    return f"argument {index + 1}"
 
 
 @click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -42,4 +42,8 @@ def parse_iso8601(value: str | None, option: str) -> datetime | None:
         raise click.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint=option) from None
     if parsed.tzinfo is None:
         raise click.BadParameter("give a timezone, e.g. 2026-11-29T10:00:00Z", param_hint=option)
+    try:
+        parsed.astimezone(UTC)  # stored as UTC: 0001-01-01T00:00+01:00 has no UTC time
+    except OverflowError:
+        raise click.BadParameter(f"out of range in UTC: {value!r}", param_hint=option) from None
     return parsed

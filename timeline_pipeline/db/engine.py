@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +31,49 @@ class DatabaseUnavailable(Exception):
     """The database did not answer; callers turn this into a 503 or a non-zero exit."""
 
 
+class SchemaMissing(DatabaseUnavailable):
+    """The database answers but lacks this product's tables or columns.
+
+    A DatabaseUnavailable for the server (503, so Lark redelivers once the schema exists); the
+    CLI tells the operator what to run instead. The message never carries SQL or parameters.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the database has no timeline-pipeline schema, or an older one: "
+            "run `timeline-pipeline db upgrade`"
+        )
+
+
+class NotADatabase(DatabaseUnavailable):
+    """The SQLite URL names a file that is not a SQLite database (a wrong path, a damaged file)."""
+
+    def __init__(self) -> None:
+        super().__init__("TIMELINE_DATABASE_URL names a file that is not a SQLite database")
+
+
+_SCHEMA_SQLSTATES = {"42P01", "42703"}  # undefined_table, undefined_column
+_SQLITE_SCHEMA_MESSAGES = ("no such table", "no such column")
+
+
+def classify(exc: DBAPIError | psycopg.Error) -> DatabaseUnavailable | None:
+    """The operator-facing meaning of a driver error, or None for one that is not theirs to fix.
+
+    Only the driver's error class and SQLSTATE are read: the SQLAlchemy wrapper's text holds the
+    statement and its parameters, which must not reach a terminal or a log.
+    """
+    orig = getattr(exc, "orig", None) or exc
+    if isinstance(orig, psycopg.Error) and orig.sqlstate in _SCHEMA_SQLSTATES:
+        return SchemaMissing()
+    if isinstance(orig, sqlite3.OperationalError) and str(orig).startswith(_SQLITE_SCHEMA_MESSAGES):
+        return SchemaMissing()
+    if isinstance(orig, sqlite3.DatabaseError) and "file is not a database" in str(orig):
+        return NotADatabase()
+    if isinstance(exc, OperationalError | InterfaceError | psycopg.OperationalError):
+        return DatabaseUnavailable(describe_unavailable(exc))
+    return None
+
+
 def parse_database_url(raw: str) -> URL:
     """Validate the URL and normalize `postgresql://` to the psycopg 3 driver.
 
@@ -38,7 +82,7 @@ def parse_database_url(raw: str) -> URL:
     """
     try:
         url = make_url(raw)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         raise DatabaseConfigError(
             "invalid TIMELINE_DATABASE_URL: expected e.g. sqlite:///path/to/file.db "
             "or postgresql+psycopg://user@host:5432/db"
@@ -81,7 +125,14 @@ def make_engine(raw_url: str, *, pool_size: int = 5, null_pool: bool = False) ->
     try:
         if url.drivername.startswith("sqlite"):
             assert url.database is not None
-            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(url.database).expanduser().parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseConfigError(
+                    f"invalid TIMELINE_DATABASE_URL: cannot create the folder {folder}: "
+                    f"{exc.strerror or type(exc).__name__}"
+                ) from None
             engine = create_engine(
                 url,
                 connect_args={"timeout": 10, "check_same_thread": False},
@@ -123,10 +174,11 @@ def transaction(engine: Engine) -> Iterator[Connection]:
     try:
         with engine.begin() as conn:
             yield conn
-    except (OperationalError, InterfaceError) as exc:
-        raise DatabaseUnavailable(describe_unavailable(exc)) from None
-    except psycopg.OperationalError as exc:  # statements run on the raw driver connection
-        raise DatabaseUnavailable(describe_unavailable(exc)) from None
+    except (DBAPIError, psycopg.Error) as exc:  # psycopg: statements on the raw driver connection
+        mapped = classify(exc)
+        if mapped is None:
+            raise
+        raise mapped from None
 
 
 @contextmanager
@@ -135,10 +187,11 @@ def connection(engine: Engine) -> Iterator[Connection]:
     try:
         with engine.connect() as conn:
             yield conn
-    except (OperationalError, InterfaceError) as exc:
-        raise DatabaseUnavailable(describe_unavailable(exc)) from None
-    except psycopg.OperationalError as exc:
-        raise DatabaseUnavailable(describe_unavailable(exc)) from None
+    except (DBAPIError, psycopg.Error) as exc:
+        mapped = classify(exc)
+        if mapped is None:
+            raise
+        raise mapped from None
 
 
 def describe_unavailable(exc: DBAPIError | psycopg.Error) -> str:

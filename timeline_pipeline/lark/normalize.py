@@ -37,13 +37,25 @@ LATEST_MESSAGE_TIME: Final = datetime(2100, 1, 1, tzinfo=UTC)
 MAX_METADATA_TEXT_CHARS: Final = 256
 """File names and card titles are labels; a longer one is not worth keeping in metadata."""
 
+MAX_IDENTIFIER_CHARS: Final = 256
+"""Thread, root, parent and mention ids: kept in the metadata document, which has no length."""
+
+MAX_MESSAGE_ID_CHARS: Final = 256
+MAX_CHAT_ID_CHARS: Final = 200
+"""The ids stored in columns have the columns' limits: a chat id is the evidence `scope_key`
+(VARCHAR 256) and as long as a bindable chat id (domain.keys); with a message id at its limit the
+`source_key` `chat/<chat>/message/<message>` is 470 of its 512 characters."""
+
+MAX_OPEN_ID_CHARS: Final = 128
+"""A sender's open_id is the evidence `actor_id` (VARCHAR 128)."""
+
 ELLIPSIS: Final = "…"
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLIS: Final = re.compile(r"[0-9]{1,15}")
 # Ids end up inside evidence source keys (`chat/<chat_id>/message/<message_id>`), so a slash or
 # whitespace would make two different messages share, or break, a key.
-_IDENTIFIER: Final = re.compile(r"[\x21-\x2e\x30-\x7e]{1,256}")
+_IDENTIFIER: Final = re.compile(rf"[\x21-\x2e\x30-\x7e]{{1,{MAX_IDENTIFIER_CHARS}}}")
 _PLACEHOLDER: Final = re.compile(r"@_user_[0-9]+|@_all")
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _LOCALE_PREFERENCE: Final = ("en_us", "zh_cn")
@@ -292,9 +304,22 @@ def _build(
         raise _with_id(error, envelope.message_id) from None
 
 
+def _check_stored_id_lengths(envelope: _Envelope) -> None:
+    """Refuse ids longer than the columns that store them, before any database sees them."""
+    limits = (
+        (envelope.message_id, MAX_MESSAGE_ID_CHARS, "bad_message_id"),
+        (envelope.chat_id, MAX_CHAT_ID_CHARS, "bad_chat_id"),
+        (envelope.sender_id, MAX_OPEN_ID_CHARS, "bad_sender_id"),
+    )
+    for value, limit, reason in limits:
+        if value is not None and len(value) > limit:
+            raise MalformedMessageError(reason)
+
+
 def _build_checked(
     envelope: _Envelope, *, max_text_chars: int, app_id: str | None
 ) -> NormalizedLarkMessage:
+    _check_stored_id_lengths(envelope)
     if envelope.message_type not in SUPPORTED_MESSAGE_TYPES:
         raise UnsupportedMessageTypeError(envelope.message_type)
     created_at = _millis(envelope.create_time, "create_time")

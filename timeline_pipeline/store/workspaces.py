@@ -48,6 +48,16 @@ class ChatBinding:
     bound_at: datetime
 
 
+def _max_chars(column: Any) -> int:
+    length = getattr(column.type, "length", None)
+    assert isinstance(length, int)
+    return length
+
+
+_TYPE_MAX_CHARS = _max_chars(ws.c.type)
+_TITLE_MAX_CHARS = _max_chars(ws.c.title)
+
+
 def _to_workspace(row: Row[Any]) -> Workspace:
     return Workspace(row.id, row.type, row.status, row.title, row.created_at, row.updated_at)
 
@@ -66,8 +76,11 @@ def create(
         raise WorkspaceError(
             f"invalid status {status!r}: expected one of {', '.join(WORKSPACE_STATUSES)}"
         )
-    if not type_ or len(type_) > 64:
-        raise WorkspaceError("invalid workspace type: 1-64 characters")
+    if not type_ or len(type_) > _TYPE_MAX_CHARS:
+        raise WorkspaceError(f"invalid workspace type: 1-{_TYPE_MAX_CHARS} characters")
+    if title is not None and len(title) > _TITLE_MAX_CHARS:
+        # SQLite would store it, PostgreSQL refuse it: one rule for both, from the column.
+        raise WorkspaceError(f"invalid title: at most {_TITLE_MAX_CHARS} characters")
     now = datetime.now(UTC)
     created = created_at or now
     if created.tzinfo is None:

@@ -1,5 +1,5 @@
 """A deployment on one machine: `dagster-daemon` and `dagster-webserver` as the production
-`dagster.yaml` configures them (PostgreSQL storage, the queued run coordinator, the tag
+`deploy/dagster.yaml` configures them (PostgreSQL storage, the queued run coordinator, the tag
 concurrency limits), the product database on PostgreSQL, and the local Lark holding two firing
 incidents' chats whose history only the daemon's scheduled reconciliation brings in.
 
@@ -189,7 +189,7 @@ def deployment(pg_url: str, dagster_storage_url: str, tmp_path: Path) -> Iterato
 
     home = tmp_path / "dagster_home"
     home.mkdir()
-    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")  # the production file, unchanged
+    shutil.copy(REPO / "deploy" / "dagster.yaml", home / "dagster.yaml")  # production, unchanged
     processes = Processes()
     port = free_port()
     graphql = DagsterGraphQL(f"http://127.0.0.1:{port}")

@@ -1,5 +1,5 @@
 """The real daemon and webserver run the pipeline on their own, and an operator's API launches
-complete, all within the concurrency limits of the production `dagster.yaml`.
+complete, all within the concurrency limits of the production `deploy/dagster.yaml`.
 
 One test, in the order an incident unfolds: the reconcile schedule ticks and its run reads the
 chats from the local Lark; the window sensor adds a partition per closed window and requests
@@ -50,7 +50,7 @@ FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}
 
 def _tag_limits() -> dict[str, int]:
     """The run-queue limits as the production file states them (the file the daemon reads)."""
-    config = yaml.safe_load((REPO / "dagster.yaml").read_text())
+    config = yaml.safe_load((REPO / "deploy" / "dagster.yaml").read_text())
     limits = config["concurrency"]["runs"]["tag_concurrency_limits"]
     return {limit["key"]: int(limit["limit"]) for limit in limits}
 
