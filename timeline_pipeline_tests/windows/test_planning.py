@@ -102,9 +102,15 @@ def test_what_each_window_state_calls_for(row: SyncState, action: StateAction) -
     assert classify_state(row, NOW, LIMITS) is action
 
 
-def test_only_queued_running_and_stale_windows_hold_a_backlog_slot() -> None:
+def test_only_queued_running_stale_and_deferred_windows_hold_a_backlog_slot() -> None:
     holding = {a for a in StateAction if a.in_flight}
-    assert holding == {StateAction.RUNNING, StateAction.QUEUED, StateAction.REQUEUE_STALE}
+    assert holding == {
+        StateAction.RUNNING,
+        StateAction.QUEUED,
+        StateAction.REQUEUE_STALE,
+        StateAction.DEFERRED,
+        StateAction.RETRY_DEFERRED,
+    }
 
 
 @pytest.mark.parametrize(
