@@ -112,8 +112,8 @@ class LarkTimelineSettings(BaseSettings):
 
     # Time bounds.
     ingestion_lookback: PositiveDuration = timedelta(hours=72)
-    """Oldest message automatic ingestion and synthesis touch; a workspace older than this
-    ages out. At most 72h."""
+    """Oldest message automatic ingestion touches; a workspace older than this ages out (its
+    stored evidence is still synthesized). At most 72h."""
     synthesis_scan_interval: PositiveDuration = timedelta(minutes=2)
     """Interval of the window discovery and summary sensors (at least 30s in Dagster)."""
     synthesis_window: PositiveDuration = timedelta(minutes=10)
