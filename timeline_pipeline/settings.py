@@ -112,8 +112,8 @@ class LarkTimelineSettings(BaseSettings):
 
     # Time bounds.
     ingestion_lookback: PositiveDuration = timedelta(hours=72)
-    """Oldest message automatic ingestion and synthesis touch; a workspace older than this
-    ages out. At most 72h."""
+    """Oldest message automatic ingestion touches; a workspace older than this ages out (its
+    stored evidence is still synthesized). At most 72h."""
     synthesis_scan_interval: PositiveDuration = timedelta(minutes=2)
     """Interval of the window discovery and summary sensors (at least 30s in Dagster)."""
     synthesis_window: PositiveDuration = timedelta(minutes=10)
@@ -144,7 +144,17 @@ class LarkTimelineSettings(BaseSettings):
     synthesis_max_output_tokens: int = Field(default=4096, ge=256, le=16000)
     """`max_tokens` of a synthesis call (a summary call uses at most 2048)."""
     synthesis_window_max_attempts: int = Field(default=3, ge=1, le=20)
-    """Whole-window attempts before a window stays `failed` for an operator's replay."""
+    """Whole-window attempts before a window stays `failed` for an operator's replay. Only the
+    window's own failures count (invalid output, refused requests, runs that end without
+    claiming it); an unavailable model service defers the window instead."""
+    synthesis_outage_backoff_base: PositiveDuration = timedelta(minutes=1)
+    """First window-level backoff when the model service is unavailable (connection errors,
+    timeouts, 5xx/529, 429 beyond its retry-after, after the client's own retries): the window
+    waits `pending` until `next_attempt_at` and the attempt is not counted. Doubles per
+    consecutive deferral of the window, with jitter."""
+    synthesis_outage_backoff_cap: PositiveDuration = timedelta(minutes=15)
+    """Longest window-level backoff during an outage; not shorter than
+    `synthesisOutageBackoffBase`. Once the model answers again, windows resume within it."""
     synthesis_chunk_max_attempts: int = Field(default=3, ge=1, le=20)
     """Attempts of one chunk (or one summary call) inside a run, with backoff: calls the model
     service failed transiently (the client retries them, honouring retry-after) and answers
@@ -226,6 +236,10 @@ class LarkTimelineSettings(BaseSettings):
             raise ValueError("synthesisStaleTimeout: must be longer than modelTimeout")
         if self.retry_backoff_cap < self.retry_backoff_base:
             raise ValueError("retryBackoffCap: must not be shorter than retryBackoffBase")
+        if self.synthesis_outage_backoff_cap < self.synthesis_outage_backoff_base:
+            raise ValueError(
+                "synthesisOutageBackoffCap: must not be shorter than synthesisOutageBackoffBase"
+            )
         if self.window_backlog_limit_per_workspace > self.window_backlog_limit_global:
             raise ValueError(
                 "windowBacklogLimitPerWorkspace: must not exceed windowBacklogLimitGlobal"

@@ -147,6 +147,11 @@ workspace_timeline_sync_states = Table(
     Column("next_attempt_at", UTCDateTime(), nullable=True),
     Column("summary_attempted", Boolean(), nullable=False, server_default=text("false")),
     Column("last_error", String(1000), nullable=True),
+    # Window-level backoff while the model service is unavailable (not an attempt), and runs
+    # that ended without claiming the window (migration 0002_window_backoff).
+    Column("deferral_count", Integer(), nullable=False, server_default=text("0")),
+    Column("deferred", Boolean(), nullable=False, server_default=text("false")),
+    Column("unclaimed_runs", Integer(), nullable=False, server_default=text("0")),
     *_timestamps(),
     UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
     CheckConstraint(_in("status", WINDOW_STATUSES), name="status"),

@@ -196,8 +196,10 @@ def timeline_window_drafts(
     runner = WindowRunner(database.engine, settings.timeline, synthesizer.build(settings))
     report = runner.run(ref, owner=context.run.run_id, replay=replay)
     metadata = report_metadata(report)
-    if report.status in (RunStatus.SKIPPED, RunStatus.EMPTY):
-        # Nothing was done: the partition's last materialization (its lineage) stays as it was.
+    if report.status in (RunStatus.SKIPPED, RunStatus.EMPTY, RunStatus.DEFERRED):
+        # Nothing was finished: the partition's last materialization (its lineage) stays as it
+        # was. A deferred window (the model was unavailable) is not a failed run: the sensor
+        # requests it again once its window-level backoff ends.
         context.log.info("window %s %s: %s", ref.partition_key, report.status, report.reason)
         context.log_event(
             dg.AssetObservation(

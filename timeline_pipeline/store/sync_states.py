@@ -12,7 +12,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, exists, false, func, literal, or_, select, true, tuple_
+from sqlalchemy import (
+    Connection,
+    and_,
+    case,
+    exists,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+    tuple_,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 
@@ -55,6 +67,12 @@ class SyncState:
     next_attempt_at: datetime | None
     summary_attempted: bool
     last_error: str | None
+    deferral_count: int = 0
+    """Consecutive deferrals while the model service was unavailable (not attempts)."""
+    deferred: bool = False
+    """Waiting out a window-level backoff: `pending` until `next_attempt_at`."""
+    unclaimed_runs: int = 0
+    """Requested runs that finished without claiming the window."""
 
     def is_exhausted(self, max_attempts: int) -> bool:
         return self.status == "failed" and self.attempt_count >= max_attempts
@@ -90,6 +108,9 @@ def _to_state(row: Row[Any]) -> SyncState:
         next_attempt_at=row.next_attempt_at,
         summary_attempted=bool(row.summary_attempted),
         last_error=row.last_error,
+        deferral_count=int(row.deferral_count or 0),
+        deferred=bool(row.deferred),
+        unclaimed_runs=int(row.unclaimed_runs or 0),
     )
 
 
@@ -333,6 +354,7 @@ def claim_window(
             revision=ss.c.revision + 1,
             processing_started_at=stamp,
             lease_owner=owner,
+            deferred=False,
             updated_at=stamp,
         )
     )
@@ -393,6 +415,45 @@ def finish_window(
             revision=ss.c.revision + 1,
             lease_owner=None,
             last_error=None,
+            deferral_count=0,
+            deferred=False,
+            updated_at=stamp,
+        )
+    )
+    if result.rowcount != 1:
+        return None
+    return get(conn, state.id)
+
+
+def defer_window(
+    conn: Connection,
+    state: SyncState,
+    *,
+    error: str,
+    retry_at: datetime,
+    now: datetime | None = None,
+) -> SyncState | None:
+    """The model service was unavailable: give the attempt back and wait until `retry_at`.
+
+    An outage is not the window's fault, so it must not use up whole-window attempts: the
+    claim's increment is undone, the window goes back to `pending` with `deferred` set and
+    `next_attempt_at` = the end of its window-level backoff, and `deferral_count` (the backoff's
+    exponent) grows. The cursor is kept: committed chunks are not synthesized again. Same
+    compare-and-set as every transition of a running window.
+    """
+    stamp = now or datetime.now(UTC)
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "processing")
+        .values(
+            status="pending",
+            attempt_count=case((ss.c.attempt_count > 0, ss.c.attempt_count - 1), else_=0),
+            deferral_count=ss.c.deferral_count + 1,
+            deferred=True,
+            next_attempt_at=retry_at,
+            last_error=error[:MAX_ERROR_CHARS],
+            lease_owner=None,
+            revision=ss.c.revision + 1,
             updated_at=stamp,
         )
     )
@@ -420,6 +481,7 @@ def fail_window(
             next_attempt_at=retry_at,
             revision=ss.c.revision + 1,
             lease_owner=None,
+            deferred=False,
             updated_at=stamp,
         )
     )
@@ -440,6 +502,9 @@ def reset_window(conn: Connection, state: SyncState, *, now: datetime | None = N
             last_error=None,
             next_attempt_at=None,
             summary_attempted=False,
+            deferral_count=0,
+            deferred=False,
+            unclaimed_runs=0,
             revision=ss.c.revision + 1,
             updated_at=now or datetime.now(UTC),
         )
@@ -465,10 +530,13 @@ def stale_processing(
 
 
 def mark_summary_attempted(conn: Connection, state_id: int) -> bool:
-    """At most one summary attempt per window: the flag flips once, the rowcount says who."""
+    """At most one summary attempt per window: the flag flips once, the rowcount says who.
+
+    Only a finished window: one that a replay has just reset is not flagged (nor its revision
+    moved under the run that replays it)."""
     result = conn.execute(
         ss.update()
-        .where(ss.c.id == state_id, ss.c.summary_attempted == false())
+        .where(ss.c.id == state_id, ss.c.summary_attempted == false(), ss.c.status.in_(TERMINAL))
         .values(summary_attempted=True, revision=ss.c.revision + 1)
     )
     return result.rowcount == 1
@@ -502,6 +570,7 @@ def requeue_window(
             status="pending",
             next_attempt_at=reissue_at,
             lease_owner=None,
+            deferred=False,
             revision=ss.c.revision + 1,
             updated_at=stamp,
         )
@@ -511,15 +580,60 @@ def requeue_window(
     return get(conn, state.id)
 
 
+UNCLAIMED_ERROR = "runs ended without claiming the window (see their Dagster logs)"
+
+
+def relaunch_unclaimed(
+    conn: Connection,
+    state: SyncState,
+    *,
+    max_attempts: int,
+    reissue_at: datetime,
+    now: datetime | None = None,
+) -> SyncState | None:
+    """A requested run finished without claiming the window: count it, then request again.
+
+    Such a run never reached the claim (it failed at start), so nothing counted it; relaunching
+    it for free would repeat forever. It counts as a whole-window attempt (`unclaimed_runs`
+    says how many were of this kind): with attempts left the window is requested again, else it
+    is `failed` for an operator, like any window out of attempts. Compare-and-set on the
+    revision of the `pending` row the caller read, so a run that claimed it meanwhile wins.
+    """
+    stamp = now or datetime.now(UTC)
+    exhausted = state.attempt_count + 1 >= max_attempts
+    values: dict[str, Any] = {
+        "attempt_count": ss.c.attempt_count + 1,
+        "unclaimed_runs": ss.c.unclaimed_runs + 1,
+        "lease_owner": None,
+        "deferred": False,
+        "revision": ss.c.revision + 1,
+        "updated_at": stamp,
+    }
+    if exhausted:
+        values.update(status="failed", next_attempt_at=None, last_error=UNCLAIMED_ERROR)
+    else:
+        values.update(status="pending", next_attempt_at=reissue_at)
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "pending")
+        .values(**values)
+    )
+    if result.rowcount != 1:
+        return None
+    return get(conn, state.id)
+
+
 def poll_unfinished_windows(
-    conn: Connection, *, since: datetime, max_attempts: int, limit: int
+    conn: Connection, *, max_attempts: int, limit: int
 ) -> tuple[int, list[SyncState]]:
     """The highest evidence id and every unfinished window state, in one statement.
 
-    Unfinished: pending, processing, or failed with attempts left; in the default namespace
-    only from `since` (the lookback), in a versioned namespace (an operator's rerun) always.
-    This is the whole cost of an idle discovery tick, so it is one indexed round trip: a
-    one-row subquery for max(id), left-joined to the (few) unfinished rows.
+    Unfinished: pending, processing, or failed with attempts left, however old the window and
+    whatever its workspace's status: every window with a state ends in a terminal status (or
+    exhausted, for an operator), so none is left out once it ages past the lookback. Rows are
+    unfinished only while requested or retrying, so there are few of them. This is the whole
+    cost of an idle discovery tick, so it is one indexed round trip: a one-row subquery for
+    max(id), left-joined to the (few) unfinished rows.
     """
     top = select(func.max(ev.c.id).label("max_evidence_id")).subquery("top")
     unfinished = and_(
@@ -528,7 +642,6 @@ def poll_unfinished_windows(
             ss.c.status.in_(("pending", "processing")),
             and_(ss.c.status == "failed", ss.c.attempt_count < max_attempts),
         ),
-        or_(ss.c.window_start >= since, ss.c.processor_version.is_not(None)),
     )
     rows = conn.execute(
         select(top.c.max_evidence_id, ss)

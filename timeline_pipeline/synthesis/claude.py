@@ -276,7 +276,9 @@ class ClaudeSynthesizer:
             reason=reason,
         )
         return SynthesisUnavailable(
-            reason, f"messages API still failing after {self.max_attempts} attempts ({reason})"
+            reason,
+            f"messages API still failing after {self.max_attempts} attempts ({reason})",
+            retry_after=retry_after_seconds(error),
         )
 
     def _call(self, chunk: SynthesisChunk) -> Message:

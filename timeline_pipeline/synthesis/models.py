@@ -175,7 +175,15 @@ class InvalidSynthesisOutput(SynthesisError):
 
 
 class SynthesisUnavailable(SynthesisError):
-    """A transient failure outlived the synthesizer's own retries; retry the chunk later."""
+    """A transient failure outlived the synthesizer's own retries; retry the chunk later.
+
+    `retry_after`: the service's last retry-after hint in seconds, if it gave one."""
+
+    def __init__(
+        self, reason: str, message: str | None = None, *, retry_after: float | None = None
+    ) -> None:
+        super().__init__(reason, message)
+        self.retry_after = retry_after
 
 
 class SynthesisRejected(SynthesisError):

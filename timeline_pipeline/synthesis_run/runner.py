@@ -61,6 +61,7 @@ from timeline_pipeline.synthesis_run.lineage import (
     plan_resume,
 )
 from timeline_pipeline.windows.keys import WindowRef, encode_window_cursor
+from timeline_pipeline.windows.planning import outage_backoff
 
 __all__ = ["RunStatus", "WindowRunReport", "WindowRunner"]
 
@@ -73,6 +74,7 @@ MAX_LATE_PASSES = 1
 """Extra passes over evidence that arrived while the run worked; what arrives after the last
 one is reported as `late_evidence` (bounded, so a flood into a closed window cannot hold a
 run forever)."""
+RESET_TRIES = 5
 
 
 class RunStatus(StrEnum):
@@ -81,6 +83,17 @@ class RunStatus(StrEnum):
     SKIPPED = "skipped"  # not ours to run: finished, exhausted, or claimed by another run
     EMPTY = "empty"  # no eligible evidence, so no state row exists (nothing to do)
     FAILED = "failed"  # a chunk exhausted its attempts; the state records why
+    DEFERRED = "deferred"  # the model was unavailable: back to pending, attempt not counted
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUnavailable:
+    """A chunk stopped because the model service is unavailable (outage, not the window's
+    fault): the window is deferred with a window-level backoff instead of failing."""
+
+    reason: str
+    message: str
+    retry_after: float | None
 
 
 class LeaseLost(Exception):
@@ -238,11 +251,27 @@ class WindowRunner:
             )
 
     def _reset(self, state: SyncState) -> SyncState:
-        with self.engine.begin() as conn:
-            sync_states.reset_window(conn, state, now=self.clock())
-            current = sync_states.get(conn, state.id)
-        assert current is not None
-        return current
+        """Reset for a replay, re-reading the state when its revision moved under us.
+
+        Other writers bump a finished window's revision (the summary sensor flags it), so a
+        reset against the revision read a moment ago can lose for a reason that has nothing to
+        do with the replay; it is tried again on the current row. A window another run is
+        processing is left alone: the claim then reports that run as the reason.
+        """
+        current: SyncState | None = state
+        for _ in range(RESET_TRIES):
+            assert current is not None
+            with self.engine.begin() as conn:
+                if current.status != "processing" and sync_states.reset_window(
+                    conn, current, now=self.clock()
+                ):
+                    reset = sync_states.get(conn, current.id)
+                    assert reset is not None
+                    return reset
+                current = sync_states.get(conn, state.id)
+            if current is None or current.status == "processing":
+                break
+        return current or state
 
     def _claim(self, state: SyncState, owner: str) -> SyncState | None:
         with self.engine.begin() as conn:
@@ -359,6 +388,7 @@ class WindowRunner:
                 "entries_proposed",
                 "entries_created",
                 "entries_updated",
+                "entries_supported",
                 "input_tokens",
                 "output_tokens",
             )
@@ -384,6 +414,8 @@ class WindowRunner:
             for position, chunk in enumerate(chunks):
                 number = done_before + position + 1
                 outcome = self._synthesize_chunk(chunk, report)
+                if isinstance(outcome, ModelUnavailable):
+                    return self._defer(current, report, outcome, number)
                 if isinstance(outcome, ChunkFailure):
                     diagnostic = outcome.diagnostic(chunk, number, report.chunks_total)
                     return self._fail(current, report, diagnostic, outcome)
@@ -403,10 +435,12 @@ class WindowRunner:
                     log.info("window.late_evidence_pass", window=ref.partition_key, rows=len(late))
                     continue
                 report.late = late
-                # Completed when the window yields timeline entries, even ones a replay finds
-                # already stored (created/updated say whether anything changed); ignored when
-                # it yields none.
-                status = "completed" if totals["entries_proposed"] else "ignored"
+                # Completed when the window yields a material entry: one created, updated, or
+                # given new supporting evidence. Ignored when it yields none, including when
+                # every proposal was already stored unchanged (a replay that finds nothing new):
+                # README, Metrics ("timeline drafts created, updated, ignored, bound").
+                material = totals["entries_created"] + totals["entries_updated"]
+                status = "completed" if material + totals["entries_supported"] else "ignored"
                 finished = sync_states.finish_window(
                     conn,
                     current,
@@ -436,7 +470,7 @@ class WindowRunner:
 
     def _synthesize_chunk(
         self, chunk: SynthesisChunk, report: WindowRunReport
-    ) -> SynthesisResult | ChunkFailure:
+    ) -> SynthesisResult | ChunkFailure | ModelUnavailable:
         limit = self.settings.synthesis_chunk_max_attempts
         failure = ChunkFailure("unknown", "", 0, True)
         for attempt in range(1, limit + 1):
@@ -451,8 +485,8 @@ class WindowRunner:
                 return ChunkFailure(exc.reason, bounded(str(exc), 300), attempt, False)
             except SynthesisUnavailable as exc:
                 # The synthesizer already spent its own bounded, backed-off retries on this
-                # call; calling again now would multiply them. The window retries later.
-                return ChunkFailure(exc.reason, bounded(str(exc), 300), attempt, True)
+                # call; calling again now would multiply them. The window is deferred.
+                return ModelUnavailable(exc.reason, bounded(str(exc), 300), exc.retry_after)
             except SynthesisError as exc:
                 if isinstance(exc, InvalidSynthesisOutput):
                     report.validation_errors += 1
@@ -520,6 +554,7 @@ class WindowRunner:
             totals["entries_proposed"] += len(writes)
             totals["entries_created"] += created
             totals["entries_updated"] += updated
+            totals["entries_supported"] += supported
             totals["input_tokens"] += result.usage.input_tokens
             totals["output_tokens"] += result.usage.output_tokens
             report.model = result.model
@@ -555,6 +590,44 @@ class WindowRunner:
         report.input_tokens += result.usage.input_tokens
         report.output_tokens += result.usage.output_tokens
         return advanced
+
+    def _defer(
+        self,
+        state: SyncState,
+        report: WindowRunReport,
+        outage: ModelUnavailable,
+        chunk_number: int,
+    ) -> WindowRunReport:
+        """Unavailability is not the window's fault: no attempt is used, the window waits."""
+        now = self.clock()
+        delay = outage_backoff(
+            state.deferral_count + 1,
+            self.settings.synthesis_outage_backoff_base,
+            self.settings.synthesis_outage_backoff_cap,
+            self.rng,
+            outage.retry_after,
+        )
+        diagnostic = bounded(
+            f"deferred at chunk {chunk_number}/{report.chunks_total}: model unavailable: "
+            f"{outage.reason}: {outage.message}"
+        )
+        with self.engine.begin() as conn:
+            deferred = sync_states.defer_window(
+                conn, state, error=diagnostic, retry_at=now + delay, now=now
+            )
+        if deferred is None:
+            raise LeaseLost("lease lost: another run took over the window before it deferred")
+        report.status = RunStatus.DEFERRED
+        report.attempt = deferred.attempt_count
+        report.reason = f"{diagnostic}; next attempt at {deferred.next_attempt_at}"
+        log.warning(
+            "window.deferred",
+            window=report.ref.partition_key,
+            reason=outage.reason,
+            deferrals=deferred.deferral_count,
+            delay_seconds=round(delay.total_seconds(), 3),
+        )
+        return report
 
     def _fail(
         self, state: SyncState, report: WindowRunReport, diagnostic: str, failure: ChunkFailure

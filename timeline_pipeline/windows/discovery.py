@@ -19,8 +19,15 @@ What a tick does, cheapest first:
    (`requeue_window`) in the same transaction. Backlog limits (per workspace and global) cap
    the windows requested and not finished; what does not fit stays behind the frontier for a
    later tick, so a backlog drains at the speed of runs, not of ticks.
-5. Stale `processing` rows become retryable (or failed once their attempts are spent), and
-   requests that never turned into a Dagster run are re-issued after a stale timeout.
+5. Stale `processing` rows become retryable (or failed once their attempts are spent), windows
+   deferred by an AI outage are requested again once a backoff ends (all of them, in window
+   order, keeping their slots), and requests that never turned into a Dagster run are re-issued
+   after a stale timeout (a run that ended without claiming its window counts as an attempt).
+
+Workspace eligibility (status, age, type) decides what is ingested, not what is synthesized:
+every chat with stored evidence is followed and every window state is handled the same in every
+workspace, whatever its status became, so all stored evidence ends in a terminal window. Only
+the wait for collection coverage applies to workspaces that are still collected.
 
 Pure rules live in `windows.planning`; this module only reads, writes and orders.
 """
@@ -40,7 +47,7 @@ from typing import Protocol
 from sqlalchemy import Connection, Engine
 
 from timeline_pipeline.domain.keys import InvalidKey
-from timeline_pipeline.ingest.eligibility import MANUAL, ingestion_start, workspace_skip
+from timeline_pipeline.ingest.eligibility import AUTOMATIC, workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states
 from timeline_pipeline.store.sync_states import SyncState
@@ -98,7 +105,7 @@ class WindowRequest:
     state: SyncState
     run_key: str
     tags: Mapping[str, str]
-    reason: str  # new | retry | stale | pending | reissue | relaunch
+    reason: str  # new | retry | stale | deferred | pending | reissue | relaunch
 
 
 @dataclass
@@ -210,23 +217,23 @@ class DiscoveryTick:
         if oldest is None or start < oldest:
             self.outcome.oldest_uncovered = start
 
-    def _floor(self, workspace: Workspace | None) -> datetime | None:
-        """The first window start automatic synthesis may touch, or None if not eligible."""
-        if workspace is None or workspace_skip(workspace, self.settings, self.now) is not None:
-            return None
-        start = ingestion_start(workspace, self.settings, self.now)
-        return window_start_of(start, self.limits.window)
+    @property
+    def _horizon(self) -> datetime:
+        """Where a cold start begins looking: nothing older can have been ingested since."""
+        return window_start_of(self.now - self.limits.lookback, self.limits.window)
 
-    def _eligible(self, ref: WindowRef) -> bool:
-        workspace = self._workspaces.get(ref.workspace_id)
-        if ref.processor_version is not None:
-            # An operator's versioned rerun: explicit, so status and age do not stop it.
-            return (
-                workspace is not None
-                and workspace_skip(workspace, self.settings, self.now, MANUAL) is None
-            )
-        floor = self._floor(workspace)
-        return floor is not None and ref.window_start >= floor
+    def _collected(self, workspace_id: str) -> bool:
+        """Whether collection still runs for the workspace, so a window may wait for it.
+
+        Eligibility (status, age, type) decides what is ingested, not whether stored evidence
+        is synthesized: once a workspace leaves `firing` or ages out, reconciliation stops
+        and its checkpoint no longer advances, so its windows are taken on what is stored
+        instead of waiting for a coverage that will never come.
+        """
+        workspace = self._workspaces.get(workspace_id)
+        return workspace is not None and (
+            workspace_skip(workspace, self.settings, self.now, AUTOMATIC) is None
+        )
 
     def _request(self, ref: WindowRef, state: SyncState, reason: str) -> None:
         self.outcome.requests.append(
@@ -253,21 +260,18 @@ class DiscoveryTick:
             self.outcome.skip_reason = "the Lark timeline is disabled (enabled: false)"
             return self.outcome
         limits = self.limits
-        since = window_start_of(self.now - limits.lookback, limits.window)
         with self._tx() as conn:
             max_id, unfinished = sync_states.poll_unfinished_windows(
-                conn, since=since, max_attempts=limits.max_attempts, limit=UNFINISHED_LIMIT
+                conn, max_attempts=limits.max_attempts, limit=UNFINISHED_LIMIT
             )
         frontiers, late = self._read_new_evidence(max_id)
-        self._load_workspaces(frontiers, late, unfinished)
+        self._load_workspaces(frontiers, late)
         admission = self._plan_unfinished(unfinished)
         self._plan_late(late, frontiers)
         for chat, start in frontiers.items():
-            floor = self._floor(self._workspaces.get(chat[0]))
-            if floor is None:
-                continue  # the workspace left `firing` or aged out: stop following the chat
-            self._walk_at[chat] = max(start, floor)
-            self._push(self._walk_at[chat], _Walk(chat))
+            # Followed whatever the workspace's status became: its stored evidence is synthesized.
+            self._walk_at[chat] = start
+            self._push(start, _Walk(chat))
         self._load_coverage()
         self._drain(admission)
         self._reissue(unfinished)
@@ -310,7 +314,8 @@ class DiscoveryTick:
         return frontiers, late
 
     def _bootstrap(self) -> dict[ChatKey, datetime]:
-        """Cold start: every eligible bound chat resumes after its latest window state.
+        """Cold start: every bound chat, in any workspace status, resumes after its latest
+        window state (no earlier than the lookback: nothing older can have been ingested).
 
         Windows that already have a state are covered by the unfinished-state poll; what is
         new lies after the latest one. (Late evidence into an older, empty window while the
@@ -319,14 +324,12 @@ class DiscoveryTick:
         frontiers: dict[ChatKey, datetime] = {}
         with self._tx() as conn:
             chats = bound_chats_with_latest_window(conn)
+        horizon = self._horizon
         for bound in chats:
             self._workspaces[bound.workspace.id] = bound.workspace
-            floor = self._floor(bound.workspace)
-            if floor is None:
-                continue
-            start = floor
+            start = horizon
             if bound.latest_window_start is not None:
-                start = max(floor, bound.latest_window_start + self.limits.window)
+                start = max(horizon, bound.latest_window_start + self.limits.window)
             if bound.latest_evidence_at is None or bound.latest_evidence_at < start:
                 continue  # nothing after its latest window: quiet, costs nothing to follow
             try:
@@ -341,17 +344,11 @@ class DiscoveryTick:
         self,
         frontiers: Mapping[ChatKey, datetime],
         late: set[WindowRef],
-        unfinished: Sequence[SyncState],
     ) -> None:
+        # Only windows without a state yet need their workspace (does collection still run,
+        # so that they wait for it?); existing states are handled the same in every workspace,
+        # so a tick with work in flight stays cheap.
         wanted = {ws for ws, _ in frontiers} | {ref.workspace_id for ref in late}
-        # Eligibility matters only for windows that may be requested now; a window already
-        # queued or running needs no workspace row, so a tick with work in flight stays cheap.
-        wanted |= {
-            state.workspace_id
-            for state in unfinished
-            if classify_state(state, self.now, self.limits)
-            in (StateAction.REQUEST, StateAction.REQUEUE_STALE)
-        }
         wanted -= self._workspaces.keys()
         if wanted:
             with self._tx() as conn:
@@ -373,7 +370,11 @@ class DiscoveryTick:
     def _plan_unfinished(self, unfinished: Sequence[SyncState]) -> Admission:
         limits = self.limits
         in_flight: list[str] = []
-        for state in unfinished:
+        outage_due = any(
+            classify_state(state, self.now, limits) is StateAction.RETRY_DEFERRED
+            for state in unfinished
+        )
+        for state in unfinished:  # oldest window first
             self._polled.add(state.id)
             if state.scope_key is None or state.window_start is None:
                 continue
@@ -385,6 +386,11 @@ class DiscoveryTick:
                 self.outcome.counts["invalid_ids"] += 1
                 continue
             action = classify_state(state, self.now, limits)
+            if action is StateAction.DEFERRED and outage_due:
+                # One deferred window's backoff is over: all of them go again, in window
+                # order, so that once the model answers the backlog resumes oldest first
+                # rather than in the order the jittered backoffs happen to end.
+                action = StateAction.RETRY_DEFERRED
             self._note_uncovered(ref.window_start)
             if action.in_flight:
                 in_flight.append(state.workspace_id)
@@ -396,17 +402,22 @@ class DiscoveryTick:
                 self.outcome.counts["failed_stale"] += int(failed is not None)
                 if failed is not None and state.lease_owner:
                     self.outcome.abandoned_owners.append(state.lease_owner)
-            elif action in (StateAction.REQUEUE_STALE, StateAction.REQUEST):
-                if self._eligible(ref):
-                    self._push(ref.window_start, _Retry(ref, state, action))
-                else:
-                    self.outcome.counts["ineligible"] += 1
+            elif action in (
+                StateAction.REQUEUE_STALE,
+                StateAction.REQUEST,
+                StateAction.RETRY_DEFERRED,
+            ):
+                # Whatever the workspace's status became: a window with a state row holds
+                # stored evidence, and it ends in a terminal status in every workspace.
+                self._push(ref.window_start, _Retry(ref, state, action))
             elif action is StateAction.WAIT:
                 self.outcome.counts["waiting_retry"] += 1
+            elif action is StateAction.DEFERRED:
+                self.outcome.counts["waiting_outage"] += 1
         return Admission(limits.per_workspace, limits.global_limit, in_flight)
 
     def _plan_late(self, late: set[WindowRef], frontiers: Mapping[ChatKey, datetime]) -> None:
-        candidates = [ref for ref in late if self._eligible(ref)]
+        candidates = list(late)
         if not candidates:
             return
         with self._tx() as conn:
@@ -485,6 +496,8 @@ class DiscoveryTick:
             reason = "stale"
             if state.lease_owner:
                 self.outcome.abandoned_owners.append(state.lease_owner)
+        elif item.action is StateAction.RETRY_DEFERRED:
+            reason = "deferred"
         else:
             reason = "retry" if state.status == "failed" else "pending"
         self._request(ref, requeued, reason)
@@ -497,7 +510,8 @@ class DiscoveryTick:
         if not is_closed(end, self.now, limits.close_grace):
             self._hold(chat, ref.window_start, from_walk=item.from_walk, reason="open")
             return
-        if not collection_covers(end, self._coverage.get(chat), limits.reconciliation_enabled):
+        waits = limits.reconciliation_enabled and self._collected(ref.workspace_id)
+        if not collection_covers(end, self._coverage.get(chat), waits):
             self._hold(chat, ref.window_start, from_walk=item.from_walk, reason="collecting")
             self._note_uncovered(ref.window_start)
             return
@@ -547,7 +561,8 @@ class DiscoveryTick:
         that dies in between would leave windows `pending` forever. Once per stale timeout the
         sensor asks Dagster about requests older than that: a missing run is requested again
         (the run key keeps it at-most-once), a finished run whose window is still pending (it
-        failed before claiming) is replaced by a new request.
+        failed before claiming) counts as an attempt and is replaced by a new request, until the
+        window is out of attempts and stays `failed` for an operator.
         """
         cursor = self.cursor
         if cursor.reissue_at is not None and cursor.reissue_at > self.now:
@@ -573,16 +588,19 @@ class DiscoveryTick:
                 self._request(ref, state, "reissue")
             elif known[key]:
                 with self._tx() as conn:
-                    requeued = sync_states.requeue_window(
+                    relaunched = sync_states.relaunch_unclaimed(
                         conn,
                         state,
                         max_attempts=self.limits.max_attempts,
-                        stale_timeout=self.limits.stale_timeout,
                         reissue_at=self.now + self.limits.reissue_after,
                         now=self.now,
                     )
-                if requeued is not None:
-                    self._request(ref, requeued, "relaunch")
+                if relaunched is None:
+                    continue  # a run claimed it meanwhile
+                if relaunched.status == "pending":
+                    self._request(ref, relaunched, "relaunch")
+                else:
+                    self.outcome.counts["failed_unclaimed"] += 1
 
     def _finish_cursor(self) -> None:
         frontiers: dict[ChatKey, datetime] = dict(self._walk_at)

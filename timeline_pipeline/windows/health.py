@@ -6,8 +6,9 @@ window history, so the measurement can run every few minutes beside the receiver
 * window counts by workspace and status: `pending`/`processing` through the (source_type,
   status, window_start) index, the finished statuses through the same index bounded by the
   horizon (`health_model.PipelineHealth`);
-* the oldest uncovered evidence: eligible evidence of an eligible workspace (firing, an
-  ingested type, within the lookback) that no `completed` or `ignored` window covers. Two
+* the oldest uncovered evidence: stored AI-eligible evidence, in a workspace of any status
+  (eligibility decides what is ingested, not what is synthesized), that no `completed` or
+  `ignored` window covers. Two
   places hold it, both read per chat in one statement: the oldest unfinished window (pending,
   processing, failed) and the evidence after the chat's latest window (windows not yet created:
   open, waiting for their close grace or collection, or held back by a backlog limit). Each is
@@ -52,7 +53,7 @@ from timeline_pipeline.domain.keys import (
     SOURCE_TYPE_WINDOW,
     InvalidKey,
 )
-from timeline_pipeline.ingest.eligibility import ingestion_start, workspace_skip
+from timeline_pipeline.ingest.eligibility import workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence
 from timeline_pipeline.store.sync_states import TERMINAL
@@ -224,15 +225,13 @@ class _Measurement:
 
     # --- uncovered evidence and collection -------------------------------------------------
 
-    def _eligible(self, workspace: Workspace) -> datetime | None:
-        """The first window start automatic synthesis covers in this workspace, or None."""
-        if workspace_skip(workspace, self.settings, self.now) is not None:
-            return None
-        return window_start_of(ingestion_start(workspace, self.settings, self.now), self._window)
+    def _collected(self, workspace: Workspace) -> bool:
+        """Collection still runs for the workspace (so its lag is worth reporting)."""
+        return workspace_skip(workspace, self.settings, self.now) is None
 
     def _note_uncovered(self, workspace_id: str, chat_id: str, at: datetime | None) -> None:
-        if at is None:
-            return
+        if at is None or not self.settings.enabled:
+            return  # with the timeline disabled nothing is synthesized, so nothing is late
         key = (workspace_id, chat_id)
         self.uncovered[key] = _earliest(self.uncovered.get(key), at) or at
 
@@ -250,9 +249,6 @@ class _Measurement:
                 ss.c.source_type == SOURCE_TYPE_WINDOW,
                 ss.c.status.in_(UNCOVERING_STATUSES),
                 ss.c.processor_version.is_(None),
-                ss.c.window_start >= self.lookback_start,
-                ss.c.window_end > ws.c.created_at,
-                ws.c.status == "firing",
             )
             .group_by(ss.c.workspace_id, ss.c.scope_key)
             .subquery("oldest")
@@ -277,12 +273,12 @@ class _Measurement:
             )
         )
         for row in rows:
-            if self._eligible(_workspace(row)) is not None:
-                self._note_uncovered(row.id, row.scope_key, row.first_at)
+            self._note_uncovered(row.id, row.scope_key, row.first_at)
 
     def followed_chats(self) -> int:
-        """Per bound chat of an eligible workspace: the first eligible evidence after its
-        latest window, and its collection checkpoint. Returns the number of such chats."""
+        """Per bound chat, in a workspace of any status: the first eligible evidence after its
+        latest window, and its collection checkpoint while collection still runs. Returns the
+        number of chats still collected."""
         # Correlated to the outer chat row, through the evidence subquery.
         latest_end = latest_window_of_chat(ss.c.window_end)
         since = bindparam("since", self.lookback_start, type_=ev.c.occurred_at.type)
@@ -318,21 +314,20 @@ class _Measurement:
                 collected.label("collected_until"),
             )
             .join(res, res.c.workspace_id == ws.c.id)
-            .where(res.c.resource_type == RESOURCE_LARK_CHAT, ws.c.status == "firing")
+            .where(res.c.resource_type == RESOURCE_LARK_CHAT)
         )
         followed = 0
         for row in rows:
-            floor = self._eligible(_workspace(row))
-            if floor is None:
-                continue
-            followed += 1
             first_at = row.first_at
-            if first_at is not None and first_at < floor:
-                # The chat's latest window is older than the lookback: look from the floor.
+            if first_at is not None and first_at < self.lookback_start:
+                # The chat's latest window is older than the lookback: look from there.
                 first_at = evidence.first_eligible_at_or_after(
-                    self.conn, row.id, row.resource_key, floor
+                    self.conn, row.id, row.resource_key, self.lookback_start
                 )
             self._note_uncovered(row.id, row.resource_key, first_at)
+            if not self._collected(_workspace(row)):
+                continue
+            followed += 1
             if self.settings.reconciliation_enabled:
                 self._note_collection(row.id, row.resource_key, row.collected_until)
         return followed

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -29,6 +29,7 @@ __all__ = [
     "classify_state",
     "collection_covers",
     "is_closed",
+    "outage_backoff",
     "run_key",
     "run_priority",
     "run_tags",
@@ -94,10 +95,20 @@ class StateAction(StrEnum):
     FAIL_STALE = "fail_stale"  # a worker died on the last attempt: mark the window failed
     REQUEST = "request"  # pending but never requested, or failed and due: needs a slot
     WAIT = "wait"  # failed with attempts left, backoff not over yet
+    DEFERRED = "deferred"  # the model was unavailable: waiting out the window-level backoff
+    RETRY_DEFERRED = "retry_deferred"  # deferred and due: request again, keeping its slot
 
     @property
     def in_flight(self) -> bool:
-        return self in (StateAction.RUNNING, StateAction.QUEUED, StateAction.REQUEUE_STALE)
+        """Holds a backlog slot. A deferred window keeps its slot through an outage, so the
+        backlog resumes with the oldest windows instead of letting newer ones in to defer too."""
+        return self in (
+            StateAction.RUNNING,
+            StateAction.QUEUED,
+            StateAction.REQUEUE_STALE,
+            StateAction.DEFERRED,
+            StateAction.RETRY_DEFERRED,
+        )
 
 
 def classify_state(state: SyncState, now: datetime, limits: DiscoveryLimits) -> StateAction:
@@ -105,7 +116,8 @@ def classify_state(state: SyncState, now: datetime, limits: DiscoveryLimits) -> 
 
     A pending row whose `next_attempt_at` is set has been requested (the sensor stamps the time
     at which an unanswered request is checked again); a pending row without it was created by
-    someone else (the rerun job) and still needs a run.
+    someone else (the rerun job) and still needs a run. A `deferred` pending row waits out an
+    outage backoff until `next_attempt_at`, holding its backlog slot.
     """
     if state.status in ("completed", "ignored"):
         return StateAction.COVERED
@@ -121,6 +133,10 @@ def classify_state(state: SyncState, now: datetime, limits: DiscoveryLimits) -> 
         if state.attempt_count >= limits.max_attempts:
             return StateAction.FAIL_STALE
         return StateAction.REQUEUE_STALE
+    if state.deferred:
+        if state.next_attempt_at is not None and state.next_attempt_at > now:
+            return StateAction.DEFERRED
+        return StateAction.RETRY_DEFERRED
     if state.next_attempt_at is None:
         return StateAction.REQUEST
     return StateAction.QUEUED
@@ -129,6 +145,27 @@ def classify_state(state: SyncState, now: datetime, limits: DiscoveryLimits) -> 
 def is_closed(window_end: datetime, now: datetime, close_grace: timedelta) -> bool:
     """Late delivery lands before `window_end + grace`; synthesizing earlier would miss it."""
     return window_end + close_grace <= now
+
+
+def outage_backoff(
+    deferrals: int,
+    base: timedelta,
+    cap: timedelta,
+    rng: Callable[[], float],
+    retry_after: float | None = None,
+) -> timedelta:
+    """How long a window waits after its `deferrals`-th consecutive deferral (1 = the first).
+
+    Exponential (base * 2^(n-1)), capped, with "equal jitter": uniform in [ceiling/2, ceiling],
+    so windows deferred together do not all come back at once and none comes back at once. A
+    server's retry-after is honoured as a floor, but never beyond the cap: the window must
+    resume by itself soon after the model answers again.
+    """
+    ceiling: timedelta = min(cap, base * 2 ** max(0, deferrals - 1))
+    delay = ceiling / 2 + (ceiling / 2) * min(1.0, max(0.0, rng()))
+    if retry_after is not None and retry_after > 0:
+        delay = max(delay, min(cap, timedelta(seconds=retry_after)))
+    return delay
 
 
 def collection_covers(

@@ -61,10 +61,10 @@ def latest_window_of_chat(column: ColumnElement[Any]) -> ScalarSelect[Any]:
 
 
 def bound_chats_with_latest_window(
-    conn: Connection, *, statuses: Sequence[str] = ("firing",)
+    conn: Connection, *, statuses: Sequence[str] | None = None
 ) -> list[BoundChat]:
-    """Every bound chat of workspaces in `statuses`, with its latest default-namespace window
-    and its latest eligible evidence.
+    """Every bound chat (of workspaces in `statuses`, default: any status), with its latest
+    default-namespace window and its latest eligible evidence.
 
     One statement: both are correlated "first row in descending order" subqueries that each
     database answers with a backward seek of an index ((workspace_id, scope_key, source_type,
@@ -84,7 +84,7 @@ def bound_chats_with_latest_window(
         .limit(1)
         .scalar_subquery()
     )
-    rows = conn.execute(
+    stmt = (
         select(
             ws,
             res.c.resource_key,
@@ -92,9 +92,12 @@ def bound_chats_with_latest_window(
             newest.label("latest_evidence_at"),
         )
         .join(res, res.c.workspace_id == ws.c.id)
-        .where(res.c.resource_type == RESOURCE_LARK_CHAT, ws.c.status.in_(list(statuses)))
+        .where(res.c.resource_type == RESOURCE_LARK_CHAT)
         .order_by(ws.c.id, res.c.resource_key)
     )
+    if statuses is not None:
+        stmt = stmt.where(ws.c.status.in_(list(statuses)))
+    rows = conn.execute(stmt)
     return [
         BoundChat(
             _workspace(row),

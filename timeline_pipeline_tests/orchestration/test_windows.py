@@ -155,8 +155,11 @@ def test_a_ui_launch_of_the_job_replays_the_window(
     first = window_states(engine)[key]
     assert launch(defs, instance, key).success
     replayed = window_states(engine)[key]
-    assert replayed.status == "completed" and replayed.revision > first.revision
-    assert materialization(instance, key)["replayed"] is True
+    assert first.status == "completed"
+    # The replay ran whole and found every entry already stored: no new material entry.
+    assert replayed.status == "ignored" and replayed.revision > first.revision
+    meta = materialization(instance, key)
+    assert meta["replayed"] is True and meta["entries_unchanged"] > 0
 
 
 def test_a_run_without_the_workspace_tag_is_refused(
@@ -214,7 +217,7 @@ def test_the_versioned_rerun_job_queues_its_partitions_for_the_sensor(
     assert states[v2[0]].source_key.startswith("chat/oc_chat/processor/v2/window/")
 
 
-def test_an_ai_outage_fails_the_run_and_the_retry_binds_the_drafts(
+def test_an_ai_outage_defers_the_window_and_the_next_run_binds_the_drafts(
     db_url: str, chat: list[int], engine: Engine, instance: dg.DagsterInstance
 ) -> None:
     with AnthropicStandIn(script=[overloaded(), tool_reply(cite_first_evidence)]) as standin:
@@ -223,12 +226,14 @@ def test_an_ai_outage_fails_the_run_and_the_retry_binds_the_drafts(
         key = WindowRef("inc-1", "oc_chat", W1).partition_key
         instance.add_dynamic_partitions(WINDOW_PARTITIONS, [key])
         automatic = {"ops": {"timeline_window_drafts": {"config": {"replay": False}}}}
-        failed = launch(defs, instance, key, run_config=automatic)
-        assert not failed.success
+        deferred = launch(defs, instance, key, run_config=automatic)
+        assert deferred.success  # an outage is not a failed run: nothing was attempted
         state = window_states(engine)[key]
-        assert (state.status, state.attempt_count) == ("failed", 1)
+        assert (state.status, state.attempt_count, state.deferred) == ("pending", 0, True)
+        assert state.next_attempt_at is not None
         retried = launch(defs, instance, key, run_config=automatic)
         assert retried.success
+        assert window_states(engine)[key].attempt_count == 1
     meta = materialization(instance, key)
     assert (meta["processor"], meta["model"], meta["input_tokens"]) == (
         "claude",

@@ -177,11 +177,20 @@ def test_chunks_advance_one_cursor_then_the_window_completes(engine: Engine) -> 
         sync_states.finish_window(conn, done, status="failed", aggregate_hash="h", metadata={})
 
 
-def test_summary_is_attempted_at_most_once_per_window(engine: Engine) -> None:
+def test_summary_is_attempted_at_most_once_per_finished_window(engine: Engine) -> None:
     _with_evidence(engine)
     state = _window(engine)
     assert state is not None
     with engine.begin() as conn:
+        # Not finished (e.g. just reset by a replay): not flagged, its revision left alone.
+        assert sync_states.mark_summary_attempted(conn, state.id) is False
+    claimed = _claim(engine, state)
+    assert claimed is not None
+    with engine.begin() as conn:
+        done = sync_states.finish_window(
+            conn, claimed, status="completed", aggregate_hash="h", metadata={}
+        )
+        assert done is not None
         assert sync_states.mark_summary_attempted(conn, state.id) is True
         assert sync_states.mark_summary_attempted(conn, state.id) is False
 
@@ -297,3 +306,53 @@ def test_concurrent_window_creation_makes_one_row(db_url: str) -> None:
         assert _state_rows(engine) == 1
     finally:
         engine.dispose()
+
+
+def test_a_deferral_gives_the_attempt_back_and_keeps_the_cursor(engine: Engine) -> None:
+    _with_evidence(engine)
+    state = _window(engine)
+    assert state is not None
+    claimed = _claim(engine, state)
+    assert claimed is not None and claimed.attempt_count == 1
+    with engine.begin() as conn:
+        advanced = sync_states.advance_window_cursor(
+            conn, claimed, cursor="c1", metadata={}, now=T0
+        )
+        assert advanced is not None
+        deferred = sync_states.defer_window(
+            conn, advanced, error="model unavailable", retry_at=T0 + STALE, now=T0
+        )
+        assert deferred is not None
+        # A second writer with the old revision loses the compare-and-set.
+        assert sync_states.defer_window(conn, claimed, error="x", retry_at=T0) is None
+    assert (deferred.status, deferred.attempt_count) == ("pending", 0)
+    assert (deferred.deferred, deferred.deferral_count) == (True, 1)
+    assert deferred.next_attempt_at == T0 + STALE and deferred.lease_owner is None
+    assert deferred.last_seen_cursor == "c1"
+    again = _claim(engine, deferred, now=T0 + STALE, owner="run-b")
+    assert again is not None and (again.attempt_count, again.deferred) == (1, False)
+    with engine.begin() as conn:
+        done = sync_states.finish_window(
+            conn, again, status="completed", aggregate_hash="h", metadata={}
+        )
+    assert done is not None and done.deferral_count == 0
+
+
+def test_runs_ending_without_claiming_are_counted_until_the_window_fails(
+    engine: Engine,
+) -> None:
+    _with_evidence(engine)
+    state = _window(engine)
+    assert state is not None
+    seen = []
+    for _ in range(3):
+        with engine.begin() as conn:
+            relaunched = sync_states.relaunch_unclaimed(
+                conn, state, max_attempts=3, reissue_at=T0 + STALE, now=T0
+            )
+        assert relaunched is not None
+        seen.append((relaunched.status, relaunched.attempt_count, relaunched.unclaimed_runs))
+        state = relaunched
+    assert seen == [("pending", 1, 1), ("pending", 2, 2), ("failed", 3, 3)]
+    assert state.last_error == sync_states.UNCLAIMED_ERROR
+    assert state.is_exhausted(3)

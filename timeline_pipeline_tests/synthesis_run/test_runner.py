@@ -273,20 +273,44 @@ def test_an_invalid_answer_is_retried_with_backoff_then_succeeds(engine: Engine)
     assert sleeps == [0.01, 0.02]  # base * 2^(n-1), full jitter at its ceiling
 
 
-def test_an_unavailable_synthesizer_fails_the_attempt_without_calling_again(
+def test_an_unavailable_synthesizer_defers_the_window_without_using_an_attempt(
     engine: Engine,
 ) -> None:
     # The synthesizer spent its own backed-off retries before raising: another round of them
-    # now would multiply the calls (3 x 3 at the defaults). The window is retried later.
+    # now would multiply the calls (3 x 3 at the defaults). An outage is not the window's
+    # fault: the window waits out a window-level backoff and keeps all its attempts.
     chat(engine, 6)
     sleeps: list[float] = []
-    overloaded = Recording(engine, [SynthesisUnavailable("overloaded", "529 after 3 tries")])
-    report = runner(engine, overloaded, sleeps=sleeps).run(REF, owner="run-1")
-    assert report.status is RunStatus.FAILED
-    assert report.model_calls == 1 and sleeps == []
+    config = settings(synthesis_outage_backoff_base="1m", synthesis_outage_backoff_cap="3m")
+    for deferral, wait in ((1, 1), (2, 2), (3, 3), (4, 3)):  # doubles, then capped
+        down = Recording(engine, [SynthesisUnavailable("overloaded", "529 after 3 tries")])
+        report = runner(engine, down, config, sleeps=sleeps).run(REF, owner=f"run-{deferral}")
+        assert report.status is RunStatus.DEFERRED
+        assert report.model_calls == 1 and sleeps == []
+        state = current_state(engine)
+        assert state is not None
+        assert (state.status, state.attempt_count, state.deferred) == ("pending", 0, True)
+        assert state.deferral_count == deferral
+        assert state.next_attempt_at == NOW + wait * MIN  # rng 1.0: the top of the jitter
+        assert state.last_error is not None and "overloaded" in state.last_error
+    done = runner(engine, Recording(engine), config).run(REF, owner="run-5")
+    assert done.status is RunStatus.COMPLETED
     state = current_state(engine)
-    assert state is not None and (state.status, state.attempt_count) == ("failed", 1)
-    assert state.next_attempt_at is not None and state.next_attempt_at > NOW
+    assert state is not None
+    assert (state.status, state.attempt_count, state.deferral_count) == ("completed", 1, 0)
+
+
+def test_a_deferral_honours_the_services_retry_after_up_to_the_cap(engine: Engine) -> None:
+    chat(engine, 6)
+    config = settings(synthesis_outage_backoff_base="10s", synthesis_outage_backoff_cap="5m")
+    limited = Recording(engine, [SynthesisUnavailable("rate_limited", retry_after=120.0)])
+    assert runner(engine, limited, config).run(REF, owner="run-1").status is RunStatus.DEFERRED
+    state = current_state(engine)
+    assert state is not None and state.next_attempt_at == NOW + timedelta(seconds=120)
+    longer = Recording(engine, [SynthesisUnavailable("rate_limited", retry_after=3600.0)])
+    assert runner(engine, longer, config).run(REF, owner="run-2").status is RunStatus.DEFERRED
+    state = current_state(engine)
+    assert state is not None and state.next_attempt_at == NOW + timedelta(minutes=5)
 
 
 def test_a_chunk_out_of_attempts_fails_the_window_then_a_retry_resumes_after_the_last_commit(
@@ -294,16 +318,16 @@ def test_a_chunk_out_of_attempts_fails_the_window_then_a_retry_resumes_after_the
 ) -> None:
     ids = chat(engine, 50)  # two chunks: 40 + 10
     config = settings(synthesis_chunk_max_attempts=2, retry_backoff_base="10ms")
-    overload = SynthesisUnavailable("overloaded", "529 after 3 tries")
-    failing = Recording(engine, [None, overload, overload])
+    invalid = InvalidSynthesisOutput("unknown_evidence_id")
+    failing = Recording(engine, [None, invalid, invalid])
     report = runner(engine, failing, config).run(REF, owner="run-1")
     assert report.status is RunStatus.FAILED
-    assert report.chunks_run == 1 and report.model_calls == 2  # unavailable: not called again
+    assert report.chunks_run == 1 and report.model_calls == 3
     state = current_state(engine)
     assert state is not None and (state.status, state.attempt_count) == ("failed", 1)
     assert state.last_error is not None
     assert state.last_error.startswith("chunk 2/2 (evidence ")
-    assert "overloaded" in state.last_error and "payments" not in state.last_error
+    assert "unknown_evidence_id" in state.last_error and "payments" not in state.last_error
     assert len(state.last_error) <= 1000
     assert state.next_attempt_at is not None and state.next_attempt_at > NOW
     created_first = {e.fingerprint for e in all_entries(engine)}
@@ -328,9 +352,8 @@ def test_whole_window_attempts_are_bounded_and_an_operator_replay_runs_it_again(
     chat(engine, 6)
     config = settings(synthesis_window_max_attempts=2, synthesis_chunk_max_attempts=1)
     for owner in ("run-1", "run-2"):
-        report = runner(engine, Recording(engine, [SynthesisUnavailable("x")]), config).run(
-            REF, owner=owner
-        )
+        invalid = Recording(engine, [InvalidSynthesisOutput("bad_schema")])
+        report = runner(engine, invalid, config).run(REF, owner=owner)
         assert report.status is RunStatus.FAILED
     out = runner(engine, Recording(engine), config).run(REF, owner="run-3")
     assert out.status is RunStatus.SKIPPED
@@ -351,10 +374,41 @@ def test_a_replay_of_a_completed_window_reruns_it_whole_without_duplicates(
     before = {(e.id, e.fingerprint) for e in all_entries(engine)}
     replay = Recording(engine)
     report = runner(engine, replay).run(REF, owner="run-2", replay=True)
-    assert report.status is RunStatus.COMPLETED
     assert replay.cursors[0] is None  # from the first chunk again
     assert {(e.id, e.fingerprint) for e in all_entries(engine)} == before
-    assert report.entries_created == 0
+    assert report.entries_created == report.entries_updated == 0
+    # Every proposal was already stored unchanged: no new material entry, so `ignored`.
+    assert report.entries_unchanged > 0
+    assert report.status is RunStatus.IGNORED
+    state = current_state(engine)
+    assert state is not None and state.status == "ignored"
+
+
+def test_a_replay_racing_the_summary_flag_still_replays(engine: Engine) -> None:
+    chat(engine, 12)
+    runner(engine, Recording(engine)).run(REF, owner="run-1")
+
+    class SummaryFlagsMeanwhile(WindowRunner):
+        """Between the replay reading the state and resetting it, the summary sensor flags
+        the finished window, which moves its revision."""
+
+        def _ensure_state(self, ref: WindowRef) -> SyncState | None:
+            read = super()._ensure_state(ref)
+            assert read is not None
+            with self.engine.begin() as conn:
+                assert sync_states.mark_summary_attempted(conn, read.id)
+            return read
+
+    replay = Recording(engine)
+    racing = SummaryFlagsMeanwhile(
+        engine, settings(), replay, clock=lambda: NOW, sleep=lambda _s: None, rng=lambda: 1.0
+    )
+    report = racing.run(REF, owner="run-2", replay=True)
+    assert report.replayed and report.status is not RunStatus.SKIPPED, report.reason
+    assert replay.chunks and replay.cursors[0] is None
+    state = current_state(engine)
+    assert state is not None and state.status in ("completed", "ignored")
+    assert state.attempt_count == 1 and not state.summary_attempted
 
 
 def test_human_and_confirmed_entries_are_never_overwritten(engine: Engine) -> None:
@@ -391,14 +445,14 @@ def test_a_versioned_rerun_has_its_own_state_and_reuses_the_drafts(engine: Engin
     drafts = {e.fingerprint for e in all_entries(engine)}
     v2 = WindowRef("inc-1", "oc_chat", T0, "v2")
     report = runner(engine, Recording(engine)).run(v2, owner="run-2")
-    assert report.status is RunStatus.COMPLETED
+    assert report.status is RunStatus.IGNORED  # the same drafts again: nothing new
     assert report.entries_created == 0
     state = current_state(engine, v2)
     assert (
         state is not None
         and state.source_key == "chat/oc_chat/processor/v2/window/2026-11-29T10:00:00Z"
     )
-    assert state.id == report.state_id and state.status == "completed"
+    assert state.id == report.state_id and state.status == "ignored"
     default = current_state(engine)
     assert default is not None and default.id != state.id
     assert {e.fingerprint for e in all_entries(engine)} == drafts
@@ -419,9 +473,9 @@ def test_an_ai_failure_then_a_retry_binds_the_drafts(engine: Engine) -> None:
             backoff_cap_seconds=0.02,
             max_retry_after_seconds=0.05,
         )
-        failed = runner(engine, claude, config).run(REF, owner="run-1")
-        assert failed.status is RunStatus.FAILED
-        assert failed.reason is not None and "overloaded" in failed.reason
+        deferred = runner(engine, claude, config).run(REF, owner="run-1")
+        assert deferred.status is RunStatus.DEFERRED
+        assert deferred.reason is not None and "overloaded" in deferred.reason
         assert all_entries(engine) == []
         done = runner(engine, claude, config).run(REF, owner="run-2")
         assert len(standin.requests) == 2
@@ -432,7 +486,8 @@ def test_an_ai_failure_then_a_retry_binds_the_drafts(engine: Engine) -> None:
     assert entry.metadata["processor"] == "claude"
     assert entry.metadata["model"] == "claude-standin"
     state = current_state(engine)
-    assert state is not None and (state.status, state.attempt_count) == ("completed", 2)
+    # The outage used no attempt.
+    assert state is not None and (state.status, state.attempt_count) == ("completed", 1)
 
 
 def sent(recording: Recording) -> list[int]:
@@ -447,7 +502,7 @@ def test_a_message_delivered_late_before_the_cursor_is_synthesized_by_the_retry(
     # without ever sending it to the model: the retry must synthesize it.
     ids = chat(engine, 50)
     config = settings(synthesis_chunk_max_attempts=1)
-    failing = Recording(engine, [None, SynthesisUnavailable("overloaded", "529")])
+    failing = Recording(engine, [None, InvalidSynthesisOutput("bad_schema")])
     assert runner(engine, failing, config).run(REF, owner="run-1").status is RunStatus.FAILED
     (late,) = post(
         engine, [T0 + timedelta(seconds=10)], text="we paged the database on-call", prefix="late"
@@ -476,7 +531,7 @@ def test_an_edit_before_the_cursor_is_synthesized_again_in_its_new_version(
 ) -> None:
     ids = chat(engine, 50)
     config = settings(synthesis_chunk_max_attempts=1)
-    failing = Recording(engine, [None, SynthesisUnavailable("overloaded", "529")])
+    failing = Recording(engine, [None, InvalidSynthesisOutput("bad_schema")])
     runner(engine, failing, config).run(REF, owner="run-1")
     with engine.begin() as conn:
         row = evidence.get_many(conn, "inc-1", [ids[3]])[0]
@@ -509,7 +564,7 @@ def test_an_edit_before_the_cursor_is_synthesized_again_in_its_new_version(
 def test_a_retry_with_nothing_late_still_resumes_after_the_last_commit(engine: Engine) -> None:
     ids = chat(engine, 50)
     config = settings(synthesis_chunk_max_attempts=1)
-    failing = Recording(engine, [None, SynthesisUnavailable("overloaded", "529")])
+    failing = Recording(engine, [None, InvalidSynthesisOutput("bad_schema")])
     runner(engine, failing, config).run(REF, owner="run-1")
     (after_cursor,) = post(engine, [T0 + 9 * MIN], text="error rate back to normal", prefix="z")
     retry = Recording(engine)

@@ -229,7 +229,11 @@ def windows_are_synthesized(d: Deployment) -> None:
                     ss.c.workspace_id == incident.workspace_id, ss.c.window_start.is_not(None)
                 )
             ).all()
-            assert sorted(s.status for s in states) == ["completed"] * len(incident.windows)
+            # A replayed or backfilled window re-finds its entries unchanged: no new material
+            # entry, so it ends `ignored` (README, Metrics); every other one `completed`.
+            assert len(states) == len(incident.windows)
+            assert {s.status for s in states} <= {"completed", "ignored"}
+            assert any(s.status == "completed" for s in states)
             for state in states:
                 cited = conn.execute(
                     select(ev.c.workspace_id)

@@ -282,14 +282,21 @@ def test_a_cold_start_resumes_after_each_chats_latest_window(engine: Engine) -> 
     assert cold.counts["seeks"] <= 2
 
 
-def test_workspaces_out_of_scope_are_not_scheduled(engine: Engine) -> None:
+def test_stored_evidence_is_scheduled_whatever_the_workspaces_status_or_age(
+    engine: Engine,
+) -> None:
     workspace(engine, "inc-firing")
     workspace(engine, "inc-recovered", status="recovered")
     workspace(engine, "inc-old", created_at=T0 - timedelta(hours=80))
     for ws in ("inc-firing", "inc-recovered", "inc-old"):
         post(engine, [T0 + MIN], workspace_id=ws)
     outcome = tick(engine, settings(), DiscoveryCursor(), AFTER_ALL)
-    assert keys(outcome) == ["inc-firing:oc_chat:20261129T1000Z"]
+    # Eligibility decided what was ingested; what was stored is synthesized.
+    assert keys(outcome) == [
+        "inc-firing:oc_chat:20261129T1000Z",
+        "inc-old:oc_chat:20261129T1000Z",
+        "inc-recovered:oc_chat:20261129T1000Z",
+    ]
     assert tick(engine, settings(enabled=False), DiscoveryCursor(), AFTER_ALL).skip_reason
 
 
@@ -335,6 +342,7 @@ def test_a_versioned_rerun_window_is_requested_even_for_a_recovered_workspace(
         )
     assert created is not None
     outcome = tick(engine, settings(), DiscoveryCursor(), AFTER_ALL)
-    assert [(k, r.reason) for k, r in zip(keys(outcome), outcome.requests, strict=True)] == [
-        ("inc-1:oc_chat:20261129T1000Z:v2", "pending")
+    assert sorted((k, r.reason) for k, r in zip(keys(outcome), outcome.requests, strict=True)) == [
+        ("inc-1:oc_chat:20261129T1000Z", "new"),  # stored evidence: synthesized in any status
+        ("inc-1:oc_chat:20261129T1000Z:v2", "pending"),
     ]

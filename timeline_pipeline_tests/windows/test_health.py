@@ -166,10 +166,6 @@ def test_each_chat_is_measured_after_its_own_latest_window(engine: Engine) -> No
 
 def test_evidence_that_synthesis_may_not_touch_is_never_uncovered(engine: Engine) -> None:
     workspace(engine, "inc-live")
-    workspace(engine, "inc-recovered", chats=["oc_r"], status="recovered")
-    workspace(engine, "inc-old", chats=["oc_o"], created_at=NOW - timedelta(hours=80))
-    post(engine, [T0 + MIN], workspace_id="inc-recovered", chat_id="oc_r")
-    post(engine, [T0 + MIN], workspace_id="inc-old", chat_id="oc_o")
     # A bot's message and a recalled one are evidence, but never synthesis input.
     post(engine, [T0 + 2 * MIN], workspace_id="inc-live", ai_eligible=False)
     post(engine, [T0 + 3 * MIN], workspace_id="inc-live", deleted=True, prefix="gone")
@@ -177,7 +173,27 @@ def test_evidence_that_synthesis_may_not_touch_is_never_uncovered(engine: Engine
     health = measure_health(engine, settings(), NOW)
 
     assert health.oldest_uncovered is None
-    assert health.chats_followed == 1  # only inc-live's chat is followed
+    assert health.chats_followed == 1
+
+
+def test_stored_evidence_of_a_recovered_or_aged_out_workspace_is_uncovered_until_synthesized(
+    engine: Engine,
+) -> None:
+    workspace(engine, "inc-live")
+    workspace(engine, "inc-recovered", chats=["oc_r"], status="recovered")
+    workspace(engine, "inc-old", chats=["oc_o"], created_at=NOW - timedelta(hours=80))
+    post(engine, [T0 + 2 * MIN], workspace_id="inc-recovered", chat_id="oc_r")
+    post(engine, [T0 + MIN], workspace_id="inc-old", chat_id="oc_o")
+
+    health = measure_health(engine, settings(), NOW)
+
+    # Eligibility decided what was ingested; what was stored still waits for synthesis.
+    assert health.oldest_uncovered is not None
+    assert (health.oldest_uncovered.workspace_id, health.oldest_uncovered.at) == (
+        "inc-old",
+        T0 + MIN,
+    )
+    assert health.chats_followed == 1  # only inc-live's chat is still collected
 
 
 def test_nothing_is_uncovered_while_the_timeline_is_disabled(engine: Engine) -> None:

@@ -20,6 +20,7 @@ from timeline_pipeline.windows.planning import (
     classify_state,
     collection_covers,
     is_closed,
+    outage_backoff,
     run_key,
     run_priority,
     run_tags,
@@ -102,9 +103,15 @@ def test_what_each_window_state_calls_for(row: SyncState, action: StateAction) -
     assert classify_state(row, NOW, LIMITS) is action
 
 
-def test_only_queued_running_and_stale_windows_hold_a_backlog_slot() -> None:
+def test_only_queued_running_stale_and_deferred_windows_hold_a_backlog_slot() -> None:
     holding = {a for a in StateAction if a.in_flight}
-    assert holding == {StateAction.RUNNING, StateAction.QUEUED, StateAction.REQUEUE_STALE}
+    assert holding == {
+        StateAction.RUNNING,
+        StateAction.QUEUED,
+        StateAction.REQUEUE_STALE,
+        StateAction.DEFERRED,
+        StateAction.RETRY_DEFERRED,
+    }
 
 
 @pytest.mark.parametrize(
@@ -204,3 +211,35 @@ def test_an_idle_cursor_reads_no_ids() -> None:
 def test_a_burst_is_read_at_most_cap_ids_per_tick() -> None:
     cursor = DiscoveryCursor(settled_id=0, scanned_id=0, last_tick=NOW, bootstrapped=True)
     assert cursor.scan_bounds(max_id=1_000_000, cap=50_000) == (0, 50_000)
+
+
+def test_a_deferred_window_waits_out_its_backoff_then_goes_again() -> None:
+    waiting = state(deferred=True, next_attempt_at=NOW + timedelta(seconds=1))
+    assert classify_state(waiting, NOW, LIMITS) is StateAction.DEFERRED
+    due = state(deferred=True, next_attempt_at=NOW)
+    assert classify_state(due, NOW, LIMITS) is StateAction.RETRY_DEFERRED
+    # However many deferrals: they are not attempts, so they never exhaust the window.
+    many = state(deferred=True, deferral_count=50, next_attempt_at=NOW)
+    assert classify_state(many, NOW, LIMITS) is StateAction.RETRY_DEFERRED
+
+
+@pytest.mark.parametrize(
+    ("deferrals", "jitter", "retry_after", "expected"),
+    [
+        (1, 0.0, None, 30),  # the bottom of the equal jitter: half the ceiling
+        (1, 1.0, None, 60),  # the top: the ceiling, base * 2^0
+        (2, 1.0, None, 120),
+        (3, 0.5, None, 180),  # ceiling 240s, three quarters of it
+        (10, 1.0, None, 900),  # capped
+        (10, 0.0, None, 450),
+        (1, 0.0, 200.0, 200),  # the server's retry-after is a floor...
+        (1, 0.0, 5000.0, 900),  # ...but never beyond the cap
+    ],
+)
+def test_the_outage_backoff_doubles_with_jitter_and_is_capped(
+    deferrals: int, jitter: float, retry_after: float | None, expected: int
+) -> None:
+    delay = outage_backoff(
+        deferrals, timedelta(minutes=1), timedelta(minutes=15), lambda: jitter, retry_after
+    )
+    assert delay == timedelta(seconds=expected)

@@ -1,7 +1,7 @@
 """When reconciliation last listed each thread, so its thread budget rotates fairly.
 
-Revision ID: 0002_reconcile_threads
-Revises: 0001
+Revision ID: 0003_reconcile_threads
+Revises: 0002_window_backoff
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from alembic import op
 
 import timeline_pipeline.db.types
 
-revision: str = "0002_reconcile_threads"
-down_revision: str | None = "0001"
+revision: str = "0003_reconcile_threads"
+down_revision: str | None = "0002_window_backoff"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
