@@ -8,6 +8,7 @@ validation (422 from FastAPI's models), whose detail is a list of `{loc, msg, ty
 | invalid status transition                | 409    |
 | no revision and no If-Match on an entry  | 428    |
 | invalid input (text, evidence, cursor)   | 400/422|
+| body over the cap (after the token check) | 413    |
 | database does not answer                 | 503    |
 """
 
@@ -44,6 +45,7 @@ __all__ = [
     "curation_errors",
     "database_errors",
     "problem",
+    "problem_body",
 ]
 
 
@@ -54,6 +56,11 @@ def problem(
     if current_revision is not None:
         detail["current_revision"] = current_revision
     return HTTPException(status_code, detail=detail)
+
+
+def problem_body(code: str, message: str) -> dict[str, object]:
+    """An `ErrorOut` body, for answers given outside FastAPI's exception handling."""
+    return {"detail": {"code": code, "message": message}}
 
 
 @contextmanager
@@ -88,6 +95,7 @@ def _doc(description: str) -> dict[str, Any]:
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: _doc("No token, or an unknown or revoked one."),
     403: _doc("The token belongs to another workspace."),
+    413: _doc("The body is over the API's size cap (checked after the token)."),
     503: _doc("The database did not answer."),
 }
 

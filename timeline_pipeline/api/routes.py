@@ -30,11 +30,11 @@ from timeline_pipeline.api.cursors import CursorCodec, InvalidCursor
 from timeline_pipeline.api.cursors import cursor_secret as secret_from_setting
 from timeline_pipeline.api.errors import (
     ERROR_RESPONSES,
-    ApiRoute,
     curation_errors,
     database_errors,
     problem,
 )
+from timeline_pipeline.api.gate import gated_route_class
 from timeline_pipeline.api.models import (
     EntryCreate,
     EntryEdit,
@@ -176,9 +176,11 @@ def api_router(
     service = CurationService(engine)
     configured = settings.runtime.api_cursor_secret.get_secret_value()
     cursors = CursorCodec(cursor_secret or secret_from_setting(configured))
-    authorized = workspace_guard(engine)
+    authorized = workspace_guard()
     Workspace = Annotated[str, Depends(authorized)]
-    router = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES, route_class=ApiRoute)
+    router = APIRouter(
+        prefix=API_PREFIX, responses=ERROR_RESPONSES, route_class=gated_route_class(engine)
+    )
     schema_cache: dict[int, dict[str, Any]] = {}
 
     def decode(listing: str, workspace_id: str, after: str | None) -> tuple[datetime, int] | None:
