@@ -25,8 +25,9 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from timeline_pipeline.api.models import ErrorOut
+from timeline_pipeline.api.models import ErrorOut, UnprocessableOut
 from timeline_pipeline.curation.errors import (
     CurationError,
     EntryNotFound,
@@ -93,11 +94,26 @@ def _doc(description: str) -> dict[str, Any]:
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _doc("Malformed request: a body that is not UTF-8 JSON, a malformed If-Match or cursor."),
     401: _doc("No token, or an unknown or revoked one."),
     403: _doc("The token belongs to another workspace."),
     413: _doc("The body is over the API's size cap (checked after the token)."),
+    422: {
+        "model": UnprocessableOut,
+        "description": "The body or a parameter does not match the schema (a list of issues), "
+        "or breaks a curation rule the schema cannot state (`invalid_input`).",
+    },
     503: _doc("The database did not answer."),
 }
+
+_STATUS_CODES = {400: "malformed_request", 404: "not_found", 405: "method_not_allowed"}
+
+
+def _problem_detail(status_code: int, detail: Any) -> Any:
+    """FastAPI's own refusals carry a bare string; every answer of this API is a `Problem`."""
+    if isinstance(detail, str):
+        return {"code": _STATUS_CODES.get(status_code, "refused"), "message": detail}
+    return detail
 
 
 class ProblemResponse(JSONResponse):
@@ -139,9 +155,11 @@ class ApiRoute(APIRoute):
                 return await handler(request)
             except RequestValidationError as exc:
                 return ProblemResponse({"detail": _validation_detail(exc.errors())}, 422)
-            except HTTPException as exc:
+            except StarletteHTTPException as exc:
                 return ProblemResponse(
-                    {"detail": exc.detail}, exc.status_code, headers=dict(exc.headers or {})
+                    {"detail": _problem_detail(exc.status_code, exc.detail)},
+                    exc.status_code,
+                    headers=dict(exc.headers or {}),
                 )
 
         return guarded
