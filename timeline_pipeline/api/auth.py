@@ -1,26 +1,31 @@
 """Bearer-token authorization for `/api/workspaces/{workspace_id}/...`.
 
 Tokens are scoped to one workspace and stored hashed (store/api_tokens.py). The check runs
-before anything else of the request is looked at, so that a caller without a valid token
-learns nothing, not even whether a workspace or an entry exists: no or an unknown or revoked
-token is 401 with a `WWW-Authenticate: Bearer` challenge, a valid token of another workspace
-is 403, and neither reads any timeline data.
+before anything else of the request is looked at, its body included (api/gate.py), so that a
+caller without a valid token learns nothing, not even whether a workspace or an entry exists,
+and costs the server no body: no or an unknown or revoked token is 401 with a
+`WWW-Authenticate: Bearer` challenge, a valid token of another workspace is 403, and neither
+reads any timeline data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Final
 
-from fastapi import Depends, HTTPException, status
+from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy import Engine
 
 from timeline_pipeline.api.errors import database_errors
 from timeline_pipeline.db.engine import connection
 from timeline_pipeline.store import api_tokens
 
-__all__ = ["workspace_guard"]
+__all__ = ["AUTHORIZED_STATE", "check_token", "workspace_guard"]
+
+AUTHORIZED_STATE: Final = "api_authorized_workspace"
+"""Where the gate leaves the workspace the request's token was checked for."""
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -34,21 +39,40 @@ def _refuse(code: int, reason: str, message: str) -> HTTPException:
     return HTTPException(code, detail={"code": reason, "message": message}, headers=headers)
 
 
-def workspace_guard(engine: Engine) -> Callable[..., str]:
-    """A dependency returning the path's workspace id once the bearer token may use it."""
+def check_token(
+    engine: Engine, authorization: str | None, workspace_id: str
+) -> HTTPException | None:
+    """The refusal for this Authorization header on this workspace, or None when it may pass.
+
+    A missing or non-Bearer header is refused without touching the database."""
+    scheme, token = get_authorization_scheme_param(authorization)
+    if not authorization or scheme.lower() != "bearer" or not token:
+        return _refuse(401, "unauthenticated", "send Authorization: Bearer <workspace token>")
+    try:
+        with database_errors(), connection(engine) as conn:
+            verdict = api_tokens.authorize(conn, token, workspace_id)
+    except HTTPException as unavailable:
+        return unavailable
+    if verdict is None:
+        return _refuse(401, "invalid_token", "the token is unknown or revoked")
+    if verdict is False:
+        return _refuse(403, "forbidden", "the token is not valid for this workspace")
+    return None
+
+
+def workspace_guard() -> Callable[..., str]:
+    """A dependency returning the path's workspace id once the gate let its token pass.
+
+    It declares the bearer scheme, so the schema documents it; the check itself ran before the
+    body was read (api/gate.py). A route reached without the gate is refused."""
 
     def authorized_workspace(
         workspace_id: str,
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+        request: Request,
+        _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> str:
-        if credentials is None:
+        if getattr(request.state, AUTHORIZED_STATE, None) != workspace_id:
             raise _refuse(401, "unauthenticated", "send Authorization: Bearer <workspace token>")
-        with database_errors(), connection(engine) as conn:
-            verdict = api_tokens.authorize(conn, credentials.credentials, workspace_id)
-        if verdict is None:
-            raise _refuse(401, "invalid_token", "the token is unknown or revoked")
-        if verdict is False:
-            raise _refuse(403, "forbidden", "the token is not valid for this workspace")
         return workspace_id
 
     return authorized_workspace

@@ -8,6 +8,7 @@ validation (422 from FastAPI's models), whose detail is a list of `{loc, msg, ty
 | invalid status transition                | 409    |
 | no revision and no If-Match on an entry  | 428    |
 | invalid input (text, evidence, cursor)   | 400/422|
+| body over the cap (after the token check) | 413    |
 | database does not answer                 | 503    |
 """
 
@@ -24,8 +25,9 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from timeline_pipeline.api.models import ErrorOut
+from timeline_pipeline.api.models import ErrorOut, UnprocessableOut
 from timeline_pipeline.curation.errors import (
     CurationError,
     EntryNotFound,
@@ -44,6 +46,7 @@ __all__ = [
     "curation_errors",
     "database_errors",
     "problem",
+    "problem_body",
 ]
 
 
@@ -54,6 +57,11 @@ def problem(
     if current_revision is not None:
         detail["current_revision"] = current_revision
     return HTTPException(status_code, detail=detail)
+
+
+def problem_body(code: str, message: str) -> dict[str, object]:
+    """An `ErrorOut` body, for answers given outside FastAPI's exception handling."""
+    return {"detail": {"code": code, "message": message}}
 
 
 @contextmanager
@@ -86,10 +94,26 @@ def _doc(description: str) -> dict[str, Any]:
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _doc("Malformed request: a body that is not UTF-8 JSON, a malformed If-Match or cursor."),
     401: _doc("No token, or an unknown or revoked one."),
     403: _doc("The token belongs to another workspace."),
+    413: _doc("The body is over the API's size cap (checked after the token)."),
+    422: {
+        "model": UnprocessableOut,
+        "description": "The body or a parameter does not match the schema (a list of issues), "
+        "or breaks a curation rule the schema cannot state (`invalid_input`).",
+    },
     503: _doc("The database did not answer."),
 }
+
+_STATUS_CODES = {400: "malformed_request", 404: "not_found", 405: "method_not_allowed"}
+
+
+def _problem_detail(status_code: int, detail: Any) -> Any:
+    """FastAPI's own refusals carry a bare string; every answer of this API is a `Problem`."""
+    if isinstance(detail, str):
+        return {"code": _STATUS_CODES.get(status_code, "refused"), "message": detail}
+    return detail
 
 
 class ProblemResponse(JSONResponse):
@@ -131,9 +155,11 @@ class ApiRoute(APIRoute):
                 return await handler(request)
             except RequestValidationError as exc:
                 return ProblemResponse({"detail": _validation_detail(exc.errors())}, 422)
-            except HTTPException as exc:
+            except StarletteHTTPException as exc:
                 return ProblemResponse(
-                    {"detail": exc.detail}, exc.status_code, headers=dict(exc.headers or {})
+                    {"detail": _problem_detail(exc.status_code, exc.detail)},
+                    exc.status_code,
+                    headers=dict(exc.headers or {}),
                 )
 
         return guarded

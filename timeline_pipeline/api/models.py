@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, RootModel
+from pydantic.json_schema import SkipJsonSchema
 
 from timeline_pipeline.curation.rules import (
     DETAIL_MAX_CHARS,
@@ -34,15 +35,30 @@ __all__ = [
     "SummaryIn",
     "SummaryOut",
     "TimelineOut",
+    "UnprocessableOut",
+    "ValidationErrorOut",
 ]
 
 EntryStatus = Literal["draft", "confirmed", "hidden"]
-MAX_ID = 2**63 - 1
+MAX_ID = 2**53 - 1
+"""Ids are BIGINT, but a JSON client (and a JSON schema validator comparing as floats) holds
+integers exactly only up to 2**53 - 1, which no row id reaches."""
 MAX_REVISION = 2**31 - 1
 RowId = Annotated[int, Field(ge=1, le=MAX_ID)]
 Revision = Annotated[int, Field(ge=1, le=MAX_REVISION)]
 
 _INPUT = ConfigDict(extra="forbid")
+
+# What the curation rules accept, stated in the schema so that a client (and a schema-driven
+# test) knows it before sending: some text that is not blank, without control characters (a
+# single-line field also without line breaks). The time bound is only described: a pattern on
+# a date-time cannot follow its UTC offset. The service checks everything again.
+_LINE = r"^[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s][^\x00-\x1f\x7f]*$"
+_CTRL = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
+_TEXT = rf"^[^{_CTRL}]*[^{_CTRL}\s][^{_CTRL}]*$"
+_TIME = {"description": "From 2000-01-01 to before 2100-01-01 UTC; outside is 422 `invalid_input`."}
+Time = Annotated[AwareDatetime, Field(json_schema_extra=_TIME)]
+Title = Annotated[str, Field(min_length=1, max_length=TITLE_MAX_CHARS, pattern=_LINE)]
 
 
 # --- responses -------------------------------------------------------------------------------
@@ -58,6 +74,23 @@ class Problem(BaseModel):
 
 class ErrorOut(BaseModel):
     detail: Problem
+
+
+class ValidationIssue(BaseModel):
+    type: str
+    loc: list[str | int]
+    msg: str
+
+
+class ValidationErrorOut(BaseModel):
+    """A body that does not match the schema: where and why, never the input echoed back."""
+
+    detail: list[ValidationIssue]
+
+
+class UnprocessableOut(RootModel[ValidationErrorOut | ErrorOut]):
+    """422: either the schema's own validation (a list of issues) or a curation rule the
+    schema cannot state (`invalid_input`, e.g. evidence of another workspace)."""
 
 
 class EvidenceLinkOut(BaseModel):
@@ -136,10 +169,10 @@ class RevisionIn(BaseModel):
 class EntryCreate(BaseModel):
     model_config = _INPUT
 
-    occurred_at: AwareDatetime
-    title: str = Field(min_length=1, max_length=TITLE_MAX_CHARS)
+    occurred_at: Time
+    title: Title
     category: Category
-    detail: str | None = Field(default=None, max_length=DETAIL_MAX_CHARS)
+    detail: str | None = Field(default=None, max_length=DETAIL_MAX_CHARS, pattern=_TEXT)
     evidence_ids: list[RowId] = Field(default_factory=list, max_length=MAX_EVIDENCE_PER_ENTRY)
 
 
@@ -149,10 +182,11 @@ class EntryEdit(BaseModel):
     model_config = _INPUT
 
     revision: Revision | None = None
-    title: str | None = Field(default=None, min_length=1, max_length=TITLE_MAX_CHARS)
-    detail: str | None = Field(default=None, max_length=DETAIL_MAX_CHARS)
-    category: Category | None = None
-    occurred_at: AwareDatetime | None = None
+    # Title, category and time can be changed, not removed: null is not in their schema.
+    title: Title | SkipJsonSchema[None] = None
+    detail: str | None = Field(default=None, max_length=DETAIL_MAX_CHARS, pattern=_TEXT)
+    category: Category | SkipJsonSchema[None] = None
+    occurred_at: Time | SkipJsonSchema[None] = None
 
 
 class SummaryIn(BaseModel):
@@ -160,5 +194,5 @@ class SummaryIn(BaseModel):
 
     model_config = _INPUT
 
-    content: str = Field(min_length=1, max_length=SUMMARY_MAX_CHARS)
+    content: str = Field(min_length=1, max_length=SUMMARY_MAX_CHARS, pattern=_TEXT)
     revision: Revision | None = None

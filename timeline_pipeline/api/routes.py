@@ -23,6 +23,8 @@ from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Resp
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.routing import APIRoute
+from pydantic import WithJsonSchema
 from sqlalchemy import Engine
 
 from timeline_pipeline.api.auth import workspace_guard
@@ -30,12 +32,15 @@ from timeline_pipeline.api.cursors import CursorCodec, InvalidCursor
 from timeline_pipeline.api.cursors import cursor_secret as secret_from_setting
 from timeline_pipeline.api.errors import (
     ERROR_RESPONSES,
-    ApiRoute,
+    ProblemResponse,
     curation_errors,
     database_errors,
     problem,
+    problem_body,
 )
+from timeline_pipeline.api.gate import gated_route_class
 from timeline_pipeline.api.models import (
+    MAX_ID,
     EntryCreate,
     EntryEdit,
     EntryOut,
@@ -88,12 +93,63 @@ _DOC_400 = _doc(400, "Malformed, forged or foreign cursor.")
 
 IfMatch = Annotated[
     str | None,
+    # The pattern is documented, not enforced by FastAPI: a malformed tag is this API's 400.
+    WithJsonSchema(
+        {
+            "type": "string",
+            "maxLength": 300,
+            "pattern": r'^(\*|"[A-Za-z0-9._-]{1,200}\.r[0-9]{1,10}")$',
+        }
+    ),
     Header(
         alias="If-Match",
         max_length=300,
-        description="The entry's (or summary's) ETag; alternative to `revision` in the body.",
+        description="The entry's (or summary's) ETag, or `*`; alternative to `revision` in "
+        "the body. One strong tag only: a weak or a list of tags is 400.",
     ),
 ]
+
+
+CursorSchema = WithJsonSchema(
+    {"type": "string", "maxLength": 200, "pattern": r"^[A-Za-z0-9_-]{1,150}\.[A-Za-z0-9_-]{22}$"}
+)
+Cursor = Query(
+    max_length=200,
+    description="`next_cursor` of the previous page, as given: a cursor is signed by the "
+    "server, so one not issued for this listing of this workspace (or by a server with another "
+    "TIMELINE_API_CURSOR_SECRET) is 400 `invalid_cursor`.",
+)
+
+_REVISION_RULE = (
+    "Say which revision you are changing: `revision` in the body or the ETag in If-Match "
+    "(`*` for any); with neither the answer is 428, with a stale one 409."
+)
+
+
+_HTTP_METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT", "QUERY"}
+)
+
+
+def _answer_other_methods(router: APIRouter) -> None:
+    """A 405 naming every method of the resource, for any method it does not have.
+
+    FastAPI makes one route per method, and Starlette's own 405 lists the methods of the first
+    route whose path matched only. One more route per path takes every other method.
+    """
+    allowed: dict[str, set[str]] = {}
+    for route in router.routes:
+        if isinstance(route, APIRoute):
+            allowed.setdefault(route.path, set()).update(route.methods or ())
+    for path, methods in allowed.items():
+        allow = ", ".join(sorted(methods))
+
+        async def refuse(_request: Request, allow: str = allow) -> Response:
+            body = problem_body("method_not_allowed", f"this resource allows {allow}")
+            return ProblemResponse(body, 405, headers={"Allow": allow})
+
+        others = sorted(_HTTP_METHODS - methods)
+        router.add_route(path, refuse, methods=others, include_in_schema=False)
 
 
 def _entry_out(view: EntryView) -> EntryOut:
@@ -176,9 +232,11 @@ def api_router(
     service = CurationService(engine)
     configured = settings.runtime.api_cursor_secret.get_secret_value()
     cursors = CursorCodec(cursor_secret or secret_from_setting(configured))
-    authorized = workspace_guard(engine)
+    authorized = workspace_guard()
     Workspace = Annotated[str, Depends(authorized)]
-    router = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES, route_class=ApiRoute)
+    router = APIRouter(
+        prefix=API_PREFIX, responses=ERROR_RESPONSES, route_class=gated_route_class(engine)
+    )
     schema_cache: dict[int, dict[str, Any]] = {}
 
     def decode(listing: str, workspace_id: str, after: str | None) -> tuple[datetime, int] | None:
@@ -204,7 +262,7 @@ def api_router(
             list[EntryStatus] | None,
             Query(alias="status", description="Statuses to include; default draft, confirmed."),
         ] = None,
-        after: Annotated[str | None, Query(max_length=200)] = None,
+        after: Annotated[str | None, CursorSchema, Cursor] = None,
         limit: Annotated[
             int, Query(ge=1, description=f"Page size; values above {MAX_LIMIT} mean {MAX_LIMIT}.")
         ] = DEFAULT_LIMIT,
@@ -237,9 +295,7 @@ def api_router(
     )
     def get_evidence(
         workspace_id: Workspace,
-        after: Annotated[
-            str | None, Query(max_length=200, description="`next_cursor` of the previous page.")
-        ] = None,
+        after: Annotated[str | None, CursorSchema, Cursor] = None,
         limit: Annotated[
             int, Query(ge=1, description=f"Page size; values above {MAX_LIMIT} mean {MAX_LIMIT}.")
         ] = DEFAULT_LIMIT,
@@ -290,7 +346,7 @@ def api_router(
     )
     def get_entry(
         workspace_id: Workspace,
-        entry_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+        entry_id: Annotated[int, Path(ge=1, le=MAX_ID)],
         response: Response,
     ) -> EntryOut:
         with curation_errors():
@@ -334,10 +390,11 @@ def api_router(
         responses={**_DOC_404, **_DOC_409, **_DOC_428},
         tags=["curation"],
         summary="Edit an entry's title, detail, category or time (it becomes human-edited)",
+        description=_REVISION_RULE,
     )
     def edit_entry(
         workspace_id: Workspace,
-        entry_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+        entry_id: Annotated[int, Path(ge=1, le=MAX_ID)],
         body: EntryEdit,
         response: Response,
         if_match: IfMatch = None,
@@ -449,6 +506,7 @@ def api_router(
     def docs() -> HTMLResponse:
         return get_swagger_ui_html(openapi_url=OPENAPI_PATH, title="timeline-pipeline API")
 
+    _answer_other_methods(router)
     return router
 
 
@@ -457,7 +515,7 @@ def _add_transition_route(router: APIRouter, action: Action, handler: Any, works
 
     def route(
         workspace_id: workspace,
-        entry_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+        entry_id: Annotated[int, Path(ge=1, le=MAX_ID)],
         response: Response,
         if_match: IfMatch = None,
         body: Annotated[RevisionIn | None, Body()] = None,
@@ -474,4 +532,5 @@ def _add_transition_route(router: APIRouter, action: Action, handler: Any, works
         tags=["curation"],
         name=f"{action.value}_entry",
         summary=f"{action.value.capitalize()} an entry",
+        description=_REVISION_RULE,
     )
