@@ -95,10 +95,16 @@ def _is_acknowledgement(cleaned: str) -> bool:
 
 
 def _is_chatter(sentence: str) -> bool:
-    return any(
-        pattern.search(sentence)
-        for pattern in (lexicon.SOCIAL, lexicon.SCHEDULING, lexicon.COORDINATION, lexicon.COMMS)
-    )
+    """Social talk, scheduling, coordination or comms, unless it carries a measurement.
+
+    "ingest at 9.1k fixes/s, which is normal for Friday dinner" reports a value; the day and
+    the meal are context. Coordination and comms stay chatter whatever they quote.
+    """
+    if any(pattern.search(sentence) for pattern in (lexicon.COORDINATION, lexicon.COMMS)):
+        return True
+    if not any(pattern.search(sentence) for pattern in (lexicon.SOCIAL, lexicon.SCHEDULING)):
+        return False
+    return not lexicon.UNIT_MEASURE.search(sentence)
 
 
 _NEGATABLE = frozenset({Category.MITIGATION, Category.RECOVERY})
@@ -129,6 +135,8 @@ def _falls_far(sentence: str) -> bool:
 def score_sentence(sentence: str) -> tuple[Category | None, float]:
     """The best category for one sentence and its score; questions and chatter score nothing."""
     if sentence.rstrip().endswith("?") or _is_chatter(sentence):
+        return None, 0.0
+    if lexicon.ALTERNATIVES.search(sentence):
         return None, 0.0
     scores = {
         category: sum(_cue_weight(cue, sentence, category) for cue in cues)

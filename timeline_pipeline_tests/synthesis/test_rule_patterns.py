@@ -140,6 +140,26 @@ STRUCTURAL = [
     ("recovery", "drivers confirm rides show up again"),
     ("decision", "plan is to restore from the 02:00 snapshot, go"),
     ("root_cause", "it broke because the migration dropped the index on orders.created_at"),
+    # a failure and its reason, and saying that the explanation follows
+    ("root_cause", "the workers stall because the token cache is never refreshed"),
+    ("root_cause", "we know why the webhooks stopped, the signing secret was rotated"),
+    ("root_cause", "so the chain is: a bad flag, a cold cache, then the retry storm"),
+    # taking the incident, and "let's" with any verb of action
+    ("decision", "IC: me for this one"),
+    ("decision", "I'll coordinate the incident from here"),
+    ("decision", "let's drain the eu pool and keep the us one serving"),
+    # the author changing a setting, a change reaching a fleet, work reported finished
+    ("mitigation", "I set the retry budget to 3 on the gateway"),
+    ("mitigation", "the new limits were rolled out to all 24 brokers"),
+    ("mitigation", "resync finished, 880 devices updated"),
+    # a numbered change, at a time, doing something
+    ("finding", "PR #5120 at 16:40 removed the retry on the publisher"),
+    ("finding", "they released auth-proxy 2.7.1 at 03:15 with the new header parsing"),
+    # a failure count falling to nothing, counted complaints with a qualifier
+    ("recovery", "timeouts on the mailer went to zero after 10:02"),
+    ("impact", "40 duplicate-charge complaints since noon"),
+    # a measurement next to a social or scheduling word is still a measurement
+    ("finding", "replication lag is 40ms, normal for a Sunday night"),
 ]
 
 STRUCTURAL_NOT_FACTS = [
@@ -153,6 +173,15 @@ STRUCTURAL_NOT_FACTS = [
     "hold off until the 5xx is gone",
     # "again" in a reason or a condition is not the recovery itself
     "before anyone consumes again the group rebalances",
+    # integrations posting under a user account, and generated reports
+    "[Tracker] OPS-311 moved to In Progress by Dana",
+    "Build #4410 payments-api to staging: failed",
+    "Weekly cost report: compute 41k, storage 12k",
+    "Status update: Component 'Login' changed from Operational to Partial Outage.",
+    # a failed attempt, and courses of action laid side by side
+    "tried restarting the consumer, same error",
+    "Options? rolling the flag back or pinning the old client",
+    "we can drop the index in ten minutes; the alternative is to throttle writes",
 ]
 
 NOT_WORTHY = [
@@ -244,6 +273,7 @@ def test_sentences_without_a_new_fact_are_not_entries(text: str) -> None:
         ("rollback fix PR is up for review", Category.MITIGATION),
         # software clients are not customers
         ("our client timeout to the gateway is 10s", Category.IMPACT),
+        ("14,000 GetItem calls from the sync role in the last hour", Category.IMPACT),
         # a prediction is no impact yet
         ("in-flight sessions will fail, maybe a few dozen people", Category.IMPACT),
         # a recovery named in a condition has not happened
