@@ -146,6 +146,10 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
         # Something considered has not happened: it is neither an action nor a recovery.
         for category in (Category.MITIGATION, Category.DECISION, Category.RECOVERY):
             scores[category] -= _HEDGE_PENALTY
+    if lexicon.FRONTED_REASON.search(sentence):
+        # "Because X is off, replay has been paused": the state is explained, not changed.
+        for category in (Category.MITIGATION, Category.DECISION):
+            scores[category] -= _HEDGE_PENALTY
     if lexicon.SPECULATION.search(sentence):
         # A guess or a prediction is not an observation either.
         for category in (Category.IMPACT, Category.FINDING, Category.RECOVERY):
@@ -187,17 +191,29 @@ def _best_sentence(cleaned: str) -> tuple[Category | None, float, str]:
 
     "The threshold was set to 0ms yesterday. So every query is logged" states a finding and
     its consequence; together they are the cause, however much stronger the finding reads.
+    Finding is the generic kind, so any other kind clearly stated in one sentence of a long
+    message is what the message reports ("the replica has caught up. I set the delay to 30s so
+    that ..." is a recovery with its detail).
     """
     best: tuple[Category | None, float, str] = (None, 0.0, "")
     cause: tuple[Category | None, float, str] = (None, 0.0, "")
+    specific: tuple[Category | None, float, str] = (None, 0.0, "")
     for sentence in sentences(cleaned):
         category, score = score_sentence(sentence)
         if category is not None and score > best[1]:
             best = (category, score, sentence)
         if category is Category.ROOT_CAUSE and score >= DEFAULT_MIN_SCORE and score > cause[1]:
             cause = (category, score, sentence)
+        if (
+            category not in (None, Category.FINDING)
+            and score >= _SPECIFIC_CUE
+            and score > specific[1]
+        ):
+            specific = (category, score, sentence)
     if best[0] is Category.FINDING and cause[0] is not None:
         return cause
+    if best[0] is Category.FINDING and specific[0] is not None:
+        return specific
     return best
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "CATEGORY_PRIORITY",
     "COMMS",
     "COORDINATION",
+    "FRONTED_REASON",
     "HEDGE",
     "IDENTIFIER",
     "INTENT",
@@ -281,7 +282,8 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
         ),
         *_cues(
             3.0,
-            r"\blet'?s (?:go with|proceed|switch|roll|fail|move|keep|revert|disable|enable|block|"
+            r"\blet'?s (?![a-z]+ (?:it|this|that|them) (?:in|on|to|into|for|at)\b)"
+            r"(?:go with|proceed|switch|roll|fail|move|keep|revert|disable|enable|block|"
             r"fix|ship|try|hold off|freeze|pause|stop)\b",
             r"\buntil then\b|\buntil [\w ]+ (?:is|has been) (?:stable|fixed|resolved|healthy)\b",
             r"\bno (?:re)?deploys?\b|\bcode freeze\b|\bfreeze (?:all )?deploys\b",
@@ -462,6 +464,9 @@ _COUNT_OR_MEASURE = (
 )
 """A count or a measurement: what an action reports when it says how far it got."""
 
+_HISTORY = r"(?![^.?!]*\b(?:last (?:week|month|quarter|year)|yesterday|back in|years? ago)\b)"
+"""Not a change told as history ("we pinned it there last quarter"): that is a finding."""
+
 STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
     # Cues that do not depend on a topic's vocabulary: how a sentence is built (who acts, in
     # which tense, with which connective, on what measurement), in English and in Chinese, the
@@ -489,6 +494,8 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"die[sd]?|dying|time[sd]? out|timing out|block\w*|wait\w*|paused|rejected|denied|"
             r"lost|missing)\b[^.?!]{0,80}\b(?:because|due to|as a result of)\b",
         ),
+        # A reason put first, then what it led to: "Because the flag is off, replay waits ...".
+        *_cues(6.0, r"^(?:because|due to|as a result of)\b[^.?!]{10,}?,\s*\S"),
         # Saying that the explanation follows: "I found why the replica stopped", "the chain is".
         *_cues(
             6.0,
@@ -522,9 +529,10 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         # "Let's <verb> ..." is a decision, except for watching or looking further.
         *_cues(
             3.5,
+            # Not talk about the talk: "let's keep it in this thread", "let's put it on the list".
             r"\blet'?s (?!(?:see|check|look|wait|watch|monitor|keep (?:watching|an eye)|hold here|"
             r"find|figure|dig|try to|think|discuss|talk|sync|regroup|get|take a|not|first)\b)"
-            r"[a-z]{3,}\b",
+            r"(?![a-z]+ (?:it|this|that|them) (?:in|on|to|into|for|at)\b)[a-z]{3,}\b",
         ),
         *_cues(8.0, r"^决定\s*[:\uff1a]"),
         *_cues(3.5, r"决定|我来(?:当|做)?\s*IC|(?:我是|我当)\s*IC"),
@@ -537,7 +545,8 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             rf"^(?:(?:i|we|i'?ve|we'?ve|just|also|then|and|now)\s+)*(?!(?:{_OBSERVATION_VERBS})\b)"
             # Not a name that ends like a verb ("memcached cpu at 97%"): an action has an object.
             r"[a-z]{3,}ed\b(?!\s+(?:by|to me|out|cpu|memory|mem|latency|p\d+|is|are|was|were|at|"
-            r"has|have|on|in|for|and|\d+\s?%)\b)(?=\s+\S)",
+            r"has|have|on|in|for|and|\d+\s?%)\b)(?=\s+\S)"
+            rf"{_HISTORY}",
         ),
         # Work in progress that says how far it got: "pushing to edge pops, 3/12".
         *_cues(
@@ -553,7 +562,9 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         *_cues(
             3.5,
             r"\b(?:i|we)(?:'ve| have| just)? (?:set|put|pinned|capped|pointed|moved|changed|"
-            r"lowered|raised|limited|re-?enabled|re-?pointed)\b(?! (?:up|a meeting|a reminder)\b)",
+            r"lowered|raised|limited|re-?enabled|re-?pointed)\b(?! (?:up|a meeting|a reminder)\b)"
+            # Not a change told as history: "we pinned it there last quarter".
+            rf"{_HISTORY}",
         ),
         # A change reaching a fleet: "config change deployed to all 8 pods".
         *_cues(
@@ -861,6 +872,9 @@ PENDING = _any(r"\b(?:until|unless|once|if|whether)\b")
 PARTIAL = _any(r"\bonly\b", r"\bstill\b[^.?!]*\b(?:fail\w*|error\w*|broken|talking to|hitting)")
 """Partial recovery is a finding about what is still wrong, not a recovery."""
 
+FRONTED_REASON = re.compile(r"^(?:because|due to|as a result of)\b[^.?!]{10,}?,", re.IGNORECASE)
+"""A sentence that opens with its reason explains a state; it does not report an action."""
+
 APPROVAL = re.compile(
     r"^(?:do it|go|go ahead|go for it|ship it|approved|yes do it|please do|sounds good,? go|"
     r"ok,? go|ok do it|yes,? go ahead)[.!]*$",
@@ -870,6 +884,9 @@ APPROVAL = re.compile(
 
 PROPOSAL = _any(
     r"^(?:i|we) can\b",
+    # A recommendation: "the quickest safe path is to cancel that query".
+    r"\b(?:path|option|way|approach|bet|move|fix) (?:here |forward )?is to\b",
+    r"\bi (?:suggest|recommend)\b",
     r"\bwant me to\b|\bshall i\b|\bshould i\b|\bi could\b|\bwe could\b|\bi propose\b",
     r"\bproposal\b",
 )

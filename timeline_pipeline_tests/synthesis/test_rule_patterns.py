@@ -160,6 +160,13 @@ STRUCTURAL = [
     ("impact", "40 duplicate-charge complaints since noon"),
     # a measurement next to a social or scheduling word is still a measurement
     ("finding", "replication lag is 40ms, normal for a Sunday night"),
+    # a reason put first explains a state; it reports no action
+    ("root_cause", "Because the flag is off on that host, the importer has been paused since noon"),
+    # in a long message, a clearly stated kind outranks the detail around it
+    (
+        "recovery",
+        "the mailer is back to normal. I traced the retries to a 30s timeout on smtp-relay",
+    ),
 ]
 
 STRUCTURAL_NOT_FACTS = [
@@ -182,6 +189,10 @@ STRUCTURAL_NOT_FACTS = [
     "tried restarting the consumer, same error",
     "Options? rolling the flag back or pinning the old client",
     "we can drop the index in ten minutes; the alternative is to throttle writes",
+    # talk about the talk, a recommendation not yet taken, a change told as history
+    "let's keep it in this thread",
+    "I think the safest path is to drain the node first",
+    "we pinned the reports to the second replica last year",
 ]
 
 NOT_WORTHY = [
