@@ -188,7 +188,9 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
         *_cues(
             3.5,
             # Not "was redeployed at 10:35": a change reported with its time is a finding.
-            rf"(?<!\bwas )(?<!\bwere )\b(?:{_ACTION_STEMS})(?:ed|ing)\b(?!\s+on\b)",
+            # Nor "the patched image": after a determiner the participle describes a thing.
+            r"(?<!\bwas )(?<!\bwere )(?<!\bthe )(?<!\ba )(?<!\ban )(?<!\bthis )(?<!\bthat )"
+            rf"(?<!\bthese )(?<!\bthose )\b(?:{_ACTION_STEMS})(?:ed|ing)\b(?!\s+on\b)",
             r"\broll(?:ed|ing)[\s-]+(?:[\w.-]+\s+){0,3}?back\b",
             r"\bfail(?:ed|ing)[\s-]?over\b|\bswitchover\b",
             r"\b(?:ran|rerun|re-ran)\b",
@@ -394,6 +396,14 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\b(?:release|pr|change|commit|deploy|migration|config|upgrade|version|rollout)\s+"
             r"(?:#?[\w.-]*\d[\w.-]*\s+)?(?:raised|increased|changed|set|moved|removed|added|"
             r"dropped|bumped|lowered|introduced|enabled|disabled|switched|broke)\b",
+        ),
+        # A measurement set against its baseline: "9 to 12 seconds, against about 80ms
+        # yesterday", "a median of 11 minutes vs 2 minutes normally".
+        *_cues(
+            2.0,
+            r"\d[\d,.]*\s?(?:%|ms|s|k|sec\w*|min\w*|h|hours?)?[^.?!]{0,30}?\b(?:against|vs\.?|versus|"
+            r"compared (?:to|with)|up from|down from)\s+(?:about |around |roughly |~|the usual )?"
+            r"\d[\d,.]*",
         ),
         # A numbered change did something: "infra-iam #7731 at 09:11 rewrote the role policy",
         # "shipped tax-svc 3.14 at 14:01".

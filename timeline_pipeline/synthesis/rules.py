@@ -52,6 +52,9 @@ _MIN_SHARED_REPEAT_TOPICS = 4
 """A restatement shares a measured value and a few words around it ("orders-db primary cpu
 31%" twice); a shared value alone can be coincidence."""
 _MAX_DETAIL_CHARS = 1000
+_SPAN_TOPICS = frozenset({"second", "sec", "minut", "min", "hour", "last", "past", "ago"})
+"""Units and spans of time are in most measured messages ("in the last 3 minutes"): two
+actions sharing only one of them are not one action."""
 
 
 @dataclass
@@ -273,7 +276,7 @@ class RuleSynthesizer:
             # Impact statements close together are one picture only when they look at the same
             # thing: "orders/min down 35%" and "support chats up" are two impacts.
             return fact.category is not Category.IMPACT or fact.aspect in _aspects(draft)
-        shared = draft.topics & fact.topics
+        shared = (draft.topics & fact.topics) - _SPAN_TOPICS
         if len(shared) < _MIN_SHARED_TOPICS[fact.category]:
             return False
         if fact.category is Category.FINDING:

@@ -160,6 +160,8 @@ STRUCTURAL = [
     ("impact", "40 duplicate-charge complaints since noon"),
     # a measurement next to a social or scheduling word is still a measurement
     ("finding", "replication lag is 40ms, normal for a Sunday night"),
+    # a measurement set against its baseline
+    ("finding", "render time is 4 to 6 seconds per page against about 300ms last week"),
     # a reason put first explains a state; it reports no action
     ("root_cause", "Because the flag is off on that host, the importer has been paused since noon"),
     # in a long message, a clearly stated kind outranks the detail around it
@@ -289,6 +291,8 @@ def test_sentences_without_a_new_fact_are_not_entries(text: str) -> None:
         ("in-flight sessions will fail, maybe a few dozen people", Category.IMPACT),
         # a recovery named in a condition has not happened
         ("keep the flag off until errors are back to normal", Category.RECOVERY),
+        # after a determiner a participle describes a thing, it reports no action
+        ("the log on the restarted host says disk quota exceeded", Category.MITIGATION),
     ],
 )
 def test_lookalikes_are_not_read_as_the_kind_they_resemble(
@@ -327,6 +331,13 @@ def test_two_actions_in_a_row_by_one_person_are_two_actions() -> None:
     assert _entries(
         evidence(1, "flushed the session cache on all edge nodes", actor="ou_a", at=0),
         evidence(2, "disabling the recommendations widget", actor="ou_a", at=20),
+    ) == [("mitigation", [1]), ("mitigation", [2])]
+
+
+def test_two_actions_sharing_only_a_span_of_time_are_two_actions() -> None:
+    assert _entries(
+        evidence(1, "paused the export jobs for 10 minutes", actor="ou_a", at=0),
+        evidence(2, "rebuilt the search shard, took 4 minutes", actor="ou_b", at=120),
     ) == [("mitigation", [1]), ("mitigation", [2])]
 
 
