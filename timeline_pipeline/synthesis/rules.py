@@ -44,7 +44,9 @@ the explanation, the follow-up list) rather than add a new one."""
 _OBSERVATIONS = frozenset({Category.FINDING, Category.IMPACT})
 """Kinds one person's consecutive short messages often split between them."""
 
-_MIN_SHARED_TOPICS = {Category.FINDING: 2, Category.MITIGATION: 1, Category.DECISION: 1}
+_MIN_SHARED_TOPICS = {Category.FINDING: 2, Category.MITIGATION: 1, Category.DECISION: 2}
+"""A decision joins another only on two shared words: taking command ("I'm IC, Bea on
+cert-manager") and choosing a course ("we'll go with the manual cert") often share one."""
 _MIN_FINDING_OVERLAP = 0.5
 """Findings are distinct observations by default; only a near restatement joins another."""
 _MIN_SHARED_ROOT_CAUSE_TOPICS = 2

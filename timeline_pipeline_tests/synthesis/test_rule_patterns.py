@@ -341,6 +341,13 @@ def test_two_actions_sharing_only_a_span_of_time_are_two_actions() -> None:
     ) == [("mitigation", [1]), ("mitigation", [2])]
 
 
+def test_taking_command_and_a_course_of_action_sharing_a_word_are_two_decisions() -> None:
+    assert _entries(
+        evidence(1, "I'm IC. Kai on search, Lu on billing", actor="ou_a", at=0),
+        evidence(2, "we'll freeze billing deploys for today", actor="ou_a", at=90),
+    ) == [("decision", [1]), ("decision", [2])]
+
+
 def test_observations_far_apart_by_one_person_stay_apart() -> None:
     assert _entries(
         evidence(1, "6 of 10 api pods have their db pool at 50/50", actor="ou_a", at=0),
