@@ -656,6 +656,13 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"pods|nodes|hosts|jobs|workers|things|ones)\b)[a-z]{3,}s (?:report|say|are saying|"
             r"are reporting|complain|tell us)\b",
         ),
+        # Someone outside the team noticing and being unable to do their job: "Marketing noticed:
+        # the dashboard hasn't moved ..., so they can't tell whether to extend the sale".
+        *_cues(
+            3.5,
+            r"^[A-Z]?[a-z]+(?: [a-z]+)? (?:noticed|reported|says|say|flagged|told us)\b"
+            r"[^.?!]*\b(?:they|their)\b[^.?!]*\b(?:can'?t|cannot|couldn'?t|unable|not able)\b",
+        ),
         # Chinese: people affected and telling us, or a loss rate.
         *_cues(
             4.0,

@@ -160,6 +160,8 @@ STRUCTURAL = [
     ("impact", "40 duplicate-charge complaints since noon"),
     # a measurement next to a social or scheduling word is still a measurement
     ("finding", "replication lag is 40ms, normal for a Sunday night"),
+    # someone outside the team noticing, and unable to do their job
+    ("impact", "Finance flagged that the payout export is blank, so they can't close the month"),
     # a measurement set against its baseline
     ("finding", "render time is 4 to 6 seconds per page against about 300ms last week"),
     # a reason put first explains a state; it reports no action
