@@ -95,10 +95,16 @@ def _is_acknowledgement(cleaned: str) -> bool:
 
 
 def _is_chatter(sentence: str) -> bool:
-    return any(
-        pattern.search(sentence)
-        for pattern in (lexicon.SOCIAL, lexicon.SCHEDULING, lexicon.COORDINATION, lexicon.COMMS)
-    )
+    """Social talk, scheduling, coordination or comms, unless it carries a measurement.
+
+    "ingest at 9.1k fixes/s, which is normal for Friday dinner" reports a value; the day and
+    the meal are context. Coordination and comms stay chatter whatever they quote.
+    """
+    if any(pattern.search(sentence) for pattern in (lexicon.COORDINATION, lexicon.COMMS)):
+        return True
+    if not any(pattern.search(sentence) for pattern in (lexicon.SOCIAL, lexicon.SCHEDULING)):
+        return False
+    return not lexicon.UNIT_MEASURE.search(sentence)
 
 
 _NEGATABLE = frozenset({Category.MITIGATION, Category.RECOVERY})
@@ -130,6 +136,8 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
     """The best category for one sentence and its score; questions and chatter score nothing."""
     if sentence.rstrip().endswith("?") or _is_chatter(sentence):
         return None, 0.0
+    if lexicon.ALTERNATIVES.search(sentence):
+        return None, 0.0
     scores = {
         category: sum(_cue_weight(cue, sentence, category) for cue in cues)
         for category, cues in lexicon.CATEGORY_CUES.items()
@@ -137,6 +145,10 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
     if lexicon.HEDGE.search(sentence):
         # Something considered has not happened: it is neither an action nor a recovery.
         for category in (Category.MITIGATION, Category.DECISION, Category.RECOVERY):
+            scores[category] -= _HEDGE_PENALTY
+    if lexicon.FRONTED_REASON.search(sentence):
+        # "Because X is off, replay has been paused": the state is explained, not changed.
+        for category in (Category.MITIGATION, Category.DECISION):
             scores[category] -= _HEDGE_PENALTY
     if lexicon.SPECULATION.search(sentence):
         # A guess or a prediction is not an observation either.
@@ -179,17 +191,29 @@ def _best_sentence(cleaned: str) -> tuple[Category | None, float, str]:
 
     "The threshold was set to 0ms yesterday. So every query is logged" states a finding and
     its consequence; together they are the cause, however much stronger the finding reads.
+    Finding is the generic kind, so any other kind clearly stated in one sentence of a long
+    message is what the message reports ("the replica has caught up. I set the delay to 30s so
+    that ..." is a recovery with its detail).
     """
     best: tuple[Category | None, float, str] = (None, 0.0, "")
     cause: tuple[Category | None, float, str] = (None, 0.0, "")
+    specific: tuple[Category | None, float, str] = (None, 0.0, "")
     for sentence in sentences(cleaned):
         category, score = score_sentence(sentence)
         if category is not None and score > best[1]:
             best = (category, score, sentence)
         if category is Category.ROOT_CAUSE and score >= DEFAULT_MIN_SCORE and score > cause[1]:
             cause = (category, score, sentence)
+        if (
+            category not in (None, Category.FINDING)
+            and score >= _SPECIFIC_CUE
+            and score > specific[1]
+        ):
+            specific = (category, score, sentence)
     if best[0] is Category.FINDING and cause[0] is not None:
         return cause
+    if best[0] is Category.FINDING and specific[0] is not None:
+        return specific
     return best
 
 

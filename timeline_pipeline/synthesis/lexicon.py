@@ -14,6 +14,7 @@ from timeline_pipeline.synthesis.models import Category
 
 __all__ = [
     "ACK_WORDS",
+    "ALTERNATIVES",
     "APPROVAL",
     "BAD_METRIC",
     "BOT_NOTIFICATION",
@@ -22,6 +23,7 @@ __all__ = [
     "CATEGORY_PRIORITY",
     "COMMS",
     "COORDINATION",
+    "FRONTED_REASON",
     "HEDGE",
     "IDENTIFIER",
     "INTENT",
@@ -40,6 +42,7 @@ __all__ = [
     "STATUS_WORDS",
     "STRUCTURAL_CUES",
     "TECHNICAL_TOKEN",
+    "UNIT_MEASURE",
     "VALUE_CHANGE",
     "Cue",
 ]
@@ -174,7 +177,7 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             r"ratio|rate|tickets|chats|complaints|calls|volume)\b[^.?!]*\b(?:dropping|dropped|"
             r"going down|coming down|decreasing|falling|slowing(?: down)?)\b",
             r"\b(?:improving|recovering|subsiding|stabili[sz]ing)\b",
-            r"\bsuccessfully\b|\bsucceed(?:ed|s)\b",
+            r"\bsuccessfully\b|\bsucceed(?:ed|s|ing)\b",
             r"\bsuccess rate\b[^.]*\b(?:up to|back|at) \d",
             r"^verified\b|\b(?:i|we|have|has|just) verified\b|\bverified (?:that|it|again)\b",
             r"\bconfirmed (?:fixed|working|good|healthy)\b",
@@ -185,7 +188,9 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
         *_cues(
             3.5,
             # Not "was redeployed at 10:35": a change reported with its time is a finding.
-            rf"(?<!\bwas )(?<!\bwere )\b(?:{_ACTION_STEMS})(?:ed|ing)\b(?!\s+on\b)",
+            # Nor "the patched image": after a determiner the participle describes a thing.
+            r"(?<!\bwas )(?<!\bwere )(?<!\bthe )(?<!\ba )(?<!\ban )(?<!\bthis )(?<!\bthat )"
+            rf"(?<!\bthese )(?<!\bthose )\b(?:{_ACTION_STEMS})(?:ed|ing)\b(?!\s+on\b)",
             r"\broll(?:ed|ing)[\s-]+(?:[\w.-]+\s+){0,3}?back\b",
             r"\bfail(?:ed|ing)[\s-]?over\b|\bswitchover\b",
             r"\b(?:ran|rerun|re-ran)\b",
@@ -279,7 +284,8 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
         ),
         *_cues(
             3.0,
-            r"\blet'?s (?:go with|proceed|switch|roll|fail|move|keep|revert|disable|enable|block|"
+            r"\blet'?s (?![a-z]+ (?:it|this|that|them) (?:in|on|to|into|for|at)\b)"
+            r"(?:go with|proceed|switch|roll|fail|move|keep|revert|disable|enable|block|"
             r"fix|ship|try|hold off|freeze|pause|stop)\b",
             r"\buntil then\b|\buntil [\w ]+ (?:is|has been) (?:stable|fixed|resolved|healthy)\b",
             r"\bno (?:re)?deploys?\b|\bcode freeze\b|\bfreeze (?:all )?deploys\b",
@@ -300,7 +306,10 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
         ),
         *_cues(
             3.5,
-            r"\b(?:tickets?|complaints?|chats?|calls?|reports?) (?:from|about)\b|\bflood of\b",
+            # Not "denied PutObject calls from the worker role": calls are people's only when
+            # they are not named after an API (a CamelCase or dotted name just before them).
+            r"\b(?:tickets?|complaints?|chats?|reports?) (?:from|about)\b|\bflood of\b",
+            r"(?:^|(?-i:(?<!\S)(?![A-Z]?[a-z]+[A-Z]\w*\s)\S+\s+))calls? (?:from|about)\b",
             r"\bfailed [\w-]+ (?:attempts|requests|orders|payments|logins)\b",
             r"\b(?:signups?|sign-ups?|logins?|sign-ins?|checkouts?|payments?|orders?|purchases?|"
             r"uploads?|downloads?|deliveries|bookings?|transfers?) (?:are|is) (?:broken|failing|"
@@ -323,7 +332,7 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             # People telling us something is wrong for them.
             r"\b(?:saying|say|says|report(?:ing|s)?|complain\w*|telling us)\b (?:that )?"
             r"(?:they|their|she|her|he|his)\b",
-            r"\b\d[\d,.]*\+?\s*(?:support )?(?:tickets|chats|complaints|calls|emails)\b|"
+            r"\b\d[\d,.]*\+?\s*(?:[\w-]+\s+)?(?:tickets|chats|complaints|calls|emails)\b|"
             r"\b(?:ticket|chat|complaint|call) (?:count|volume)\b[^.?!]*\d",
         ),
         *_cues(
@@ -388,6 +397,23 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             r"(?:#?[\w.-]*\d[\w.-]*\s+)?(?:raised|increased|changed|set|moved|removed|added|"
             r"dropped|bumped|lowered|introduced|enabled|disabled|switched|broke)\b",
         ),
+        # A measurement set against its baseline: "9 to 12 seconds, against about 80ms
+        # yesterday", "a median of 11 minutes vs 2 minutes normally".
+        *_cues(
+            2.0,
+            r"\d[\d,.]*\s?(?:%|ms|s|k|sec\w*|min\w*|h|hours?)?[^.?!]{0,30}?\b(?:against|vs\.?|versus|"
+            r"compared (?:to|with)|up from|down from)\s+(?:about |around |roughly |~|the usual )?"
+            r"\d[\d,.]*",
+        ),
+        # A numbered change did something: "infra-iam #7731 at 09:11 rewrote the role policy",
+        # "shipped tax-svc 3.14 at 14:01".
+        *_cues(
+            3.5,
+            r"(?:#\d+|\bv?\d+\.\d+(?:\.\d+)*)\b(?:\s+at\s+\d{1,2}:\d{2})?\s+(?:[a-z]+ed|rewrote|"
+            r"broke|took|made|threw|wrote|ran|drove|overwrote|removed)\b",
+            r"\b(?:shipped|deployed|released|pushed|merged|rolled out)\s+[\w.-]+\s+v?\d+(?:\.\d+)+"
+            r"\s+at\s+\d{1,2}:\d{2}\b",
+        ),
         # A third party confirming what we see is as good as seeing it ourselves.
         *_cues(
             3.5,
@@ -435,7 +461,10 @@ _OBSERVATION_VERBS = (
     r"came|turned|showed|needed|wanted|asked|told|posted|sent|said|thought|guess(?:ed)?|"
     r"tried|missed|happened|changed|moved|merged|shipped|deployed|released|introduced|added|"
     r"used|called|caused|broke|stopped|worked|looked|assumed|expected|listed|paged|pinged|"
-    r"joined|acked|acknowledged|agreed|approved|decided|updated|noted"
+    r"joined|acked|acknowledged|agreed|approved|decided|updated|noted|"
+    # Verbs of looking: the author examined a system, the result is what they found.
+    r"traced|inspected|profiled|reproduced|bisected|measured|compared|verified|investigated|"
+    r"grepped|searched|reviewed|examined|analy[sz]ed|tested|sampled|queried|watched|counted"
 )
 """Past-tense verbs that report what was seen or said, not an action someone took on a system."""
 
@@ -444,6 +473,9 @@ _COUNT_OR_MEASURE = (
     r"\b(?:all|every|both) (?:\d+ )?[\w-]+s\b|\b\d[\d,.]*k?\s+[a-z][\w-]*s\b)"
 )
 """A count or a measurement: what an action reports when it says how far it got."""
+
+_HISTORY = r"(?![^.?!]*\b(?:last (?:week|month|quarter|year)|yesterday|back in|years? ago)\b)"
+"""Not a change told as history ("we pinned it there last quarter"): that is a finding."""
 
 STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
     # Cues that do not depend on a topic's vocabulary: how a sentence is built (who acts, in
@@ -464,6 +496,22 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"(?:the |a |an |our |their )?[\w.-]*\s?(?:failover|deploy\w*|release|upgrade|"
             r"migration|merge|rollout|change|restart|cleanup|rotation)\b",
         ),
+        # A failure and its reason in one sentence: "the consumers crash because the binary ...",
+        # "replay has been paused since 08:50 because ...".
+        *_cues(
+            4.5,
+            r"\b(?:crash\w*|fail\w*|broke|break\w*|stopp?\w*|stall\w*|stuck|hang\w*|hung|"
+            r"die[sd]?|dying|time[sd]? out|timing out|block\w*|wait\w*|paused|rejected|denied|"
+            r"lost|missing)\b[^.?!]{0,80}\b(?:because|due to|as a result of)\b",
+        ),
+        # A reason put first, then what it led to: "Because the flag is off, replay waits ...".
+        *_cues(6.0, r"^(?:because|due to|as a result of)\b[^.?!]{10,}?,\s*\S"),
+        # Saying that the explanation follows: "I found why the replica stopped", "the chain is".
+        *_cues(
+            6.0,
+            r"\b(?:found|know|see|figured out|understand) why\b",
+            r"\b(?:the )?(?:causal )?(?:chain|sequence)(?: of events)? is\b",
+        ),
         *_cues(6.0, r"根因|根本原因|原因(?:是|:|\uff1a)"),
         *_cues(4.5, r"因为|所以|导致|造成"),
     ),
@@ -481,6 +529,21 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         # Taking the incident-commander role, however it is phrased: "elena IC", "我是 IC".
         *_cues(3.5, r"\b(?:the )?plan is to\b"),
         *_cues(3.5, r"(?-i:\S\s+IC\b(?![?\uff1f])|^IC\s+(?!:)\S)"),
+        *_cues(3.5, r"(?-i:^IC\s*:\s*(?:me|I|myself|@?[A-Z]\w+)\b(?![^.?!]*\?))"),
+        # Coordinating the incident: "I'll coordinate this", "I'll run point".
+        *_cues(
+            3.5,
+            r"\b(?:i'?ll|i will|let me) (?:coordinate|run point|drive|lead|run) "
+            r"(?:this|the incident|the response|it|on this)\b",
+        ),
+        # "Let's <verb> ..." is a decision, except for watching or looking further.
+        *_cues(
+            3.5,
+            # Not talk about the talk: "let's keep it in this thread", "let's put it on the list".
+            r"\blet'?s (?!(?:see|check|look|wait|watch|monitor|keep (?:watching|an eye)|hold here|"
+            r"find|figure|dig|try to|think|discuss|talk|sync|regroup|get|take a|not|first)\b)"
+            r"(?![a-z]+ (?:it|this|that|them) (?:in|on|to|into|for|at)\b)[a-z]{3,}\b",
+        ),
         *_cues(8.0, r"^决定\s*[:\uff1a]"),
         *_cues(3.5, r"决定|我来(?:当|做)?\s*IC|(?:我是|我当)\s*IC"),
     ),
@@ -492,7 +555,8 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             rf"^(?:(?:i|we|i'?ve|we'?ve|just|also|then|and|now)\s+)*(?!(?:{_OBSERVATION_VERBS})\b)"
             # Not a name that ends like a verb ("memcached cpu at 97%"): an action has an object.
             r"[a-z]{3,}ed\b(?!\s+(?:by|to me|out|cpu|memory|mem|latency|p\d+|is|are|was|were|at|"
-            r"has|have|on|in|for|and|\d+\s?%)\b)(?=\s+\S)",
+            r"has|have|on|in|for|and|\d+\s?%)\b)(?=\s+\S)"
+            rf"{_HISTORY}",
         ),
         # Work in progress that says how far it got: "pushing to edge pops, 3/12".
         *_cues(
@@ -504,6 +568,21 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\b",
         ),
         *_cues(3.5, r"\bfail(?:ed|ing)\s+(?:[\w.-]+\s+){1,3}?over\b"),
+        # The author changing a setting: "I set max_standby_streaming_delay to 30s".
+        *_cues(
+            3.5,
+            r"\b(?:i|we)(?:'ve| have| just)? (?:set|put|pinned|capped|pointed|moved|changed|"
+            r"lowered|raised|limited|re-?enabled|re-?pointed)\b(?! (?:up|a meeting|a reminder)\b)"
+            # Not a change told as history: "we pinned it there last quarter".
+            rf"{_HISTORY}",
+        ),
+        # A change reaching a fleet: "config change deployed to all 8 pods".
+        *_cues(
+            3.5,
+            r"\b(?:deployed|rolled out|pushed|applied|shipped) (?:out )?to (?:all )?\d+\s+[\w-]+",
+        ),
+        # A piece of work reported finished: "replay done, all 14,200 written".
+        *_cues(3.5, r"^(?:the )?[a-z][\w-]+ (?:is |was )?(?:done|complete[d]?|finished)\b"),
         *_cues(1.5, r"\bon (?:all )?\d+\s?/\s?\d+\b|\bon all \d+\b"),
         # A named system in a completed state: "geo-svc is rolled back ... on all 6 pods".
         *_cues(
@@ -522,6 +601,12 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         # A bad metric falling a long way: "handshake errors 38% -> 0.2%" (checked numerically
         # in `classify`, this only finds the shape).
         *_cues(2.5, r"\b(?:down|dropped|fell|back) to (?:~|about |under |below )?\d"),
+        # A failure count falling to nothing: "put_object 403s dropped to 0 from 09:24".
+        *_cues(
+            3.0,
+            r"\b(?:errors?|failures?|timeouts?|5xx|[45]\d\ds|rejects?|denials|crashes|restarts)\b"
+            r"[^.?!]{0,40}\b(?:dropped|down|fell|went) to (?:0|zero)\b(?![.,]?\d)",
+        ),
         *_cues(
             3.5,
             r"\bno (?:more|new) (?:[\w-]+ ){0,3}(?:errors?|failures?|timeouts?|rebalances|"
@@ -571,6 +656,13 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"pods|nodes|hosts|jobs|workers|things|ones)\b)[a-z]{3,}s (?:report|say|are saying|"
             r"are reporting|complain|tell us)\b",
         ),
+        # Someone outside the team noticing and being unable to do their job: "Marketing noticed:
+        # the dashboard hasn't moved ..., so they can't tell whether to extend the sale".
+        *_cues(
+            3.5,
+            r"^[A-Z]?[a-z]+(?: [a-z]+)? (?:noticed|reported|says|say|flagged|told us)\b"
+            r"[^.?!]*\b(?:they|their)\b[^.?!]*\b(?:can'?t|cannot|couldn'?t|unable|not able)\b",
+        ),
         # Chinese: people affected and telling us, or a loss rate.
         *_cues(
             4.0,
@@ -604,6 +696,12 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
     ),
 }
 
+
+UNIT_MEASURE = re.compile(
+    r"\b\d[\d,.]*\s?(?:%|ms|s|k|gb|mb|tb|qps|rps|/s)(?![\w-])|\b\d[\d,.]*k?\s?[a-z]+/s\b",
+    re.IGNORECASE,
+)
+"""A value with its unit ("7s", "9.1k fixes/s", "31%"): the mark of a measurement."""
 
 VALUE_CHANGE = re.compile(
     r"(?P<before>\d+(?:\.\d+)?)\s?(?P<unit>%|ms|s|k|m|g|gb|mb)?\s*(?:->|→|=>|to)\s*"
@@ -688,6 +786,17 @@ BOT_NOTIFICATION = _any(
     r"\b(?:severity|runbook|priority|dashboard|pipeline)\s*:\s*\S+\s*\|",
     r"^\s*(?:feature flag|flag) changed\b",
     r"\bthis is an automated message\b",
+    # Integrations that post as users: a bracketed source tag before a machine identifier
+    # ("[Tracker] INC-4410 updated", "[Pager] Incident #88213 triggered").
+    r"^\s*\[[^\]\n]{2,30}\]\s*[^\n]*?(?:#\d+|\b[A-Z][A-Z0-9]+-\d+\b)",
+    # A numbered run of a pipeline and its outcome: "Deploy #7731 infra-iam to production:
+    # succeeded".
+    r"^\s*(?:deploy(?:ment)?|build|pipeline|job|run|release)\s*#\d+\b[^\n]*?:\s*"
+    r"(?:succeeded|failed|started|finished|passed|cancell?ed|queued)\b",
+    # A generated report or snapshot headed by its kind: "Nightly backup report: ...".
+    r"^\s*(?:[\w-]+\s+){0,3}(?:report|summary|digest|snapshot shared)\s*:",
+    # A component's state changed by a status sync: "Component 'X' changed from A to B".
+    r"\bcomponent\s+['\"\u2018\u201c][^'\"\u2019\u201d]+['\"\u2019\u201d]\s+changed from\b",
 )
 
 SOCIAL = _any(
@@ -748,11 +857,19 @@ HEDGE = _any(
     r"\bif we\b",
     # Alternatives laid side by side: "we can roll back, or skip the step and backfill".
     r"\b(?:we|i) can\b[^.?!]*\bor\b",
+    r"^(?:we|i) can\b|\b(?:the|an?) alternative\b",
 )
 """Deliberation: an action that is only being considered has not happened."""
 
+ALTERNATIVES = _any(
+    # Two courses of action side by side: "pinning the image back or moving the consumers".
+    r"^[a-z]+ing\b[^.?!]*\bor\s+[a-z]+ing\b",
+)
+"""Options laid out for a choice: like a question, they are no fact until one is taken."""
+
 NEGATION = re.compile(
-    r"(?:\b(?:not|never|no|nothing|nobody|without)|n't)[\s-]+(?:\w+\s+)?$", re.IGNORECASE
+    r"(?:\b(?:not|never|no|nothing|nobody|without|tried|attempted)|n't)[\s-]+(?:\w+\s+)?$",
+    re.IGNORECASE,
 )
 """A negation just before a cue ("never rolled back", "no restart needed", "isn't draining").
 
@@ -772,6 +889,9 @@ PENDING = _any(r"\b(?:until|unless|once|if|whether)\b")
 PARTIAL = _any(r"\bonly\b", r"\bstill\b[^.?!]*\b(?:fail\w*|error\w*|broken|talking to|hitting)")
 """Partial recovery is a finding about what is still wrong, not a recovery."""
 
+FRONTED_REASON = re.compile(r"^(?:because|due to|as a result of)\b[^.?!]{10,}?,", re.IGNORECASE)
+"""A sentence that opens with its reason explains a state; it does not report an action."""
+
 APPROVAL = re.compile(
     r"^(?:do it|go|go ahead|go for it|ship it|approved|yes do it|please do|sounds good,? go|"
     r"ok,? go|ok do it|yes,? go ahead)[.!]*$",
@@ -781,6 +901,9 @@ APPROVAL = re.compile(
 
 PROPOSAL = _any(
     r"^(?:i|we) can\b",
+    # A recommendation: "the quickest safe path is to cancel that query".
+    r"\b(?:path|option|way|approach|bet|move|fix) (?:here |forward )?is to\b",
+    r"\bi (?:suggest|recommend)\b",
     r"\bwant me to\b|\bshall i\b|\bshould i\b|\bi could\b|\bwe could\b|\bi propose\b",
     r"\bproposal\b",
 )

@@ -33,7 +33,7 @@ from timeline_pipeline.synthesis.models import (
 
 __all__ = ["RULES_PROMPT_VERSION", "RuleSynthesizer"]
 
-RULES_PROMPT_VERSION = "rules-v3"
+RULES_PROMPT_VERSION = "rules-v4"
 
 _STATE_CATEGORIES = frozenset(
     {Category.IMPACT, Category.RECOVERY, Category.ROOT_CAUSE, Category.NEXT_STEP}
@@ -44,7 +44,9 @@ the explanation, the follow-up list) rather than add a new one."""
 _OBSERVATIONS = frozenset({Category.FINDING, Category.IMPACT})
 """Kinds one person's consecutive short messages often split between them."""
 
-_MIN_SHARED_TOPICS = {Category.FINDING: 2, Category.MITIGATION: 1, Category.DECISION: 1}
+_MIN_SHARED_TOPICS = {Category.FINDING: 2, Category.MITIGATION: 1, Category.DECISION: 2}
+"""A decision joins another only on two shared words: taking command ("I'm IC, Bea on
+cert-manager") and choosing a course ("we'll go with the manual cert") often share one."""
 _MIN_FINDING_OVERLAP = 0.5
 """Findings are distinct observations by default; only a near restatement joins another."""
 _MIN_SHARED_ROOT_CAUSE_TOPICS = 2
@@ -52,6 +54,9 @@ _MIN_SHARED_REPEAT_TOPICS = 4
 """A restatement shares a measured value and a few words around it ("orders-db primary cpu
 31%" twice); a shared value alone can be coincidence."""
 _MAX_DETAIL_CHARS = 1000
+_SPAN_TOPICS = frozenset({"second", "sec", "minut", "min", "hour", "last", "past", "ago"})
+"""Units and spans of time are in most measured messages ("in the last 3 minutes"): two
+actions sharing only one of them are not one action."""
 
 
 @dataclass
@@ -273,7 +278,7 @@ class RuleSynthesizer:
             # Impact statements close together are one picture only when they look at the same
             # thing: "orders/min down 35%" and "support chats up" are two impacts.
             return fact.category is not Category.IMPACT or fact.aspect in _aspects(draft)
-        shared = draft.topics & fact.topics
+        shared = (draft.topics & fact.topics) - _SPAN_TOPICS
         if len(shared) < _MIN_SHARED_TOPICS[fact.category]:
             return False
         if fact.category is Category.FINDING:

@@ -140,6 +140,37 @@ STRUCTURAL = [
     ("recovery", "drivers confirm rides show up again"),
     ("decision", "plan is to restore from the 02:00 snapshot, go"),
     ("root_cause", "it broke because the migration dropped the index on orders.created_at"),
+    # a failure and its reason, and saying that the explanation follows
+    ("root_cause", "the workers stall because the token cache is never refreshed"),
+    ("root_cause", "we know why the webhooks stopped, the signing secret was rotated"),
+    ("root_cause", "so the chain is: a bad flag, a cold cache, then the retry storm"),
+    # taking the incident, and "let's" with any verb of action
+    ("decision", "IC: me for this one"),
+    ("decision", "I'll coordinate the incident from here"),
+    ("decision", "let's drain the eu pool and keep the us one serving"),
+    # the author changing a setting, a change reaching a fleet, work reported finished
+    ("mitigation", "I set the retry budget to 3 on the gateway"),
+    ("mitigation", "the new limits were rolled out to all 24 brokers"),
+    ("mitigation", "resync finished, 880 devices updated"),
+    # a numbered change, at a time, doing something
+    ("finding", "PR #5120 at 16:40 removed the retry on the publisher"),
+    ("finding", "they released auth-proxy 2.7.1 at 03:15 with the new header parsing"),
+    # a failure count falling to nothing, counted complaints with a qualifier
+    ("recovery", "timeouts on the mailer went to zero after 10:02"),
+    ("impact", "40 duplicate-charge complaints since noon"),
+    # a measurement next to a social or scheduling word is still a measurement
+    ("finding", "replication lag is 40ms, normal for a Sunday night"),
+    # someone outside the team noticing, and unable to do their job
+    ("impact", "Finance flagged that the payout export is blank, so they can't close the month"),
+    # a measurement set against its baseline
+    ("finding", "render time is 4 to 6 seconds per page against about 300ms last week"),
+    # a reason put first explains a state; it reports no action
+    ("root_cause", "Because the flag is off on that host, the importer has been paused since noon"),
+    # in a long message, a clearly stated kind outranks the detail around it
+    (
+        "recovery",
+        "the mailer is back to normal. I traced the retries to a 30s timeout on smtp-relay",
+    ),
 ]
 
 STRUCTURAL_NOT_FACTS = [
@@ -153,6 +184,19 @@ STRUCTURAL_NOT_FACTS = [
     "hold off until the 5xx is gone",
     # "again" in a reason or a condition is not the recovery itself
     "before anyone consumes again the group rebalances",
+    # integrations posting under a user account, and generated reports
+    "[Tracker] OPS-311 moved to In Progress by Dana",
+    "Build #4410 payments-api to staging: failed",
+    "Weekly cost report: compute 41k, storage 12k",
+    "Status update: Component 'Login' changed from Operational to Partial Outage.",
+    # a failed attempt, and courses of action laid side by side
+    "tried restarting the consumer, same error",
+    "Options? rolling the flag back or pinning the old client",
+    "we can drop the index in ten minutes; the alternative is to throttle writes",
+    # talk about the talk, a recommendation not yet taken, a change told as history
+    "let's keep it in this thread",
+    "I think the safest path is to drain the node first",
+    "we pinned the reports to the second replica last year",
 ]
 
 NOT_WORTHY = [
@@ -244,10 +288,13 @@ def test_sentences_without_a_new_fact_are_not_entries(text: str) -> None:
         ("rollback fix PR is up for review", Category.MITIGATION),
         # software clients are not customers
         ("our client timeout to the gateway is 10s", Category.IMPACT),
+        ("14,000 GetItem calls from the sync role in the last hour", Category.IMPACT),
         # a prediction is no impact yet
         ("in-flight sessions will fail, maybe a few dozen people", Category.IMPACT),
         # a recovery named in a condition has not happened
         ("keep the flag off until errors are back to normal", Category.RECOVERY),
+        # after a determiner a participle describes a thing, it reports no action
+        ("the log on the restarted host says disk quota exceeded", Category.MITIGATION),
     ],
 )
 def test_lookalikes_are_not_read_as_the_kind_they_resemble(
@@ -287,6 +334,20 @@ def test_two_actions_in_a_row_by_one_person_are_two_actions() -> None:
         evidence(1, "flushed the session cache on all edge nodes", actor="ou_a", at=0),
         evidence(2, "disabling the recommendations widget", actor="ou_a", at=20),
     ) == [("mitigation", [1]), ("mitigation", [2])]
+
+
+def test_two_actions_sharing_only_a_span_of_time_are_two_actions() -> None:
+    assert _entries(
+        evidence(1, "paused the export jobs for 10 minutes", actor="ou_a", at=0),
+        evidence(2, "rebuilt the search shard, took 4 minutes", actor="ou_b", at=120),
+    ) == [("mitigation", [1]), ("mitigation", [2])]
+
+
+def test_taking_command_and_a_course_of_action_sharing_a_word_are_two_decisions() -> None:
+    assert _entries(
+        evidence(1, "I'm IC. Kai on search, Lu on billing", actor="ou_a", at=0),
+        evidence(2, "we'll freeze billing deploys for today", actor="ou_a", at=90),
+    ) == [("decision", [1]), ("decision", [2])]
 
 
 def test_observations_far_apart_by_one_person_stay_apart() -> None:
