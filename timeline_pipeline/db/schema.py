@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 
 from timeline_pipeline.db.types import BigIntId, JSONType, UTCDateTime
+from timeline_pipeline.domain.states import WindowStatus
 
 metadata = MetaData(
     naming_convention={
@@ -35,7 +36,7 @@ metadata = MetaData(
     }
 )
 
-WINDOW_STATUSES = ("pending", "processing", "completed", "ignored", "failed")
+WINDOW_STATUSES = tuple(status.value for status in WindowStatus)
 WORKSPACE_STATUSES = ("firing", "recovered", "archived")
 
 

@@ -1,8 +1,9 @@
 """Sync-state store: chat collection checkpoints and synthesis window states (seed 000 §10).
 
-Every transition that two workers could race on is one conditional UPDATE on (id, status,
-revision); its rowcount decides the winner. A window row is created only by an INSERT ... SELECT
-that finds eligible evidence in the window, so an empty window can never get a row.
+Every transition that two workers could race on is one compare-and-set on the row's revision
+and its status or a guard (`db.cas.compare_and_set`): the row it returns, or None, decides the
+winner. A window row is created only by an INSERT ... SELECT that finds eligible evidence in
+the window, so an empty window can never get a row.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 
+from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.keys import (
@@ -39,8 +41,14 @@ from timeline_pipeline.domain.keys import (
     format_window_start,
     window_source_key,
 )
+from timeline_pipeline.domain.states import (
+    BACKLOG_WINDOW_STATUSES,
+    TERMINAL_WINDOW_STATUSES,
+    CheckpointStatus,
+    WindowStatus,
+)
 
-TERMINAL = ("completed", "ignored")
+TERMINAL = TERMINAL_WINDOW_STATUSES
 MAX_ERROR_CHARS = 1000
 
 
@@ -75,11 +83,11 @@ class SyncState:
     """Requested runs that finished without claiming the window."""
 
     def is_exhausted(self, max_attempts: int) -> bool:
-        return self.status == "failed" and self.attempt_count >= max_attempts
+        return self.status == WindowStatus.FAILED and self.attempt_count >= max_attempts
 
     def is_stale(self, now: datetime, stale_timeout: timedelta) -> bool:
         return (
-            self.status == "processing"
+            self.status == WindowStatus.PROCESSING
             and self.processing_started_at is not None
             and self.processing_started_at <= now - stale_timeout
         )
@@ -164,7 +172,7 @@ def ensure_checkpoint(conn: Connection, workspace_id: str, chat_id: str) -> Sync
             source=SOURCE_LARK,
             source_type=SOURCE_TYPE_LARK_MESSAGES,
             source_key=key,
-            status="pending",
+            status=CheckpointStatus.PENDING,
             attempt_count=0,
             revision=1,
             metadata_json={},
@@ -196,8 +204,7 @@ def advance_checkpoint(
     """
     stamp = now or datetime.now(UTC)
     values: dict[str, Any] = {
-        "status": "completed",
-        "revision": ss.c.revision + 1,
+        "status": CheckpointStatus.COMPLETED,
         "last_seen_updated_at": covered_until,
         "metadata_json": {**state.metadata, **metadata},
         "last_error": None,
@@ -206,28 +213,27 @@ def advance_checkpoint(
     }
     if cursor is not None and (state.last_seen_cursor is None or cursor > state.last_seen_cursor):
         values["last_seen_cursor"] = cursor
-    result = conn.execute(
-        ss.update().where(ss.c.id == state.id, ss.c.revision == state.revision).values(**values)
-    )
-    return result.rowcount == 1
+    row = compare_and_set(conn, ss, row_id=state.id, revision=state.revision, values=values)
+    return row is not None
 
 
 def record_checkpoint_failure(
     conn: Connection, state: SyncState, error: str, *, now: datetime | None = None
 ) -> bool:
     """Count a failed run without touching the high-water mark."""
-    result = conn.execute(
-        ss.update()
-        .where(ss.c.id == state.id, ss.c.revision == state.revision)
-        .values(
-            status="failed",
-            attempt_count=ss.c.attempt_count + 1,
-            revision=ss.c.revision + 1,
-            last_error=error[:MAX_ERROR_CHARS],
-            updated_at=now or datetime.now(UTC),
-        )
+    row = compare_and_set(
+        conn,
+        ss,
+        row_id=state.id,
+        revision=state.revision,
+        values={
+            "status": CheckpointStatus.FAILED,
+            "attempt_count": ss.c.attempt_count + 1,
+            "last_error": error[:MAX_ERROR_CHARS],
+            "updated_at": now or datetime.now(UTC),
+        },
     )
-    return result.rowcount == 1
+    return row is not None
 
 
 # --- synthesis windows (seed 000 §10.2, §11) ---
@@ -264,7 +270,7 @@ def create_window_if_evidence(
         "source": literal(SOURCE_SYSTEM),
         "source_type": literal(SOURCE_TYPE_WINDOW),
         "source_key": literal(key),
-        "status": literal("pending"),
+        "status": literal(WindowStatus.PENDING.value),
         "attempt_count": literal(0),
         "revision": literal(1),
         "metadata_json": literal(
@@ -319,10 +325,10 @@ def _runnable(stamp: datetime, max_attempts: int, stale_timeout: timedelta) -> A
     """A window that may run again: pending; failed with attempts left; or processing past the
     stale timeout with attempts left (its worker died). Claim and requeue share this rule."""
     return or_(
-        ss.c.status == "pending",
-        and_(ss.c.status == "failed", ss.c.attempt_count < max_attempts),
+        ss.c.status == WindowStatus.PENDING,
+        and_(ss.c.status == WindowStatus.FAILED, ss.c.attempt_count < max_attempts),
         and_(
-            ss.c.status == "processing",
+            ss.c.status == WindowStatus.PROCESSING,
             ss.c.processing_started_at <= stamp - stale_timeout,
             ss.c.attempt_count < max_attempts,
         ),
@@ -345,22 +351,22 @@ def claim_window(
     """
     stamp = now or datetime.now(UTC)
     claimable = _runnable(stamp, max_attempts, stale_timeout)
-    result = conn.execute(
-        ss.update()
-        .where(ss.c.id == state.id, ss.c.revision == state.revision, claimable)
-        .values(
-            status="processing",
-            attempt_count=ss.c.attempt_count + 1,
-            revision=ss.c.revision + 1,
-            processing_started_at=stamp,
-            lease_owner=owner,
-            deferred=False,
-            updated_at=stamp,
-        )
+    row = compare_and_set(
+        conn,
+        ss,
+        row_id=state.id,
+        revision=state.revision,
+        where=claimable,
+        values={
+            "status": WindowStatus.PROCESSING,
+            "attempt_count": ss.c.attempt_count + 1,
+            "processing_started_at": stamp,
+            "lease_owner": owner,
+            "deferred": False,
+            "updated_at": stamp,
+        },
     )
-    if result.rowcount != 1:
-        return None
-    return get(conn, state.id)
+    return None if row is None else _to_state(row)
 
 
 def advance_window_cursor(
@@ -376,20 +382,20 @@ def advance_window_cursor(
     A committed chunk is the worker reporting: it renews the lease, so the stale timeout bounds
     the silence between chunks, not the length of a long window."""
     stamp = now or datetime.now(UTC)
-    result = conn.execute(
-        ss.update()
-        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "processing")
-        .values(
-            last_seen_cursor=cursor,
-            processing_started_at=stamp,
-            metadata_json={**state.metadata, **metadata},
-            revision=ss.c.revision + 1,
-            updated_at=stamp,
-        )
+    row = compare_and_set(
+        conn,
+        ss,
+        row_id=state.id,
+        revision=state.revision,
+        expected_status=WindowStatus.PROCESSING,
+        values={
+            "last_seen_cursor": cursor,
+            "processing_started_at": stamp,
+            "metadata_json": {**state.metadata, **metadata},
+            "updated_at": stamp,
+        },
     )
-    if result.rowcount != 1:
-        return None
-    return get(conn, state.id)
+    return None if row is None else _to_state(row)
 
 
 def finish_window(
@@ -404,25 +410,25 @@ def finish_window(
     if status not in TERMINAL:
         raise ValueError(f"finish_window needs a terminal status, got {status!r}")
     stamp = now or datetime.now(UTC)
-    result = conn.execute(
-        ss.update()
-        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "processing")
-        .values(
-            status=status,
-            last_seen_content_hash=aggregate_hash,
-            last_seen_updated_at=stamp,
-            metadata_json={**state.metadata, **metadata},
-            revision=ss.c.revision + 1,
-            lease_owner=None,
-            last_error=None,
-            deferral_count=0,
-            deferred=False,
-            updated_at=stamp,
-        )
+    row = compare_and_set(
+        conn,
+        ss,
+        row_id=state.id,
+        revision=state.revision,
+        expected_status=WindowStatus.PROCESSING,
+        values={
+            "status": status,
+            "last_seen_content_hash": aggregate_hash,
+            "last_seen_updated_at": stamp,
+            "metadata_json": {**state.metadata, **metadata},
+            "lease_owner": None,
+            "last_error": None,
+            "deferral_count": 0,
+            "deferred": False,
+            "updated_at": stamp,
+        },
     )
-    if result.rowcount != 1:
-        return None
-    return get(conn, state.id)
+    return None if row is None else _to_state(row)
 
 
 def defer_window(
@@ -442,24 +448,24 @@ def defer_window(
     compare-and-set as every transition of a running window.
     """
     stamp = now or datetime.now(UTC)
-    result = conn.execute(
-        ss.update()
-        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "processing")
-        .values(
-            status="pending",
-            attempt_count=case((ss.c.attempt_count > 0, ss.c.attempt_count - 1), else_=0),
-            deferral_count=ss.c.deferral_count + 1,
-            deferred=True,
-            next_attempt_at=retry_at,
-            last_error=error[:MAX_ERROR_CHARS],
-            lease_owner=None,
-            revision=ss.c.revision + 1,
-            updated_at=stamp,
-        )
+    row = compare_and_set(
+        conn,
+        ss,
+        row_id=state.id,
+        revision=state.revision,
+        expected_status=WindowStatus.PROCESSING,
+        values={
+            "status": WindowStatus.PENDING,
+            "attempt_count": case((ss.c.attempt_count > 0, ss.c.attempt_count - 1), else_=0),
+            "deferral_count": ss.c.deferral_count + 1,
+            "deferred": True,
+            "next_attempt_at": retry_at,
+            "last_error": error[:MAX_ERROR_CHARS],
+            "lease_owner": None,
+            "updated_at": stamp,
+        },
     )
-    if result.rowcount != 1:
-        return None
-    return get(conn, state.id)
+    return None if row is None else _to_state(row)
 
 
 def fail_window(
@@ -472,44 +478,46 @@ def fail_window(
 ) -> SyncState | None:
     """Mark an attempt failed; whether it is retryable follows from attempt_count."""
     stamp = now or datetime.now(UTC)
-    result = conn.execute(
-        ss.update()
-        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "processing")
-        .values(
-            status="failed",
-            last_error=error[:MAX_ERROR_CHARS],
-            next_attempt_at=retry_at,
-            revision=ss.c.revision + 1,
-            lease_owner=None,
-            deferred=False,
-            updated_at=stamp,
-        )
+    row = compare_and_set(
+        conn,
+        ss,
+        row_id=state.id,
+        revision=state.revision,
+        expected_status=WindowStatus.PROCESSING,
+        values={
+            "status": WindowStatus.FAILED,
+            "last_error": error[:MAX_ERROR_CHARS],
+            "next_attempt_at": retry_at,
+            "lease_owner": None,
+            "deferred": False,
+            "updated_at": stamp,
+        },
     )
-    if result.rowcount != 1:
-        return None
-    return get(conn, state.id)
+    return None if row is None else _to_state(row)
 
 
 def reset_window(conn: Connection, state: SyncState, *, now: datetime | None = None) -> bool:
     """An operator's explicit replay: the whole window runs again from its first chunk."""
-    result = conn.execute(
-        ss.update()
-        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status != "processing")
-        .values(
-            status="pending",
-            attempt_count=0,
-            last_seen_cursor=None,
-            last_error=None,
-            next_attempt_at=None,
-            summary_attempted=False,
-            deferral_count=0,
-            deferred=False,
-            unclaimed_runs=0,
-            revision=ss.c.revision + 1,
-            updated_at=now or datetime.now(UTC),
-        )
+    row = compare_and_set(
+        conn,
+        ss,
+        row_id=state.id,
+        revision=state.revision,
+        where=ss.c.status != WindowStatus.PROCESSING,
+        values={
+            "status": WindowStatus.PENDING,
+            "attempt_count": 0,
+            "last_seen_cursor": None,
+            "last_error": None,
+            "next_attempt_at": None,
+            "summary_attempted": False,
+            "deferral_count": 0,
+            "deferred": False,
+            "unclaimed_runs": 0,
+            "updated_at": now or datetime.now(UTC),
+        },
     )
-    return result.rowcount == 1
+    return row is not None
 
 
 def stale_processing(
@@ -520,7 +528,7 @@ def stale_processing(
         select(ss)
         .where(
             ss.c.source_type == SOURCE_TYPE_WINDOW,
-            ss.c.status == "processing",
+            ss.c.status == WindowStatus.PROCESSING,
             ss.c.processing_started_at <= stamp - stale_timeout,
         )
         .order_by(ss.c.window_start)
@@ -563,21 +571,21 @@ def requeue_window(
     """
     stamp = now or datetime.now(UTC)
     requeueable = _runnable(stamp, max_attempts, stale_timeout)
-    result = conn.execute(
-        ss.update()
-        .where(ss.c.id == state.id, ss.c.revision == state.revision, requeueable)
-        .values(
-            status="pending",
-            next_attempt_at=reissue_at,
-            lease_owner=None,
-            deferred=False,
-            revision=ss.c.revision + 1,
-            updated_at=stamp,
-        )
+    row = compare_and_set(
+        conn,
+        ss,
+        row_id=state.id,
+        revision=state.revision,
+        where=requeueable,
+        values={
+            "status": WindowStatus.PENDING,
+            "next_attempt_at": reissue_at,
+            "lease_owner": None,
+            "deferred": False,
+            "updated_at": stamp,
+        },
     )
-    if result.rowcount != 1:
-        return None
-    return get(conn, state.id)
+    return None if row is None else _to_state(row)
 
 
 UNCLAIMED_ERROR = "runs ended without claiming the window (see their Dagster logs)"
@@ -606,21 +614,21 @@ def relaunch_unclaimed(
         "unclaimed_runs": ss.c.unclaimed_runs + 1,
         "lease_owner": None,
         "deferred": False,
-        "revision": ss.c.revision + 1,
         "updated_at": stamp,
     }
     if exhausted:
-        values.update(status="failed", next_attempt_at=None, last_error=UNCLAIMED_ERROR)
+        values.update(status=WindowStatus.FAILED, next_attempt_at=None, last_error=UNCLAIMED_ERROR)
     else:
-        values.update(status="pending", next_attempt_at=reissue_at)
-    result = conn.execute(
-        ss.update()
-        .where(ss.c.id == state.id, ss.c.revision == state.revision, ss.c.status == "pending")
-        .values(**values)
+        values.update(status=WindowStatus.PENDING, next_attempt_at=reissue_at)
+    row = compare_and_set(
+        conn,
+        ss,
+        row_id=state.id,
+        revision=state.revision,
+        expected_status=WindowStatus.PENDING,
+        values=values,
     )
-    if result.rowcount != 1:
-        return None
-    return get(conn, state.id)
+    return None if row is None else _to_state(row)
 
 
 def poll_unfinished_windows(
@@ -639,8 +647,8 @@ def poll_unfinished_windows(
     unfinished = and_(
         ss.c.source_type == SOURCE_TYPE_WINDOW,
         or_(
-            ss.c.status.in_(("pending", "processing")),
-            and_(ss.c.status == "failed", ss.c.attempt_count < max_attempts),
+            ss.c.status.in_(BACKLOG_WINDOW_STATUSES),
+            and_(ss.c.status == WindowStatus.FAILED, ss.c.attempt_count < max_attempts),
         ),
     )
     rows = conn.execute(

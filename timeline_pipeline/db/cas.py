@@ -1,0 +1,48 @@
+"""The one compare-and-set transition of a state row (DESIGN: every state change that two
+workers could race on is one conditional UPDATE on status and revision).
+
+The caller passes the revision it read, optionally the status it expects (or any further guard
+on the row), and the new values; the UPDATE bumps the revision and returns the new row, or None
+when another writer moved the row first or the guard no longer holds. Nothing else is touched
+then, so the loser can re-read and decide again. Serves every table with `id` and `revision`
+columns: window states and chat checkpoints today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Table
+from sqlalchemy.engine import Row
+
+
+def compare_and_set(
+    conn: Connection,
+    table: Table,
+    *,
+    row_id: int | str,
+    revision: int,
+    values: Mapping[str, Any],
+    expected_status: str | None = None,
+    where: ColumnElement[bool] | None = None,
+) -> Row[Any] | None:
+    """Apply `values` to row `row_id` if it is still at `revision` (and `expected_status`, and
+    `where`); the new row with `revision + 1`, or None when the row had moved on."""
+    if "revision" in values:
+        raise ValueError("compare_and_set owns the revision: do not pass it in values")
+    conditions: list[ColumnElement[bool]] = [
+        table.c.id == row_id,
+        table.c.revision == revision,
+    ]
+    if expected_status is not None:
+        conditions.append(table.c.status == expected_status)
+    if where is not None:
+        conditions.append(where)
+    stmt = (
+        table.update()
+        .where(*conditions)
+        .values(revision=table.c.revision + 1, **values)
+        .returning(*table.c)
+    )
+    return conn.execute(stmt).first()

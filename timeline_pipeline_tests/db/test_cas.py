@@ -1,0 +1,87 @@
+"""The compare-and-set transition every state row goes through (SQLite and PostgreSQL): the
+writer holding the current revision (and status) wins and gets the new row; a writer holding a
+stale one gets None and changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine, select
+
+from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
+from timeline_pipeline.domain.states import CheckpointStatus
+from timeline_pipeline.store import sync_states
+from timeline_pipeline.store.sync_states import SyncState
+from timeline_pipeline_tests.store.factories import make_workspace
+
+
+def _checkpoint(engine: Engine) -> SyncState:
+    make_workspace(engine)
+    with engine.begin() as conn:
+        return sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
+
+
+def _stored(engine: Engine, state_id: int) -> tuple[str, int, str | None]:
+    with engine.connect() as conn:
+        row = conn.execute(select(ss).where(ss.c.id == state_id)).one()
+    return row.status, row.revision, row.last_error
+
+
+def test_the_current_revision_and_status_win_and_the_new_row_comes_back(engine: Engine) -> None:
+    state = _checkpoint(engine)
+    with engine.begin() as conn:
+        row = compare_and_set(
+            conn,
+            ss,
+            row_id=state.id,
+            revision=state.revision,
+            expected_status=CheckpointStatus.PENDING,
+            values={"status": CheckpointStatus.FAILED, "last_error": "boom"},
+        )
+    assert row is not None
+    assert (row.status, row.revision, row.last_error) == ("failed", state.revision + 1, "boom")
+    assert _stored(engine, state.id) == ("failed", state.revision + 1, "boom")
+
+
+def test_a_writer_holding_a_stale_revision_loses_and_changes_nothing(engine: Engine) -> None:
+    state = _checkpoint(engine)
+    moves = []
+    for error in ("first", "second"):  # both read the same revision
+        with engine.begin() as conn:
+            moves.append(
+                compare_and_set(
+                    conn, ss, row_id=state.id, revision=state.revision, values={"last_error": error}
+                )
+            )
+    assert moves[0] is not None and moves[1] is None
+    assert _stored(engine, state.id) == ("pending", state.revision + 1, "first")
+
+
+def test_a_row_no_longer_in_the_expected_status_or_guard_is_left_alone(engine: Engine) -> None:
+    state = _checkpoint(engine)
+    with engine.begin() as conn:
+        wrong_status = compare_and_set(
+            conn,
+            ss,
+            row_id=state.id,
+            revision=state.revision,
+            expected_status=CheckpointStatus.COMPLETED,
+            values={"last_error": "x"},
+        )
+        failing_guard = compare_and_set(
+            conn,
+            ss,
+            row_id=state.id,
+            revision=state.revision,
+            where=ss.c.attempt_count > 0,
+            values={"last_error": "y"},
+        )
+    assert wrong_status is None and failing_guard is None
+    assert _stored(engine, state.id) == ("pending", state.revision, None)
+
+
+def test_the_revision_is_the_helpers_own(engine: Engine) -> None:
+    state = _checkpoint(engine)
+    with engine.begin() as conn, pytest.raises(ValueError, match="owns the revision"):
+        compare_and_set(conn, ss, row_id=state.id, revision=state.revision, values={"revision": 99})
+    assert _stored(engine, state.id) == ("pending", state.revision, None)
