@@ -31,6 +31,7 @@ from timeline_pipeline.domain.keys import (
     SOURCE_TYPE_LARK_MESSAGE,
     message_source_key,
 )
+from timeline_pipeline.domain.states import WindowStatus
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence, sync_states
 from timeline_pipeline.store.sync_states import SyncState
@@ -262,14 +263,14 @@ class WindowRunner:
         for _ in range(RESET_TRIES):
             assert current is not None
             with self.engine.begin() as conn:
-                if current.status != "processing" and sync_states.reset_window(
+                if current.status != WindowStatus.PROCESSING and sync_states.reset_window(
                     conn, current, now=self.clock()
                 ):
                     reset = sync_states.get(conn, current.id)
                     assert reset is not None
                     return reset
                 current = sync_states.get(conn, state.id)
-            if current is None or current.status == "processing":
+            if current is None or current.status == WindowStatus.PROCESSING:
                 break
         return current or state
 
@@ -291,7 +292,7 @@ class WindowRunner:
             return "the window state disappeared"
         if current.status in sync_states.TERMINAL:
             return f"the window is already {current.status}"
-        if current.status == "processing":
+        if current.status == WindowStatus.PROCESSING:
             return f"another run ({current.lease_owner}) is processing the window"
         if current.is_exhausted(self.settings.synthesis_window_max_attempts):
             return "the window failed and has no attempts left (replay it to run again)"
@@ -440,7 +441,11 @@ class WindowRunner:
                 # every proposal was already stored unchanged (a replay that finds nothing new):
                 # README, Metrics ("timeline drafts created, updated, ignored, bound").
                 material = totals["entries_created"] + totals["entries_updated"]
-                status = "completed" if material + totals["entries_supported"] else "ignored"
+                status = (
+                    WindowStatus.COMPLETED
+                    if material + totals["entries_supported"]
+                    else WindowStatus.IGNORED
+                )
                 finished = sync_states.finish_window(
                     conn,
                     current,

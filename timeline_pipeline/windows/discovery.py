@@ -47,6 +47,7 @@ from typing import Protocol
 from sqlalchemy import Connection, Engine
 
 from timeline_pipeline.domain.keys import InvalidKey
+from timeline_pipeline.domain.states import WindowStatus
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states
@@ -499,7 +500,7 @@ class DiscoveryTick:
         elif item.action is StateAction.RETRY_DEFERRED:
             reason = "deferred"
         else:
-            reason = "retry" if state.status == "failed" else "pending"
+            reason = "retry" if state.status == WindowStatus.FAILED else "pending"
         self._request(ref, requeued, reason)
 
     def _take_new(self, item: _New, admission: Admission, stop: bool) -> None:
@@ -597,7 +598,7 @@ class DiscoveryTick:
                     )
                 if relaunched is None:
                     continue  # a run claimed it meanwhile
-                if relaunched.status == "pending":
+                if relaunched.status == WindowStatus.PENDING:
                     self._request(ref, relaunched, "relaunch")
                 else:
                     self.outcome.counts["failed_unclaimed"] += 1

@@ -53,6 +53,11 @@ from timeline_pipeline.domain.keys import (
     SOURCE_TYPE_WINDOW,
     InvalidKey,
 )
+from timeline_pipeline.domain.states import (
+    TERMINAL_WINDOW_STATUSES,
+    UNCOVERING_WINDOW_STATUSES,
+    WindowStatus,
+)
 from timeline_pipeline.ingest.eligibility import workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence
@@ -73,8 +78,8 @@ __all__ = ["MAX_LISTED_WINDOWS", "horizon_start", "measure_health"]
 MAX_LISTED_WINDOWS = 20
 """Stale and failed windows listed by partition key; the counts are exact beyond that."""
 
-FINISHED_STATUSES = ("completed", "ignored", "failed")
-UNCOVERING_STATUSES = ("pending", "processing", "failed")
+FINISHED_STATUSES = (*TERMINAL_WINDOW_STATUSES, WindowStatus.FAILED)
+UNCOVERING_STATUSES = UNCOVERING_WINDOW_STATUSES
 
 
 def horizon_start(settings: LarkTimelineSettings, now: datetime) -> datetime:
@@ -147,9 +152,11 @@ class _Measurement:
     def _count_columns(self) -> list[Any]:
         retried = ss.c.attempt_count > 1
         late = func.coalesce(ss.c.metadata_json["late_evidence"].as_integer(), 0)
-        stale = and_(ss.c.status == "processing", ss.c.processing_started_at <= self.stale_before)
+        stale = and_(
+            ss.c.status == WindowStatus.PROCESSING, ss.c.processing_started_at <= self.stale_before
+        )
         exhausted = and_(
-            ss.c.status == "failed",
+            ss.c.status == WindowStatus.FAILED,
             ss.c.attempt_count >= self.settings.synthesis_window_max_attempts,
         )
         return [
@@ -205,7 +212,7 @@ class _Measurement:
             select(*columns)
             .where(
                 ss.c.source_type == SOURCE_TYPE_WINDOW,
-                ss.c.status == "processing",
+                ss.c.status == WindowStatus.PROCESSING,
                 ss.c.processing_started_at <= self.stale_before,
             )
             .order_by(ss.c.window_start, ss.c.id)
@@ -215,7 +222,7 @@ class _Measurement:
             select(*columns)
             .where(
                 ss.c.source_type == SOURCE_TYPE_WINDOW,
-                ss.c.status == "failed",
+                ss.c.status == WindowStatus.FAILED,
                 ss.c.window_start >= self.horizon,
             )
             .order_by(ss.c.window_start, ss.c.id)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from timeline_pipeline.db.schema import WINDOW_STATUSES
+from timeline_pipeline.domain.states import BACKLOG_WINDOW_STATUSES, WindowStatus
 
 __all__ = [
     "BACKLOG_STATUSES",
@@ -22,7 +23,7 @@ __all__ = [
     "WorkspaceHealth",
 ]
 
-BACKLOG_STATUSES = ("pending", "processing")
+BACKLOG_STATUSES = BACKLOG_WINDOW_STATUSES
 """Requested (or created) and not finished: the windows that wait for, or hold, a run."""
 
 
@@ -108,7 +109,7 @@ class PipelineHealth:
 
     @property
     def failed(self) -> int:
-        return self.windows_by_status["failed"]
+        return self.windows_by_status[WindowStatus.FAILED]
 
     @property
     def failed_exhausted(self) -> int:

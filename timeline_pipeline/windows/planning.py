@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.windows.keys import WindowRef
@@ -119,15 +120,15 @@ def classify_state(state: SyncState, now: datetime, limits: DiscoveryLimits) -> 
     someone else (the rerun job) and still needs a run. A `deferred` pending row waits out an
     outage backoff until `next_attempt_at`, holding its backlog slot.
     """
-    if state.status in ("completed", "ignored"):
+    if state.status in TERMINAL_WINDOW_STATUSES:
         return StateAction.COVERED
-    if state.status == "failed":
+    if state.status == WindowStatus.FAILED:
         if state.attempt_count >= limits.max_attempts:
             return StateAction.EXHAUSTED
         if state.next_attempt_at is not None and state.next_attempt_at > now:
             return StateAction.WAIT
         return StateAction.REQUEST
-    if state.status == "processing":
+    if state.status == WindowStatus.PROCESSING:
         if not state.is_stale(now, limits.stale_timeout):
             return StateAction.RUNNING
         if state.attempt_count >= limits.max_attempts:
