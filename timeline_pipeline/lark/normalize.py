@@ -328,25 +328,10 @@ def _build_checked(
         # Clock skew must not make an update look older than the message it updates.
         updated_at = max(created_at, _millis(envelope.update_time, "update_time"))
     _check_sender(envelope)
-    message = NormalizedLarkMessage(
-        message_id=envelope.message_id,
-        chat_id=envelope.chat_id,
-        chat_type=envelope.chat_type,
-        thread_id=envelope.thread_id,
-        root_id=envelope.root_id,
-        parent_id=envelope.parent_id,
-        sender_id=envelope.sender_id,
-        sender_type=envelope.sender_type,
-        message_type=envelope.message_type,
-        text="",
-        created_at=created_at,
-        updated_at=updated_at,
-        deleted=False,
-        ai_eligible=False,
-        metadata=_identity_metadata(envelope),
-    )
+    identity = _identity_metadata(envelope)
     if envelope.deleted:
         # History keeps only a tombstone ("This message was recalled"), not the content JSON.
+        message = _message(envelope, created_at, updated_at, "", False, identity)
         return redact(message, recalled_at=updated_at)
     text, extra = _content(envelope, max_text_chars)
     eligible = is_ai_eligible(
@@ -357,8 +342,36 @@ def _build_checked(
         text=text,
         app_id=app_id,
     )
-    metadata = {**message.metadata, **extra, "updated": envelope.updated}
-    return message.model_copy(update={"text": text, "ai_eligible": eligible, "metadata": metadata})
+    metadata = {**identity, **extra, "updated": envelope.updated}
+    return _message(envelope, created_at, updated_at, text, eligible, metadata)
+
+
+def _message(
+    envelope: _Envelope,
+    created_at: datetime,
+    updated_at: datetime,
+    text: str,
+    ai_eligible: bool,
+    metadata: dict[str, Any],
+) -> NormalizedLarkMessage:
+    """Built (and validated) once, with its final content: every event pays for this."""
+    return NormalizedLarkMessage(
+        message_id=envelope.message_id,
+        chat_id=envelope.chat_id,
+        chat_type=envelope.chat_type,
+        thread_id=envelope.thread_id,
+        root_id=envelope.root_id,
+        parent_id=envelope.parent_id,
+        sender_id=envelope.sender_id,
+        sender_type=envelope.sender_type,
+        message_type=envelope.message_type,
+        text=text,
+        created_at=created_at,
+        updated_at=updated_at,
+        deleted=False,
+        ai_eligible=ai_eligible,
+        metadata=metadata,
+    )
 
 
 def _check_sender(envelope: _Envelope) -> None:

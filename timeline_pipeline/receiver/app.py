@@ -39,8 +39,8 @@ from timeline_pipeline.receiver.batching import WriteBatcher
 from timeline_pipeline.receiver.bindings import BindingCache
 from timeline_pipeline.receiver.body import BodyTooLarge, read_bounded_body
 from timeline_pipeline.receiver.handlers import EventHandlers
-from timeline_pipeline.receiver.outcomes import Reply
-from timeline_pipeline.receiver.responses import SafeJSONResponse
+from timeline_pipeline.receiver.outcomes import ACCEPTED, Reply
+from timeline_pipeline.receiver.responses import SafeJSONResponse, encode_json
 from timeline_pipeline.receiver.service import EventService
 from timeline_pipeline.receiver.verification import CallbackVerifier, Credentials
 from timeline_pipeline.receiver.wakeups import WakeupHub
@@ -49,6 +49,8 @@ from timeline_pipeline.settings import Settings
 EVENTS_PATH: Final = "/lark/events"
 INLINE_BODY_BYTES: Final = 64 * 1024
 """Bodies up to this size are verified on the event loop; larger ones in the thread pool."""
+_ACCEPTED_BODY: Final = encode_json(ACCEPTED.body)
+"""The common answer, encoded once: the same bytes `SafeJSONResponse` would render."""
 
 log = get_logger("timeline_pipeline.http")
 
@@ -117,6 +119,8 @@ def create_app(
 
     async def lark_events(request: Request) -> Response:
         reply = await _receive(request, service, limit)
+        if reply is ACCEPTED:
+            return Response(_ACCEPTED_BODY, media_type=SafeJSONResponse.media_type)
         return SafeJSONResponse(reply.body, status_code=reply.status)
 
     # A plain Starlette route: FastAPI's dependency solving would cost more than verification.

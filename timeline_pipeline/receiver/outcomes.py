@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 
 class Reason(enum.StrEnum):
@@ -68,7 +68,8 @@ class Reply:
 
     @classmethod
     def accepted(cls) -> Reply:
-        return cls(200, {"status": "accepted"}, "accepted")
+        """The same instance every time: the HTTP layer sends its body pre-encoded."""
+        return ACCEPTED
 
     @classmethod
     def ignored(cls, reason: str) -> Reply:
@@ -81,3 +82,7 @@ class Reply:
     @classmethod
     def retry(cls, reason: str, status: int = 503) -> Reply:
         return cls(status, {"status": "retry", "reason": reason}, "retry")
+
+
+ACCEPTED: Final = Reply(200, {"status": "accepted"}, "accepted")
+"""The answer to almost every callback; never mutate its body."""

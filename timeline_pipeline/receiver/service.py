@@ -12,12 +12,13 @@ because database errors can quote the statement's parameters.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReceiverMetrics, event_type_label
@@ -28,7 +29,11 @@ from timeline_pipeline.receiver.outcomes import Reason, Rejected, Reply
 from timeline_pipeline.receiver.verification import CallbackVerifier, LarkHeaders
 from timeline_pipeline.receiver.wakeups import WakeupHub
 
-log = get_logger("timeline_pipeline.receiver")
+LOGGER_NAME: Final = "timeline_pipeline.receiver"
+log = get_logger(LOGGER_NAME)
+_stdlib_log: Final = logging.getLogger(LOGGER_NAME)
+"""The logger structlog's level filter consults: asking it first skips building a record that
+the filter would drop (the accepted line is debug, and every accepted event would pay for it)."""
 
 
 @dataclass
@@ -60,6 +65,11 @@ class EventService:
         self._wakeups = wakeups
         self._ingestion_enabled = ingestion_enabled
         self._clock = clock
+        # Per-event metric children, looked up once: `labels()` validates and locks each call.
+        # Both label sets are bounded (results, and `event_type_label`'s known types).
+        self._received = metrics.events_received
+        self._handling: dict[str, Any] = {}
+        self._accepted: dict[str, Any] = {}
 
     def handle(self, body: bytes, headers: Mapping[str, str]) -> Reply:
         """Both steps, blocking until the write is committed."""
@@ -80,7 +90,7 @@ class EventService:
     def begin(self, body: bytes, headers: Mapping[str, str]) -> Reply | Step:
         """Never raises: an answer, or a Step to write and then `finish` (or `fail`)."""
         started = time.perf_counter()
-        self._metrics.events_received.inc()
+        self._received.inc()
         ids: dict[str, Any] = {}
         try:
             result = self._begin(body, LarkHeaders.from_mapping(headers), ids)
@@ -184,12 +194,22 @@ class EventService:
         return self._observe(reply, started)
 
     def _observe(self, reply: Reply, started: float) -> Reply:
-        self._metrics.handling_seconds.labels(reply.result).observe(time.perf_counter() - started)
+        child = self._handling.get(reply.result)
+        if child is None:
+            child = self._handling[reply.result] = self._metrics.handling_seconds.labels(
+                reply.result
+            )
+        child.observe(time.perf_counter() - started)
         return reply
 
     def _accept(self, event_type: str, ids: dict[str, Any]) -> None:
-        self._metrics.events_accepted.labels(event_type_label(event_type)).inc()
-        log.debug("lark_event_accepted", **ids)
+        label = event_type_label(event_type)
+        child = self._accepted.get(label)
+        if child is None:
+            child = self._accepted[label] = self._metrics.events_accepted.labels(label)
+        child.inc()
+        if _stdlib_log.isEnabledFor(logging.DEBUG):
+            log.debug("lark_event_accepted", **ids)
 
     def _ignore(self, event_type: str, reason: str, ids: dict[str, Any]) -> Reply:
         self._metrics.events_ignored.labels(event_type_label(event_type), reason).inc()

@@ -158,13 +158,16 @@ class CallbackVerifier:
             return self._url_verification(payload)
         return self._event(payload)
 
-    def _decrypt(self, encrypted: object) -> bytes:
+    def _decrypt(self, encrypted: object) -> str:
+        """The plaintext as the cipher decoded it (UTF-8): parsed as it is, not re-encoded."""
         if self._cipher is None or not isinstance(encrypted, str) or not encrypted:
             raise Rejected(400, Reason.UNDECRYPTABLE)
         try:
-            return bytes(self._cipher.decrypt_str(encrypted).encode())
+            text: str = self._cipher.decrypt_str(encrypted)
         except (ValueError, TypeError):  # base64, length, padding, UTF-8
             raise Rejected(400, Reason.UNDECRYPTABLE) from None
+        # `json.loads` of the UTF-8 bytes would skip one leading byte-order mark; so does this.
+        return text.removeprefix("\ufeff")
 
     def _url_verification(self, payload: dict[str, Any]) -> VerifiedCallback:
         if not _same(self._credentials.verification_token, payload.get("token")):
@@ -191,7 +194,7 @@ class CallbackVerifier:
         return VerifiedCallback(payload, event_type, event_id)
 
 
-def _parse_object(raw: bytes) -> dict[str, Any]:
+def _parse_object(raw: bytes | str) -> dict[str, Any]:
     try:
         parsed = json.loads(raw)
     except (ValueError, RecursionError):  # includes UnicodeDecodeError

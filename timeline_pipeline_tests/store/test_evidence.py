@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import timedelta
 
 from sqlalchemy import Engine, func, select
@@ -234,3 +234,52 @@ def test_display_names_fill_in_later_without_touching_content(engine: Engine) ->
     row = _stored(engine)
     assert row.actor_display_name == "Alice"
     assert row.revision == 1
+
+
+def test_a_batch_stores_every_column_exactly_as_single_upserts_do(engine: Engine) -> None:
+    """NULLs, JSON metadata with nesting and non-ASCII text, a tombstone, a later edit and a
+    repeated redaction: the batch path and the one-row path leave identical rows."""
+    make_workspace(engine, "inc-1")
+    make_workspace(engine, "inc-2")
+    unicode_text = '回滚 rollback ✅ "quoted" \\ back'
+    records = [
+        replace(message(unicode_text, message_id="om_1"), actor_id=None),
+        replace(
+            message("named", message_id="om_2"),
+            actor_display_name="Alice Ng",
+            metadata={"mention_open_ids": ["ou_b"], "nested": {"k": [1, None, "ü"]}},
+        ),
+        message(message_id="om_3", deleted=True),
+        message("plain", message_id="om_4", ai_eligible=False),
+    ]
+    later = [
+        edited(records[1], "named, edited"),
+        message(message_id="om_4", deleted=True),  # a redaction wins
+        records[2],  # the tombstone again: a duplicate
+    ]
+    now = T0 + timedelta(hours=1)
+    for step, stamp in ((records, now), (later, now + timedelta(minutes=5))):
+        with engine.begin() as conn:
+            evidence.upsert_many(conn, step, now=stamp)
+        with engine.begin() as conn:
+            for record in step:
+                evidence.upsert(conn, replace(record, workspace_id="inc-2"), now=stamp)
+
+    def rows(workspace_id: str) -> list[dict[str, object]]:
+        with engine.connect() as conn:
+            page = evidence.page(conn, workspace_id, limit=100)
+        drop = ("id", "workspace_id")
+        return [{k: v for k, v in asdict(row).items() if k not in drop} for row in page]
+
+    batched, single = rows("inc-1"), rows("inc-2")
+    assert len(batched) == 4
+    assert batched == single
+    by_key = {row["source_key"]: row for row in batched}
+    assert by_key["chat/oc_chat/message/om_1"]["content"] == unicode_text
+    assert by_key["chat/oc_chat/message/om_1"]["actor_id"] is None
+    assert by_key["chat/oc_chat/message/om_2"]["metadata"] == {
+        "mention_open_ids": ["ou_b"],
+        "nested": {"k": [1, None, "ü"]},
+    }
+    assert by_key["chat/oc_chat/message/om_2"]["revision"] == 2
+    assert by_key["chat/oc_chat/message/om_4"]["deleted"] is True
