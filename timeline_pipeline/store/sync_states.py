@@ -122,6 +122,27 @@ def _to_state(row: Row[Any]) -> SyncState:
     )
 
 
+def _transition(
+    conn: Connection,
+    state: SyncState,
+    *,
+    values: dict[str, Any],
+    expected_status: str | None = None,
+    where: Any = None,
+) -> SyncState | None:
+    """One compare-and-set from the revision `state` was read at: the new state, or None."""
+    row = compare_and_set(
+        conn,
+        ss,
+        row_id=state.id,
+        revision=state.revision,
+        values=values,
+        expected_status=expected_status,
+        where=where,
+    )
+    return None if row is None else _to_state(row)
+
+
 def _insert(conn: Connection) -> Any:
     return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(ss)
 
@@ -213,19 +234,16 @@ def advance_checkpoint(
     }
     if cursor is not None and (state.last_seen_cursor is None or cursor > state.last_seen_cursor):
         values["last_seen_cursor"] = cursor
-    row = compare_and_set(conn, ss, row_id=state.id, revision=state.revision, values=values)
-    return row is not None
+    return _transition(conn, state, values=values) is not None
 
 
 def record_checkpoint_failure(
     conn: Connection, state: SyncState, error: str, *, now: datetime | None = None
 ) -> bool:
     """Count a failed run without touching the high-water mark."""
-    row = compare_and_set(
+    moved = _transition(
         conn,
-        ss,
-        row_id=state.id,
-        revision=state.revision,
+        state,
         values={
             "status": CheckpointStatus.FAILED,
             "attempt_count": ss.c.attempt_count + 1,
@@ -233,7 +251,7 @@ def record_checkpoint_failure(
             "updated_at": now or datetime.now(UTC),
         },
     )
-    return row is not None
+    return moved is not None
 
 
 # --- synthesis windows (seed 000 §10.2, §11) ---
@@ -351,11 +369,9 @@ def claim_window(
     """
     stamp = now or datetime.now(UTC)
     claimable = _runnable(stamp, max_attempts, stale_timeout)
-    row = compare_and_set(
+    return _transition(
         conn,
-        ss,
-        row_id=state.id,
-        revision=state.revision,
+        state,
         where=claimable,
         values={
             "status": WindowStatus.PROCESSING,
@@ -366,7 +382,6 @@ def claim_window(
             "updated_at": stamp,
         },
     )
-    return None if row is None else _to_state(row)
 
 
 def advance_window_cursor(
@@ -382,11 +397,9 @@ def advance_window_cursor(
     A committed chunk is the worker reporting: it renews the lease, so the stale timeout bounds
     the silence between chunks, not the length of a long window."""
     stamp = now or datetime.now(UTC)
-    row = compare_and_set(
+    return _transition(
         conn,
-        ss,
-        row_id=state.id,
-        revision=state.revision,
+        state,
         expected_status=WindowStatus.PROCESSING,
         values={
             "last_seen_cursor": cursor,
@@ -395,7 +408,6 @@ def advance_window_cursor(
             "updated_at": stamp,
         },
     )
-    return None if row is None else _to_state(row)
 
 
 def finish_window(
@@ -410,11 +422,9 @@ def finish_window(
     if status not in TERMINAL:
         raise ValueError(f"finish_window needs a terminal status, got {status!r}")
     stamp = now or datetime.now(UTC)
-    row = compare_and_set(
+    return _transition(
         conn,
-        ss,
-        row_id=state.id,
-        revision=state.revision,
+        state,
         expected_status=WindowStatus.PROCESSING,
         values={
             "status": status,
@@ -428,7 +438,6 @@ def finish_window(
             "updated_at": stamp,
         },
     )
-    return None if row is None else _to_state(row)
 
 
 def defer_window(
@@ -448,11 +457,9 @@ def defer_window(
     compare-and-set as every transition of a running window.
     """
     stamp = now or datetime.now(UTC)
-    row = compare_and_set(
+    return _transition(
         conn,
-        ss,
-        row_id=state.id,
-        revision=state.revision,
+        state,
         expected_status=WindowStatus.PROCESSING,
         values={
             "status": WindowStatus.PENDING,
@@ -465,7 +472,6 @@ def defer_window(
             "updated_at": stamp,
         },
     )
-    return None if row is None else _to_state(row)
 
 
 def fail_window(
@@ -478,11 +484,9 @@ def fail_window(
 ) -> SyncState | None:
     """Mark an attempt failed; whether it is retryable follows from attempt_count."""
     stamp = now or datetime.now(UTC)
-    row = compare_and_set(
+    return _transition(
         conn,
-        ss,
-        row_id=state.id,
-        revision=state.revision,
+        state,
         expected_status=WindowStatus.PROCESSING,
         values={
             "status": WindowStatus.FAILED,
@@ -493,16 +497,13 @@ def fail_window(
             "updated_at": stamp,
         },
     )
-    return None if row is None else _to_state(row)
 
 
 def reset_window(conn: Connection, state: SyncState, *, now: datetime | None = None) -> bool:
     """An operator's explicit replay: the whole window runs again from its first chunk."""
-    row = compare_and_set(
+    moved = _transition(
         conn,
-        ss,
-        row_id=state.id,
-        revision=state.revision,
+        state,
         where=ss.c.status != WindowStatus.PROCESSING,
         values={
             "status": WindowStatus.PENDING,
@@ -517,7 +518,7 @@ def reset_window(conn: Connection, state: SyncState, *, now: datetime | None = N
             "updated_at": now or datetime.now(UTC),
         },
     )
-    return row is not None
+    return moved is not None
 
 
 def stale_processing(
@@ -571,11 +572,9 @@ def requeue_window(
     """
     stamp = now or datetime.now(UTC)
     requeueable = _runnable(stamp, max_attempts, stale_timeout)
-    row = compare_and_set(
+    return _transition(
         conn,
-        ss,
-        row_id=state.id,
-        revision=state.revision,
+        state,
         where=requeueable,
         values={
             "status": WindowStatus.PENDING,
@@ -585,7 +584,6 @@ def requeue_window(
             "updated_at": stamp,
         },
     )
-    return None if row is None else _to_state(row)
 
 
 UNCLAIMED_ERROR = "runs ended without claiming the window (see their Dagster logs)"
@@ -620,15 +618,12 @@ def relaunch_unclaimed(
         values.update(status=WindowStatus.FAILED, next_attempt_at=None, last_error=UNCLAIMED_ERROR)
     else:
         values.update(status=WindowStatus.PENDING, next_attempt_at=reissue_at)
-    row = compare_and_set(
+    return _transition(
         conn,
-        ss,
-        row_id=state.id,
-        revision=state.revision,
+        state,
         expected_status=WindowStatus.PENDING,
         values=values,
     )
-    return None if row is None else _to_state(row)
 
 
 def poll_unfinished_windows(
