@@ -217,7 +217,9 @@ workspace_timeline_entry_evidence = Table(
     Column(
         "evidence_id",
         BigIntId,
-        ForeignKey("workspace_timeline_evidence.id", ondelete="CASCADE"),
+        # RESTRICT: evidence bound to an entry cannot vanish under it; the lifecycle engine
+        # purges leaves (bindings) first, and a cascade would hide a wrong order.
+        ForeignKey("workspace_timeline_evidence.id", ondelete="RESTRICT"),
         primary_key=True,
     ),
     Column("created_at", UTCDateTime(), nullable=False),
@@ -241,127 +243,6 @@ workspace_timeline_summaries = Table(
     Column("metadata_json", JSONType, nullable=False),
     *_timestamps(),
     CheckConstraint(_in("source", ("ai", "human")), name="source"),
-)
-
-# --- Interactions (seed 002): the store is authoritative; the admission queue is durable. ---
-
-interaction_requests = Table(
-    "interaction_requests",
-    metadata,
-    Column("id", String(64), primary_key=True),
-    _workspace_fk(),
-    Column("kind", String(32), nullable=False),
-    Column("subject_id", String(128), nullable=True),
-    Column("callback_token_hash", String(64), nullable=False, unique=True),
-    Column("chat_id", String(256), nullable=False),
-    Column("card_message_id", String(256), nullable=True),
-    Column("status", String(16), nullable=False),
-    Column("request_json", JSONType, nullable=False),
-    Column("expires_at", UTCDateTime(), nullable=False),
-    Column("revision", Integer(), nullable=False, server_default=text("1")),
-    *_timestamps(),
-    CheckConstraint(_in("status", ("pending", "submitted", "expired", "cancelled")), name="status"),
-    Index(None, "status", "expires_at"),
-    Index(None, "card_message_id"),
-)
-
-interaction_admissions = Table(
-    "interaction_admissions",
-    metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
-    Column(
-        "interaction_id",
-        String(64),
-        ForeignKey("interaction_requests.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
-    Column("idempotency_key", String(256), nullable=False, unique=True),
-    Column("actor_open_id", String(128), nullable=False),
-    Column("action_json", JSONType, nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("attempt_count", Integer(), nullable=False, server_default=text("0")),
-    Column("lease_owner", String(128), nullable=True),
-    Column("lease_expires_at", UTCDateTime(), nullable=True),
-    Column("last_error", String(1000), nullable=True),
-    *_timestamps(),
-    CheckConstraint(_in("status", ("queued", "leased", "done", "failed")), name="status"),
-    Index(None, "status", "lease_expires_at", "id"),
-)
-
-# --- Lifecycle (seed 003): holds always win; runs are audited. ---
-
-legal_holds = Table(
-    "legal_holds",
-    metadata,
-    Column("id", String(64), primary_key=True),
-    Column("workspace_id", String(128), nullable=True),
-    Column("table_name", String(128), nullable=True),
-    Column("reason", String(1000), nullable=False),
-    Column("created_by", String(128), nullable=False),
-    Column("create_idempotency_key", String(256), nullable=False, unique=True),
-    Column("review_at", UTCDateTime(), nullable=True),
-    Column("released_at", UTCDateTime(), nullable=True),
-    Column("released_by", String(128), nullable=True),
-    Column("release_reason", String(1000), nullable=True),
-    Column("release_idempotency_key", String(256), nullable=True, unique=True),
-    *_timestamps(),
-    Index(None, "released_at", "workspace_id"),
-)
-
-lifecycle_runs = Table(
-    "lifecycle_runs",
-    metadata,
-    Column("id", String(64), primary_key=True),
-    Column("mode", String(16), nullable=False),
-    Column("table_name", String(128), nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("cursor_json", JSONType, nullable=True),
-    Column("rows_matched", Integer(), nullable=False, server_default=text("0")),
-    Column("rows_archived", Integer(), nullable=False, server_default=text("0")),
-    Column("rows_purged", Integer(), nullable=False, server_default=text("0")),
-    Column("report_json", JSONType, nullable=False),
-    Column("started_at", UTCDateTime(), nullable=False),
-    Column("finished_at", UTCDateTime(), nullable=True),
-    CheckConstraint(_in("mode", ("dry_run", "archive", "purge")), name="mode"),
-)
-
-# --- Maintenance (seed 001): one record per operator job, advanced in short transactions. ---
-
-maintenance_jobs = Table(
-    "maintenance_jobs",
-    metadata,
-    Column("id", String(64), primary_key=True),
-    Column("job_type", String(64), nullable=False),
-    Column("processor_version", Integer(), nullable=False),
-    Column("scope_key", String(256), nullable=False),
-    Column("idempotency_key", String(256), nullable=False, unique=True),
-    Column("parameters_json", JSONType, nullable=False),
-    Column("parameters_hash", String(64), nullable=False),
-    Column("apply", Boolean(), nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("revision", Integer(), nullable=False, server_default=text("1")),
-    Column("batch_size", Integer(), nullable=False),
-    Column("delay_ms", Integer(), nullable=False),
-    Column("lock_timeout_ms", Integer(), nullable=False),
-    Column("statement_timeout_ms", Integer(), nullable=False),
-    Column("checkpoint_json", JSONType, nullable=False),
-    Column("counters_json", JSONType, nullable=False),
-    Column("result_json", JSONType, nullable=True),
-    Column("last_error", String(1000), nullable=True),
-    Column("not_before", UTCDateTime(), nullable=True),
-    *_timestamps(),
-    CheckConstraint(
-        _in("status", ("ready", "running", "paused", "completed", "cancelled", "failed")),
-        name="status",
-    ),
-    Index(
-        "uq_maintenance_jobs_one_open_per_scope",
-        "job_type",
-        "scope_key",
-        unique=True,
-        sqlite_where=text("status IN ('ready', 'paused')"),
-        postgresql_where=text("status IN ('ready', 'paused')"),
-    ),
 )
 
 audit_events = Table(

@@ -7,8 +7,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, delete
+from sqlalchemy.exc import IntegrityError
 
+from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as bindings
+from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.store import entries, evidence
 from timeline_pipeline.store.entries import (
     DraftOutcome,
@@ -336,3 +339,22 @@ def test_the_nearness_is_measured_from_when_the_entry_was_first_proposed(
 
 def vars_of(entry: EntryRow) -> dict[str, Any]:
     return {name: getattr(entry, name) for name in entry.__slots__}
+
+
+def test_evidence_bound_to_an_entry_cannot_be_deleted_from_under_it(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    """Bindings RESTRICT their evidence: a purge must remove the binding (the leaf) first."""
+    result = _store(engine, _draft(refs[:2]))
+    bound, unbound = refs[0].id, refs[2].id
+    with pytest.raises(IntegrityError), engine.begin() as conn:
+        conn.execute(delete(ev).where(ev.c.id == bound))
+    with engine.begin() as conn:
+        conn.execute(delete(ev).where(ev.c.id == unbound))  # nothing cites it
+        conn.execute(
+            delete(bindings).where(
+                bindings.c.entry_id == result.entry_id, bindings.c.evidence_id == bound
+            )
+        )
+        conn.execute(delete(ev).where(ev.c.id == bound))  # leaves first, then it goes
+    assert _entry(engine, result.entry_id).evidence_ids == (refs[1].id,)
