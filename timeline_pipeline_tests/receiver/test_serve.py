@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -93,6 +94,14 @@ def write_lock(engine: Engine) -> Iterator[None]:
             held.rollback()
 
 
+def _accepts_connections(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
 def test_a_request_in_flight_when_shutdown_begins_is_committed_and_answered(
     engine: Engine,
 ) -> None:
@@ -130,7 +139,10 @@ def test_a_request_in_flight_when_shutdown_begins_is_committed_and_answered(
             assert time.monotonic() < deadline, "the request never reached the receiver"
             time.sleep(0.01)
         server.should_exit = True  # what SIGTERM does
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10
+        while _accepts_connections(port):  # shutdown has begun: the listener is closed
+            assert time.monotonic() < deadline, "uvicorn never began its shutdown"
+            time.sleep(0.01)
         assert answers == []  # still waiting for the database
     client.join(30)
     serving.join(30)

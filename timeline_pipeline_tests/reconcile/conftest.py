@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine
 
 from timeline_pipeline.lark.simulator import ChatStore
-from timeline_pipeline_tests.reconcile.harness import Harness, start_simulator, test_settings
+from timeline_pipeline_tests.reconcile.harness import Harness, reconcile_settings, start_simulator
 
 MakeHarness = Callable[..., Harness]
 
@@ -22,6 +22,6 @@ def make_harness(engine: Engine) -> Iterator[MakeHarness]:
 
         def make(items: list[dict[str, Any]] | None = None, **settings: Any) -> Harness:
             sim = start_simulator(ChatStore(items or []), exits)
-            return Harness(engine, sim, test_settings(**settings), exits)
+            return Harness(engine, sim, reconcile_settings(**settings), exits)
 
         yield make

@@ -42,7 +42,7 @@ SECRET = "reconcile-test-secret"
 PAGE = 50
 
 
-def test_settings(**overrides: Any) -> LarkTimelineSettings:
+def reconcile_settings(**overrides: Any) -> LarkTimelineSettings:
     """Feature on, short backoffs, two attempts per call: failures surface in milliseconds."""
     values: dict[str, Any] = {
         "enabled": True,
@@ -54,9 +54,6 @@ def test_settings(**overrides: Any) -> LarkTimelineSettings:
         **overrides,
     }
     return load_timeline_settings(**values)
-
-
-test_settings.__test__ = False  # type: ignore[attr-defined]
 
 
 def messages(

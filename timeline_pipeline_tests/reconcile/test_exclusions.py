@@ -16,8 +16,8 @@ from timeline_pipeline_tests.reconcile.harness import (
     NOW,
     Harness,
     messages,
+    reconcile_settings,
     start_simulator,
-    test_settings,
 )
 
 
@@ -31,7 +31,7 @@ def test_bots_messages_are_stored_out_of_synthesis_and_this_apps_own_are_not_sto
     items[4]["sender"] = {"id": "cli_another_bot", "id_type": "app_id", "sender_type": "app"}
     with ExitStack() as exits:
         sim = start_simulator(ChatStore(items), exits, app_id=app_id)
-        harness = Harness(engine, sim, test_settings(), exits)
+        harness = Harness(engine, sim, reconcile_settings(), exits)
         harness.workspace()
 
         report = harness.run()
