@@ -14,14 +14,12 @@ validation (422 from FastAPI's models), whose detail is a list of `{loc, msg, ty
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from fastapi import HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -37,6 +35,7 @@ from timeline_pipeline.curation.errors import (
     SummaryNotFound,
 )
 from timeline_pipeline.db.engine import DatabaseUnavailable
+from timeline_pipeline.receiver.responses import SafeJSONResponse
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
 
 __all__ = [
@@ -116,17 +115,9 @@ def _problem_detail(status_code: int, detail: Any) -> Any:
     return detail
 
 
-class ProblemResponse(JSONResponse):
-    """JSON that always encodes: a lone surrogate in an echoed input becomes `\\ud800`.
-
-    Starlette's JSONResponse encodes with `ensure_ascii=False` and fails with a 500 on text a
-    client sent as `"\\ud800"`; an error answer must never fail that way.
-    """
-
-    def render(self, content: Any) -> bytes:
-        return json.dumps(
-            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
-        ).encode("ascii")
+class ProblemResponse(SafeJSONResponse):
+    """An error answer: the app's one safe JSON encoding (receiver/responses.py), so a lone
+    surrogate echoed from a client's input cannot turn a refusal into a 500."""
 
 
 def _validation_detail(errors: Sequence[Any]) -> list[dict[str, Any]]:
