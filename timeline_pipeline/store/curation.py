@@ -28,9 +28,9 @@ from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.keys import SOURCE_TYPE_WINDOW
+from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
 from timeline_pipeline.store import entries
 from timeline_pipeline.store.entries import EntryRow
-from timeline_pipeline.store.sync_states import TERMINAL
 
 __all__ = [
     "VISIBLE",
@@ -324,7 +324,7 @@ def windows_awaiting_summary(
     """
     stmt = select(ss).where(
         ss.c.source_type == SOURCE_TYPE_WINDOW,
-        ss.c.status.in_(TERMINAL),
+        ss.c.status.in_(TERMINAL_WINDOW_STATUSES),
         ss.c.summary_attempted == false(),
         or_(ss.c.window_start >= since, ss.c.processor_version.is_not(None)),
     )

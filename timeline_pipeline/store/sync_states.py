@@ -48,7 +48,6 @@ from timeline_pipeline.domain.states import (
     WindowStatus,
 )
 
-TERMINAL = TERMINAL_WINDOW_STATUSES
 MAX_ERROR_CHARS = 1000
 
 
@@ -419,7 +418,7 @@ def finish_window(
     metadata: dict[str, Any],
     now: datetime | None = None,
 ) -> SyncState | None:
-    if status not in TERMINAL:
+    if status not in TERMINAL_WINDOW_STATUSES:
         raise ValueError(f"finish_window needs a terminal status, got {status!r}")
     stamp = now or datetime.now(UTC)
     return _transition(
@@ -545,7 +544,11 @@ def mark_summary_attempted(conn: Connection, state_id: int) -> bool:
     moved under the run that replays it)."""
     result = conn.execute(
         ss.update()
-        .where(ss.c.id == state_id, ss.c.summary_attempted == false(), ss.c.status.in_(TERMINAL))
+        .where(
+            ss.c.id == state_id,
+            ss.c.summary_attempted == false(),
+            ss.c.status.in_(TERMINAL_WINDOW_STATUSES),
+        )
         .values(summary_attempted=True, revision=ss.c.revision + 1)
     )
     return result.rowcount == 1

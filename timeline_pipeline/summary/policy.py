@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from timeline_pipeline.store.sync_states import TERMINAL
+from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
 from timeline_pipeline.summary.models import SummaryEntry, SummaryInput
 
 __all__ = ["MAX_SUMMARY_ENTRIES", "Decision", "WindowFacts", "decide", "summary_input"]
@@ -59,7 +59,7 @@ def decide(window: WindowFacts, summary_source: str | None, *, enabled: bool = T
     """The decision for one window, given the source of the current summary (None: none)."""
     if not enabled:
         return Decision.DISABLED
-    if window.status not in TERMINAL:
+    if window.status not in TERMINAL_WINDOW_STATUSES:
         return Decision.NOT_TERMINAL
     if window.summary_attempted:
         return Decision.ALREADY_ATTEMPTED

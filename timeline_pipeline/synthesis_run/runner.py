@@ -31,7 +31,7 @@ from timeline_pipeline.domain.keys import (
     SOURCE_TYPE_LARK_MESSAGE,
     message_source_key,
 )
-from timeline_pipeline.domain.states import WindowStatus
+from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence, sync_states
 from timeline_pipeline.store.sync_states import SyncState
@@ -290,7 +290,7 @@ class WindowRunner:
             current = sync_states.get(conn, state_id)
         if current is None:
             return "the window state disappeared"
-        if current.status in sync_states.TERMINAL:
+        if current.status in TERMINAL_WINDOW_STATUSES:
             return f"the window is already {current.status}"
         if current.status == WindowStatus.PROCESSING:
             return f"another run ({current.lease_owner}) is processing the window"

@@ -54,6 +54,7 @@ from timeline_pipeline.domain.keys import (
     InvalidKey,
 )
 from timeline_pipeline.domain.states import (
+    BACKLOG_WINDOW_STATUSES,
     TERMINAL_WINDOW_STATUSES,
     UNCOVERING_WINDOW_STATUSES,
     WindowStatus,
@@ -61,10 +62,8 @@ from timeline_pipeline.domain.states import (
 from timeline_pipeline.ingest.eligibility import workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence
-from timeline_pipeline.store.sync_states import TERMINAL
 from timeline_pipeline.store.workspaces import Workspace
 from timeline_pipeline.windows.health_model import (
-    BACKLOG_STATUSES,
     ChatPosition,
     ListedWindow,
     PipelineHealth,
@@ -79,7 +78,6 @@ MAX_LISTED_WINDOWS = 20
 """Stale and failed windows listed by partition key; the counts are exact beyond that."""
 
 FINISHED_STATUSES = (*TERMINAL_WINDOW_STATUSES, WindowStatus.FAILED)
-UNCOVERING_STATUSES = UNCOVERING_WINDOW_STATUSES
 
 
 def horizon_start(settings: LarkTimelineSettings, now: datetime) -> datetime:
@@ -175,7 +173,7 @@ class _Measurement:
     def count_windows(self) -> None:
         backlog = (
             select(*self._count_columns())
-            .where(ss.c.source_type == SOURCE_TYPE_WINDOW, ss.c.status.in_(BACKLOG_STATUSES))
+            .where(ss.c.source_type == SOURCE_TYPE_WINDOW, ss.c.status.in_(BACKLOG_WINDOW_STATUSES))
             .group_by(ss.c.workspace_id, ss.c.status)
         )
         finished = (
@@ -254,7 +252,7 @@ class _Measurement:
             .select_from(ss.join(ws, ws.c.id == ss.c.workspace_id))
             .where(
                 ss.c.source_type == SOURCE_TYPE_WINDOW,
-                ss.c.status.in_(UNCOVERING_STATUSES),
+                ss.c.status.in_(UNCOVERING_WINDOW_STATUSES),
                 ss.c.processor_version.is_(None),
             )
             .group_by(ss.c.workspace_id, ss.c.scope_key)
@@ -358,7 +356,7 @@ class _Measurement:
                 func.count().label("n"), func.min(ss.c.last_seen_updated_at).label("since")
             ).where(
                 ss.c.source_type == SOURCE_TYPE_WINDOW,
-                ss.c.status.in_(TERMINAL),
+                ss.c.status.in_(TERMINAL_WINDOW_STATUSES),
                 ss.c.window_start >= self.horizon,
                 ss.c.summary_attempted == false(),
             )

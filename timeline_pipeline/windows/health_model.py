@@ -16,14 +16,12 @@ from timeline_pipeline.db.schema import WINDOW_STATUSES
 from timeline_pipeline.domain.states import BACKLOG_WINDOW_STATUSES, WindowStatus
 
 __all__ = [
-    "BACKLOG_STATUSES",
     "ChatPosition",
     "ListedWindow",
     "PipelineHealth",
     "WorkspaceHealth",
 ]
 
-BACKLOG_STATUSES = BACKLOG_WINDOW_STATUSES
 """Requested (or created) and not finished: the windows that wait for, or hold, a run."""
 
 
@@ -66,7 +64,7 @@ class WorkspaceHealth:
 
     @property
     def backlog(self) -> int:
-        return sum(self.windows.get(status, 0) for status in BACKLOG_STATUSES)
+        return sum(self.windows.get(status, 0) for status in BACKLOG_WINDOW_STATUSES)
 
 
 @dataclass(frozen=True)

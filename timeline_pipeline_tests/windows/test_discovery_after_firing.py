@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, false, select, true
 
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import sync_states, workspaces
-from timeline_pipeline.store.sync_states import TERMINAL
 from timeline_pipeline.windows.keys import window_start_of
 from timeline_pipeline.windows.planning import DiscoveryCursor
 from timeline_pipeline_tests.windows.support import (
@@ -80,7 +80,7 @@ def uncovered_evidence(engine: Engine, config: LarkTimelineSettings) -> list[int
         row.id
         for row in rows
         if states.get((row.workspace_id, row.scope_key, window_start_of(row.occurred_at, WINDOW)))
-        not in TERMINAL
+        not in TERMINAL_WINDOW_STATUSES
     ]
 
 
