@@ -24,6 +24,11 @@ from sqlalchemy import (
 )
 
 from timeline_pipeline.db.types import BigIntId, JSONType, UTCDateTime
+from timeline_pipeline.domain.maintenance import (
+    OPEN_MAINTENANCE_STATUSES,
+    MaintenancePhase,
+    MaintenanceStatus,
+)
 from timeline_pipeline.domain.states import WindowStatus
 
 metadata = MetaData(
@@ -121,6 +126,8 @@ workspace_timeline_evidence = Table(
     UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
     Index(None, "workspace_id", "source", "source_type", "occurred_at"),
     Index(None, "workspace_id", "scope_key", "occurred_at", "id"),
+    # Maintenance processors page a workspace's rows by id (migration 0007_maintenance).
+    Index(None, "workspace_id", "id"),
 )
 
 workspace_timeline_sync_states = Table(
@@ -268,4 +275,57 @@ api_tokens = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("revoked_at", UTCDateTime(), nullable=True),
+)
+
+# Operator-driven maintenance jobs (README, "Maintenance jobs"): one row per job, kept after it
+# completes or is cancelled. Limits are real columns with the documented ranges as checks, so a
+# row can never hold a limit the service would refuse; the partial unique index allows one open
+# (ready or paused) job per type and scope, whatever its mode.
+MAINTENANCE_STATUSES = tuple(status.value for status in MaintenanceStatus)
+MAINTENANCE_PHASES = tuple(phase.value for phase in MaintenancePhase)
+MAINTENANCE_OPEN_PREDICATE = _in("status", tuple(s.value for s in OPEN_MAINTENANCE_STATUSES))
+
+maintenance_jobs = Table(
+    "maintenance_jobs",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("job_type", String(64), nullable=False),
+    Column("processor_version", String(32), nullable=False),
+    Column("scope_key", String(256), nullable=False),
+    Column("idempotency_key", String(256), nullable=False, unique=True),
+    Column("input_hash", String(64), nullable=False),
+    Column("parameters_json", JSONType, nullable=False),
+    Column("apply", Boolean(), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("phase", String(16), nullable=False),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("batch_size", Integer(), nullable=False),
+    Column("delay_ms", Integer(), nullable=False),
+    Column("lock_timeout_ms", Integer(), nullable=False),
+    Column("statement_timeout_ms", Integer(), nullable=False),
+    Column("checkpoint_json", JSONType, nullable=False),
+    Column("progress_json", JSONType, nullable=False),
+    Column("result_json", JSONType, nullable=True),
+    Column("error_json", JSONType, nullable=True),
+    Column("batches", Integer(), nullable=False, server_default=text("0")),
+    Column("not_before", UTCDateTime(), nullable=True),
+    *_timestamps(),
+    Column("finished_at", UTCDateTime(), nullable=True),
+    CheckConstraint(_in("status", MAINTENANCE_STATUSES), name="status"),
+    CheckConstraint(_in("phase", MAINTENANCE_PHASES), name="phase"),
+    CheckConstraint("batch_size BETWEEN 1 AND 5000", name="batch_size"),
+    CheckConstraint("delay_ms BETWEEN 1 AND 60000", name="delay_ms"),
+    CheckConstraint(
+        "lock_timeout_ms >= 1 AND lock_timeout_ms <= statement_timeout_ms "
+        "AND statement_timeout_ms <= 5000",
+        name="timeouts",
+    ),
+    Index(
+        "uq_maintenance_jobs_one_open_per_scope",
+        "job_type",
+        "scope_key",
+        unique=True,
+        sqlite_where=text(MAINTENANCE_OPEN_PREDICATE),
+        postgresql_where=text(MAINTENANCE_OPEN_PREDICATE),
+    ),
 )

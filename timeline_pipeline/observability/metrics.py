@@ -86,3 +86,25 @@ class ReceiverMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+
+
+class MaintenanceMetrics:
+    """Counters of the maintenance job service (README, "Maintenance jobs"): label values are
+    processor types and fixed outcome codes, never job ids."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.advances = Counter(
+            "timeline_maintenance_advances",
+            "Advance requests by processor type and outcome (advanced, completed, paused, "
+            "busy, stale, delay, refused).",
+            ["job_type", "outcome"],
+            registry=self.registry,
+        )
+        self.batch_seconds = Histogram(
+            "timeline_maintenance_batch_seconds",
+            "Time a maintenance batch held its transaction, by processor type and phase.",
+            ["job_type", "phase"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )

@@ -405,3 +405,116 @@ def _first_eligible_statement() -> Select[Any]:
         .order_by(ev.c.occurred_at, ev.c.id)
         .limit(1)
     )
+
+
+# --- maintenance processors (README, "Maintenance jobs"): id keyset pages and batch rewrites ---
+
+
+def id_page(
+    conn: Connection,
+    workspace_id: str,
+    *,
+    after_id: int,
+    limit: int,
+    source_type: str | None = None,
+    deleted: bool | None = None,
+) -> list[EvidenceRow]:
+    """A workspace's rows with id > `after_id`, in id order: one range of the (workspace_id, id)
+    index, never an OFFSET, so each page costs the same however far the scan has come."""
+    stmt = select(ev).where(ev.c.workspace_id == workspace_id, ev.c.id > after_id)
+    if source_type is not None:
+        stmt = stmt.where(ev.c.source_type == source_type)
+    if deleted is not None:
+        stmt = stmt.where(ev.c.deleted == (true() if deleted else false()))
+    rows = conn.execute(stmt.order_by(ev.c.id).limit(limit))
+    return [_to_row(r) for r in rows]
+
+
+@cache
+def _rehash_statement() -> Any:
+    return (
+        ev.update()
+        .where(ev.c.id == bindparam("row_id"), ev.c.content_hash == bindparam("old_hash"))
+        .values(content_hash=bindparam("new_hash"), updated_at=bindparam("now"))
+    )
+
+
+def replace_content_hashes(
+    conn: Connection, changes: Sequence[tuple[int, str, str]], *, now: datetime
+) -> int:
+    """Set each row's hash from `old` to `new`, only where it still holds `old` (a concurrent
+    write already moved it otherwise); the number of rows changed."""
+    if not changes:
+        return 0
+    result = conn.execute(
+        _rehash_statement(),
+        [{"row_id": i, "old_hash": old, "new_hash": new, "now": now} for i, old, new in changes],
+    )
+    return int(result.rowcount)
+
+
+@cache
+def _redact_statement() -> Any:
+    return (
+        ev.update()
+        .where(ev.c.id == bindparam("row_id"), ev.c.revision == bindparam("expected_revision"))
+        .values(
+            content=bindparam("new_content"),
+            content_hash=bindparam("new_hash"),
+            metadata_json=bindparam("new_metadata", type_=ev.c.metadata_json.type),
+            source_updated_at=bindparam("new_updated", type_=ev.c.source_updated_at.type),
+            deleted=true(),
+            ai_eligible=false(),
+            revision=ev.c.revision + 1,
+            updated_at=bindparam("now", type_=ev.c.updated_at.type),
+        )
+    )
+
+
+def redact_rows(
+    conn: Connection,
+    rows: Sequence[EvidenceRecord],
+    ids: Sequence[tuple[int, int]],
+    *,
+    now: datetime,
+) -> int:
+    """Overwrite rows with their redacted records, each only if still at the revision it was
+    read at (`ids` holds (id, revision) pairs, parallel to `rows`); the number changed."""
+    if not rows:
+        return 0
+    result = conn.execute(
+        _redact_statement(),
+        [
+            {
+                "row_id": row_id,
+                "expected_revision": revision,
+                "new_content": record.content,
+                "new_hash": record.content_hash,
+                "new_metadata": record.metadata,
+                "new_updated": record.source_updated_at,
+                "now": now,
+            }
+            for record, (row_id, revision) in zip(rows, ids, strict=True)
+        ],
+    )
+    return int(result.rowcount)
+
+
+def count_eligible_in(
+    conn: Connection, workspace_id: str, scope_key: str, start: datetime, end: datetime
+) -> int:
+    """Eligible rows of one chat in [start, end): one range of the scope index."""
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(ev)
+            .where(
+                ev.c.workspace_id == workspace_id,
+                ev.c.scope_key == scope_key,
+                ev.c.occurred_at >= start,
+                ev.c.occurred_at < end,
+                ev.c.ai_eligible == true(),
+                ev.c.deleted == false(),
+            )
+        ).scalar_one()
+    )
