@@ -311,10 +311,12 @@ class RuntimeEnvironment(BaseSettings):
     )
     """Signs API paging cursors (a random key per process when unset); several `serve`
     replicas behind one balancer must share it."""
-    maintenance_port: int | None = Field(
-        default=None, ge=1, le=65535, validation_alias=AliasChoices("MAINTENANCE_PORT")
+    maintenance_port: str | None = Field(
+        default=None, validation_alias=AliasChoices("MAINTENANCE_PORT")
     )
-    """Port of the loopback-only maintenance listener."""
+    """Port (1 .. 65535) of the loopback-only maintenance listener that `serve` starts; unset
+    disables it. Read as text: an invalid value disables only the listener, with a logged
+    error, and never stops `serve` or any other command."""
 
 
 class Settings:

@@ -280,6 +280,7 @@ def _register_subcommands() -> None:
     from timeline_pipeline.cli.config_commands import config_group
     from timeline_pipeline.cli.demo_commands import demo
     from timeline_pipeline.cli.lark_commands import lark_group
+    from timeline_pipeline.cli.maintenance_commands import maintenance_group
     from timeline_pipeline.cli.reconcile_commands import reconcile
     from timeline_pipeline.cli.serve_commands import serve
     from timeline_pipeline.cli.timeline_commands import timeline_group
@@ -288,6 +289,7 @@ def _register_subcommands() -> None:
     cli.add_command(config_group)
     cli.add_command(demo)
     cli.add_command(lark_group)
+    cli.add_command(maintenance_group)
     cli.add_command(token_group)
     cli.add_command(reconcile)
     cli.add_command(serve)
