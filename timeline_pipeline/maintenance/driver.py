@@ -267,4 +267,9 @@ class Driver:
             )
         if reply.busy:
             return RunReport(EXIT_ERROR, job, batches, "the job stayed busy through every retry")
-        return RunReport(EXIT_ERROR, reply.job or job, batches, reply.message)
+        return RunReport(
+            EXIT_ERROR,
+            reply.job or job,
+            batches,
+            f"{reply.message} (HTTP {reply.status}, {reply.code or 'error'})",
+        )

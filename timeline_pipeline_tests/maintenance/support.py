@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, text
 
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.maintenance.limits import Limits
@@ -88,3 +88,36 @@ def drive(svc: JobService, job: MaintenanceJob, *, max_batches: int = 1000) -> M
             return job
         job = svc.advance(job.id, revision=job.revision)
     return job
+
+
+def fail_updates_of(engine: Engine, row_id: int) -> None:
+    """A real SQL error inside the batch: a trigger refusing an update of one row."""
+    with engine.begin() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.execute(
+                text(
+                    "CREATE TRIGGER refuse_update BEFORE UPDATE ON workspace_timeline_evidence "
+                    f"WHEN OLD.id = {row_id} BEGIN SELECT RAISE(ABORT, 'refused'); END"
+                )
+            )
+            return
+        conn.execute(
+            text(
+                "CREATE FUNCTION refuse_update() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN RAISE EXCEPTION 'refused'; END $$"
+            )
+        )
+        conn.execute(
+            text(
+                "CREATE TRIGGER refuse_update BEFORE UPDATE ON workspace_timeline_evidence "
+                f"FOR EACH ROW WHEN (OLD.id = {row_id}) EXECUTE FUNCTION refuse_update()"
+            )
+        )
+
+
+def allow_updates(engine: Engine) -> None:
+    with engine.begin() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.execute(text("DROP TRIGGER refuse_update"))
+        else:
+            conn.execute(text("DROP TRIGGER refuse_update ON workspace_timeline_evidence"))

@@ -23,8 +23,10 @@ from timeline_pipeline.maintenance.limits import Limits
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline_tests.maintenance.support import (
     FAST,
+    allow_updates,
     drive,
     evidence_snapshot,
+    fail_updates_of,
     seed_evidence,
     service,
     stale_hashes,
@@ -214,47 +216,14 @@ def test_an_sql_error_pauses_the_job_without_moving_its_checkpoint(engine: Engin
     svc = service(engine)
     job, _ = _create(svc, apply=True)
     job = svc.advance(job.id, revision=job.revision)
-    _fail_updates_of(engine, 15)
+    fail_updates_of(engine, 15)
     failed = svc.advance(job.id, revision=job.revision)
     assert failed.status == "paused"
     assert failed.checkpoint == job.checkpoint and failed.progress == job.progress
     assert failed.error is not None and failed.error["code"] == "sql_error"
     assert failed.error["retryable"] is False
     assert stale_hashes(engine) == 20  # the failed batch changed nothing
-    _allow_updates(engine)
+    allow_updates(engine)
     resumed = svc.resume(job.id, revision=failed.revision)
     assert drive(svc, resumed).status == "completed"
     assert stale_hashes(engine) == 0
-
-
-def _fail_updates_of(engine: Engine, row_id: int) -> None:
-    """A real SQL error inside the batch: a trigger refusing an update of one row."""
-    with engine.begin() as conn:
-        if conn.dialect.name == "sqlite":
-            conn.execute(
-                text(
-                    "CREATE TRIGGER refuse_update BEFORE UPDATE ON workspace_timeline_evidence "
-                    f"WHEN OLD.id = {row_id} BEGIN SELECT RAISE(ABORT, 'refused'); END"
-                )
-            )
-            return
-        conn.execute(
-            text(
-                "CREATE FUNCTION refuse_update() RETURNS trigger LANGUAGE plpgsql AS "
-                "$$ BEGIN RAISE EXCEPTION 'refused'; END $$"
-            )
-        )
-        conn.execute(
-            text(
-                "CREATE TRIGGER refuse_update BEFORE UPDATE ON workspace_timeline_evidence "
-                f"FOR EACH ROW WHEN (OLD.id = {row_id}) EXECUTE FUNCTION refuse_update()"
-            )
-        )
-
-
-def _allow_updates(engine: Engine) -> None:
-    with engine.begin() as conn:
-        if conn.dialect.name == "sqlite":
-            conn.execute(text("DROP TRIGGER refuse_update"))
-        else:
-            conn.execute(text("DROP TRIGGER refuse_update ON workspace_timeline_evidence"))
