@@ -28,9 +28,9 @@ from timeline_pipeline.maintenance.driver import (
     Reply,
     TransportError,
 )
+from timeline_pipeline.maintenance.endpoint import ListenerRefused, parse_port
+from timeline_pipeline.maintenance.http_client import HttpTransport
 from timeline_pipeline.maintenance.limits import BATCH_SIZE_RANGE, DELAY_MS_RANGE, TIMEOUT_MS_MAX
-from timeline_pipeline.maintenance.listener import ListenerRefused, parse_port
-from timeline_pipeline.maintenance.transports import HttpTransport
 
 
 def _fail(message: str) -> NoReturn:

@@ -30,7 +30,7 @@ import math
 import socket
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -38,30 +38,19 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from timeline_pipeline.db.engine import DatabaseUnavailable
+from timeline_pipeline.maintenance.endpoint import (
+    JOBS_PATH,
+    LOOPBACK_HOST,
+    ListenerRefused,
+    parse_port,
+)
 from timeline_pipeline.maintenance.errors import MaintenanceError, TooEarly
 from timeline_pipeline.maintenance.limits import parse_limits
 from timeline_pipeline.maintenance.service import JobService, job_json
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.receiver.responses import SafeJSONResponse
 
-LOOPBACK_HOST: Final = "127.0.0.1"
-JOBS_PATH: Final = "/maintenance/jobs"
-
 log = get_logger("timeline_pipeline.maintenance.listener")
-
-
-class ListenerRefused(Exception):
-    """The listener cannot start as configured; the message is one line for the log."""
-
-
-def parse_port(raw: str | None) -> int | None:
-    """The configured port, None when unset; ListenerRefused for anything else than 1-65535."""
-    if raw is None or raw.strip() == "":
-        return None
-    text = raw.strip()
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise ListenerRefused("MAINTENANCE_PORT must be a port number between 1 and 65535")
-    return int(text)
 
 
 def is_loopback(host: str | None) -> bool:

@@ -1,79 +1,17 @@
-"""How the driver reaches the job service: HTTP to the loopback listener (the CLI), or the
-service itself in the same process (the Dagster job). Both answer with the listener's replies,
-so the driver's rules are the same either way."""
+"""The driver talking to the job service in the same process (the Dagster job), with the
+listener's replies, so the driver's rules are the same as over HTTP (`http_client`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Any, Final
-
-import httpx
+from typing import Any
 
 from timeline_pipeline.db.engine import DatabaseUnavailable
 from timeline_pipeline.maintenance.driver import Reply, TransportError
 from timeline_pipeline.maintenance.errors import MaintenanceError
 from timeline_pipeline.maintenance.limits import parse_limits
-from timeline_pipeline.maintenance.listener import JOBS_PATH, LOOPBACK_HOST, refusal_body
+from timeline_pipeline.maintenance.listener import refusal_body
 from timeline_pipeline.maintenance.service import JobService, job_json
-
-CONNECT_TIMEOUT_SECONDS: Final = 2.0
-READ_TIMEOUT_SECONDS: Final = 30.0
-"""Longer than a batch can take (a statement timeout is at most 5 s) plus the commit."""
-
-
-class HttpTransport:
-    """Loopback only, whatever the environment: proxy variables are ignored (`trust_env`
-    off) and redirects are refused, never followed."""
-
-    def __init__(self, port: int, *, read_timeout: float = READ_TIMEOUT_SECONDS) -> None:
-        self._client = httpx.Client(
-            base_url=f"http://{LOOPBACK_HOST}:{port}",
-            trust_env=False,
-            follow_redirects=False,
-            timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT_SECONDS),
-        )
-
-    def close(self) -> None:
-        self._client.close()
-
-    def create(self, body: Mapping[str, Any]) -> Reply:
-        return self._send("POST", JOBS_PATH, body)
-
-    def get(self, job_id: str) -> Reply:
-        return self._send("GET", f"{JOBS_PATH}/{job_id}", None)
-
-    def post(self, job_id: str, action: str, body: Mapping[str, Any]) -> Reply:
-        return self._send("POST", f"{JOBS_PATH}/{job_id}/{action}", body)
-
-    def _send(self, method: str, path: str, body: Mapping[str, Any] | None) -> Reply:
-        try:
-            response = self._client.request(method, path, json=body)
-        except httpx.TransportError as exc:
-            raise TransportError(type(exc).__name__) from None
-        if response.is_redirect:
-            return Reply(
-                response.status_code,
-                {
-                    "detail": {
-                        "code": "redirect",
-                        "message": "the listener answered with a "
-                        "redirect, which the driver refuses to follow",
-                    }
-                },
-            )
-        try:
-            parsed = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            parsed = None
-        if not isinstance(parsed, dict):
-            parsed = {
-                "detail": {
-                    "code": "bad_answer",
-                    "message": f"HTTP {response.status_code} without a JSON object",
-                }
-            }
-        return Reply(response.status_code, parsed)
 
 
 class ServiceTransport:
