@@ -3,7 +3,7 @@
 SQLAlchemy's generic `insert()` has no `on_conflict_do_update` / `on_conflict_do_nothing`;
 each dialect's own construct does, with the same spelling on SQLite and PostgreSQL. Every store
 that upserts takes its statement from here, so choosing the dialect is written once (README,
-"Database").
+"Package layout").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Audit events (`audit_events`): the only module with their SQL.
 
-One event per curation change, written in the change's own transaction (README, "Curation").
+One event per curation change, written in the change's own transaction (README, "Package layout").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The only module with this table's SQL. `mark_thread_listed` runs in the transaction of the
 thread's replies, so a thread counts as served only once its replies are stored (README,
-"Reconciliation").
+"Package layout").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 An AI write is one INSERT ... ON CONFLICT DO UPDATE ... WHERE source = 'ai', so an automatic
 summary can never replace a human one, whatever the timing; a human write is a compare-and-set
-on the revision (README, "Curation").
+on the revision (README, "Package layout").
 """
 
 from __future__ import annotations
