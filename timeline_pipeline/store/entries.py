@@ -15,6 +15,10 @@ human-created entry is left exactly as it is.
 Every state change is a compare-and-set (INSERT ... ON CONFLICT, or UPDATE on id and
 revision) so two writers cannot lose each other's changes; the decision itself is the pure
 `plan_draft_write`, tested as a table.
+
+The only module with SQL on `workspace_timeline_entries` and
+`workspace_timeline_entry_evidence`, curation's reads and edits included (README, "Package
+layout").
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 Functions take a Connection so that callers compose them into one transaction (the receiver
 commits a message for every bound workspace at once; reconciliation commits a page at once).
 Statements are built once per dialect: rebuilding an upsert per row halves the write rate.
+
+The only module with SQL on `workspace_timeline_evidence`; other stores' statements embed its
+correlated subqueries (`latest_eligible_at`, `first_eligible_at`) instead of writing their own
+(README, "Package layout").
 """
 
 from __future__ import annotations

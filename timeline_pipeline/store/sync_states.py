@@ -4,6 +4,11 @@ Every transition that two workers could race on is one compare-and-set on the ro
 and its status or a guard (`db.cas.compare_and_set`): the row it returns, or None, decides the
 winner. A window row is created only by an INSERT ... SELECT that finds eligible evidence in
 the window, so an empty window can never get a row.
+
+The only module with SQL on `workspace_timeline_sync_states`: besides the transitions, the
+reads of the health measurement, the windows awaiting a summary decision, reconciliation's
+progress marker, and the correlated subqueries other stores' statements embed (README,
+"Package layout").
 """
 
 from __future__ import annotations

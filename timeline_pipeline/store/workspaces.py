@@ -1,4 +1,6 @@
-"""Workspaces, their Lark chat bindings and curators."""
+"""Workspaces, their Lark chat bindings and curators: the only module with SQL on
+`workspaces`, `workspace_collaboration_resources` and `workspace_curators`, including the
+per-chat reads of discovery and the health measurement (README, "Package layout")."""
 
 from __future__ import annotations
 

@@ -18,6 +18,9 @@ window history, so the measurement can run every few minutes beside the receiver
 * collection lag: each followed chat's checkpoint (`last_seen_updated_at`), one unique-key
   lookup per chat, when reconciliation is on;
 * summary lag: finished windows still awaiting their summary decision, when the summary is on.
+
+The statements are in the stores (`store/sync_states.py`, `store/workspaces.py`); this module
+tallies what they return.
 """
 
 from __future__ import annotations
