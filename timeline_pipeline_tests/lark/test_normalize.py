@@ -64,6 +64,7 @@ class Mention:
     key: str
     open_id: str
     name: str
+    id_type: str = "open_id"
 
 
 ALICE = Mention("@_user_1", "ou_alice", "Alice")
@@ -95,7 +96,7 @@ def list_item(
         update_time=update_time,
         sender_id=sender_open_id,
         sender_id_type=sender_id_type,
-        mentions=[(m.key, m.open_id, m.name) for m in mentions],
+        mentions=[(m.key, m.open_id, m.name, m.id_type) for m in mentions],
         tenant_key="tenant_1",
         **fields,
     )
@@ -438,8 +439,7 @@ def test_text_mentions_resolve_to_names_and_record_open_ids(
 
 
 def test_an_at_all_mention_listed_by_history_is_not_an_open_id() -> None:
-    item = list_item("text", {"text": "@_all go"})
-    item["mentions"] = [{"key": "@_all", "id": "all", "id_type": "open_id", "name": "Everyone"}]
+    item = list_item("text", {"text": "@_all go"}, mentions=(Mention("@_all", "all", "Everyone"),))
 
     message = from_list(item)
 
@@ -448,8 +448,8 @@ def test_an_at_all_mention_listed_by_history_is_not_an_open_id() -> None:
 
 
 def test_mentions_identified_by_something_other_than_open_id_are_not_recorded() -> None:
-    item = list_item("text", {"text": "@_user_1 hi"})
-    item["mentions"] = [{"key": "@_user_1", "id": "u_123", "id_type": "user_id", "name": "Al"}]
+    al = Mention("@_user_1", "u_123", "Al", id_type="user_id")
+    item = list_item("text", {"text": "@_user_1 hi"}, mentions=(al,))
 
     message = from_list(item)
 

@@ -41,6 +41,12 @@ _LINES: Final = (
 )
 
 
+def _mention(
+    key: str, id_: str, name: str, id_type: str = "open_id", *, tenant_key: str
+) -> dict[str, str]:
+    return {"key": key, "id": id_, "id_type": id_type, "name": name, "tenant_key": tenant_key}
+
+
 def message_item(
     message_type: str,
     content: Any,
@@ -52,7 +58,7 @@ def message_item(
     sender_id: str | None,
     sender_id_type: str = "open_id",
     sender_type: str = "user",
-    mentions: Iterable[tuple[str, str, str]] = (),
+    mentions: Iterable[tuple[str, str, str] | tuple[str, str, str, str]] = (),
     root_id: str | None = None,
     parent_id: str | None = None,
     thread_id: str | None = None,
@@ -63,7 +69,8 @@ def message_item(
     """One history list item (`data.items[]`), in Lark's field names.
 
     `content` is the message body: a string is taken as it is (already JSON, or deliberately
-    not), anything else is JSON-encoded. `mentions` are `(key, open_id, name)`. Times are passed
+    not), anything else is JSON-encoded. `mentions` are `(key, id, name)` with an open_id,
+    or `(key, id, name, id_type)`. Times are passed
     through unchanged so that tests can build the malformed ones Lark must never send; thread
     fields are present only when given, as in a real listing.
     """
@@ -82,16 +89,7 @@ def message_item(
             "tenant_key": tenant_key,
         },
         "body": {"content": content if isinstance(content, str) else json.dumps(content)},
-        "mentions": [
-            {
-                "key": key,
-                "id": open_id,
-                "id_type": "open_id",
-                "name": name,
-                "tenant_key": tenant_key,
-            }
-            for key, open_id, name in mentions
-        ],
+        "mentions": [_mention(*mention, tenant_key=tenant_key) for mention in mentions],
     }
     for key, value in (("root_id", root_id), ("parent_id", parent_id), ("thread_id", thread_id)):
         if value is not None:
