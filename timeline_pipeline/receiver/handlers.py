@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import chat_skip, message_skip, sender_skip
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.message_policy import is_self_message
@@ -36,7 +37,6 @@ from timeline_pipeline.receiver.bindings import BindingCache
 from timeline_pipeline.receiver.outcomes import Reason, Rejected
 from timeline_pipeline.receiver.wakeups import Wakeup
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.workspaces import Workspace
 
 # The same key-safety rule as normalization: ids become part of `chat/<chat>/message/<id>`.
 _IDENTIFIER: Final = re.compile(r"[\x21-\x2e\x30-\x7e]{1,256}")
