@@ -29,7 +29,7 @@ from timeline_pipeline.domain.maintenance import (
     MaintenancePhase,
     MaintenanceStatus,
 )
-from timeline_pipeline.domain.states import WindowStatus
+from timeline_pipeline.domain.states import WINDOW_STATUSES
 
 metadata = MetaData(
     naming_convention={
@@ -41,7 +41,6 @@ metadata = MetaData(
     }
 )
 
-WINDOW_STATUSES = tuple(status.value for status in WindowStatus)
 WORKSPACE_STATUSES = ("firing", "recovered", "archived")
 
 

@@ -1,26 +1,82 @@
-"""The versioned rerun (README "Prompt/schema upgrade"): it creates state rows only for windows
-discovery would take, because the sensor requests every such row as soon as there is room."""
+"""The versioned rerun (README "Prompt/schema upgrade"): the `window_rerun` maintenance
+processor creates state rows only for windows discovery would take, because the sensor requests
+every such row as soon as there is room."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import itertools
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
+import pytest
 from sqlalchemy import Engine
 
+from timeline_pipeline.maintenance.limits import Limits
+from timeline_pipeline.maintenance.processors import default_registry
+from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import sync_states
-from timeline_pipeline.windows.rerun import RerunPlan, plan_versioned_rerun
-from timeline_pipeline_tests.windows.support import MIN, T0, WINDOW, post, settings, workspace
+from timeline_pipeline.windows.keys import WindowRef
+from timeline_pipeline.windows.planning import DiscoveryLimits
+from timeline_pipeline.windows.rerun import Held, held_back
+from timeline_pipeline_tests.windows.support import (
+    MIN,
+    T0,
+    WINDOW,
+    post,
+    settings,
+    window_states,
+    workspace,
+)
+
+_keys = itertools.count()
+MILLISECOND = timedelta(milliseconds=1)
 
 
-def rerun(engine: Engine, config: LarkTimelineSettings, now: datetime) -> RerunPlan:
-    return plan_versioned_rerun(
-        engine, workspace_id="inc-1", processor_version="v2", settings=config, now=now
+@dataclass
+class RerunResult:
+    created: list[datetime]
+    held_open: int
+    held_collecting: int
+    already_present: int
+
+    @property
+    def held(self) -> int:
+        return self.held_open + self.held_collecting
+
+
+def rerun(
+    engine: Engine, config: LarkTimelineSettings, now: datetime, *, batch_size: int = 100
+) -> RerunResult:
+    """One `window_rerun` apply job, driven to completion at `now`."""
+    before = set(window_states(engine))
+    ticks = itertools.count()
+    # Each reading 2 ms after the last: the job's 1 ms delay has passed by the next advance.
+    service = JobService(
+        engine, default_registry(config), clock=lambda: now + next(ticks) * 2 * MILLISECOND
+    )
+    job, _ = service.create(
+        job_type="window_rerun",
+        idempotency_key=f"rerun-{next(_keys)}",
+        parameters={"workspace_id": "inc-1", "processor_version": "v2"},
+        limits=Limits(batch_size, 1, 500, 3000),
+        apply=True,
+    )
+    while job.status == "ready":
+        job = service.act(job.id, "advance", revision=job.revision)
+    assert job.status == "completed", job.error
+    states = window_states(engine)
+    created = sorted(
+        s.window_start for key, s in states.items() if key not in before and s.window_start
+    )
+    result = job.result or {}
+    return RerunResult(
+        created, result["held_open"], result["held_collecting"], result["already_present"]
     )
 
 
-def starts(plan: RerunPlan) -> list[datetime]:
-    return [ref.window_start for ref in plan.windows]
+def starts(result: RerunResult) -> list[datetime]:
+    return result.created
 
 
 def covered_until(engine: Engine, at: datetime) -> None:
@@ -36,9 +92,9 @@ def test_a_window_inside_its_close_grace_gets_no_row_until_it_has_closed(engine:
     post(engine, [T0 + MIN, T0 + WINDOW + MIN, T0 + 2 * WINDOW + MIN])
     config = settings()  # 10-minute windows, 3-minute close grace
     # 10:00 and 10:10 are closed at 10:25; 10:20 ends at 10:30, closes at 10:33.
-    plan = rerun(engine, config, T0 + 25 * MIN)
-    assert starts(plan) == [T0, T0 + WINDOW]
-    assert (plan.held_open, plan.held_collecting, plan.held) == (1, 0, 1)
+    result = rerun(engine, config, T0 + 25 * MIN)
+    assert starts(result) == [T0, T0 + WINDOW]
+    assert (result.held_open, result.held_collecting, result.held) == (1, 0, 1)
     # Past 10:30 but inside the grace: still held. Once closed, running again adds it.
     assert starts(rerun(engine, config, T0 + 32 * MIN)) == []
     later = rerun(engine, config, T0 + 33 * MIN)
@@ -62,16 +118,31 @@ def test_with_reconciliation_on_a_window_waits_until_its_chat_is_collected_past_
     assert starts(rerun(engine, config, now)) == [T0 + WINDOW]
 
 
-def test_held_windows_do_not_use_up_the_per_call_limit(engine: Engine) -> None:
+def test_the_rerun_in_batches_of_one_window_gives_what_one_batch_gives(engine: Engine) -> None:
     workspace(engine)
     post(engine, [T0 + MIN, T0 + WINDOW + MIN, T0 + 2 * WINDOW + MIN])
-    plan = plan_versioned_rerun(
-        engine,
-        workspace_id="inc-1",
-        processor_version="v2",
-        settings=settings(),
-        now=T0 + 2 * WINDOW + 5 * MIN,
-        max_windows=2,
-    )
-    assert starts(plan) == [T0, T0 + WINDOW]
-    assert not plan.truncated and plan.held_open == 1
+    result = rerun(engine, settings(), T0 + 2 * WINDOW + 5 * MIN, batch_size=1)
+    assert starts(result) == [T0, T0 + WINDOW]
+    assert result.held_open == 1
+
+
+@pytest.mark.parametrize(
+    ("reconciliation", "now", "covered_until", "expected"),
+    [
+        pytest.param(False, T0 + WINDOW + 2 * MIN, None, Held.OPEN, id="inside the close grace"),
+        pytest.param(False, T0 + WINDOW + 3 * MIN, None, None, id="closed at end plus grace"),
+        pytest.param(True, T0 + WINDOW + 3 * MIN, None, Held.COLLECTING, id="never collected"),
+        pytest.param(
+            True, T0 + WINDOW + 3 * MIN, T0 + WINDOW - MIN, Held.COLLECTING,
+            id="collected short of its end",
+        ),
+        pytest.param(True, T0 + WINDOW + 3 * MIN, T0 + WINDOW, None, id="collected to its end"),
+    ],
+)  # fmt: skip
+def test_held_back_applies_discoverys_own_rules_without_touching_the_database(
+    reconciliation: bool, now: datetime, covered_until: datetime | None, expected: Held | None
+) -> None:
+    limits = DiscoveryLimits.from_settings(settings(reconciliation_enabled=reconciliation))
+    ref = WindowRef("inc-1", "oc_chat", T0, "v2")
+
+    assert held_back(ref, covered_until, limits, now) is expected

@@ -7,10 +7,10 @@ the window sensor then runs oldest first within the backlog limits. Scan: walk e
 non-empty windows in time order, one index seek per window (never a scan of the messages);
 dry-run counts windows and evidence, apply creates the missing versioned state rows, both in
 batches of `batch_size` windows with the position as checkpoint. Only windows discovery itself
-would take get a row: closed (`window_end + synthesisWindowCloseGrace`) and, with
-reconciliation on, collected past their end; the others are counted as held, and a later rerun
-job adds them. Verification: a fresh walk that rejects a window that should have a row and has
-none, naming its source key.
+would take get a row (`windows.rerun.held_back`: closed, and with reconciliation on collected
+past their end), since the sensor requests every such row as soon as there is room; the others
+are counted as held, and a later rerun job adds them. Verification: a fresh walk that rejects a
+window that should have a row and has none, naming its source key.
 
 Parameters: `{"workspace_id": W, "processor_version": V, "chat_id"?: C, "since"?: ISO,
 "until"?: ISO}`; `since` defaults to the workspace's creation, `until` to the first batch's time.
@@ -47,7 +47,8 @@ from timeline_pipeline.maintenance.processor import (
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states, workspaces
 from timeline_pipeline.windows.keys import WindowRef, window_start_of
-from timeline_pipeline.windows.planning import DiscoveryLimits, collection_covers, is_closed
+from timeline_pipeline.windows.planning import DiscoveryLimits
+from timeline_pipeline.windows.rerun import Held, held_back
 
 STATE_VERSION: Final = 1
 COUNTERS: Final = (
@@ -60,6 +61,7 @@ COUNTERS: Final = (
     "held_collecting",
     "verified",
 )
+HELD_COUNTERS: Final = {Held.OPEN: "held_open", Held.COLLECTING: "held_collecting"}
 PARAMETERS: Final = {"workspace_id", "processor_version", "chat_id", "since", "until"}
 
 
@@ -196,6 +198,9 @@ class WindowRerun:
         window = self._limits.window
         budget = request.batch_size
         verifying = request.phase is MaintenancePhase.VERIFY
+        # Which windows are held back is decided as of the first batch, in both passes: a window
+        # that closes meanwhile is left to a later rerun, not taken for one the scan missed.
+        as_of = _stored_time(request.progress, "as_of") or request.now
         while budget > 0 and position.chat is not None:
             at = position.at or start
             occurred = evidence.first_eligible_at_or_after(conn, workspace_id, position.chat, at)
@@ -206,13 +211,18 @@ class WindowRerun:
             budget -= 1
             ref = WindowRef(workspace_id, position.chat, window_start_of(occurred, window), version)
             position.at = ref.window_start + window
-            violation = self._window(conn, ref, request, progress, verifying)
+            violation = self._window(conn, ref, request, progress, verifying, as_of)
             if violation is not None:
                 return StepOutcome(
                     dict(request.checkpoint), dict(request.progress), False, violation=violation
                 )
         done = position.chat is None
-        totals = {"v": STATE_VERSION, "until": position.until.isoformat(), **progress}
+        totals = {
+            "v": STATE_VERSION,
+            "until": position.until.isoformat(),
+            "as_of": as_of.isoformat(),
+            **progress,
+        }
         result = None
         if done:
             result = {**totals, "processor_version": version}
@@ -225,16 +235,14 @@ class WindowRerun:
         request: StepRequest,
         progress: dict[str, int],
         verifying: bool,
+        as_of: datetime,
     ) -> dict[str, Any] | None:
-        window = self._limits.window
-        end = ref.window_end(window)
-        held: str | None = None
-        if not is_closed(end, request.now, self._limits.close_grace):
-            held = "held_open"
-        else:
+        end = ref.window_end(self._limits.window)
+        coverage = None
+        if self._limits.reconciliation_enabled:
             coverage = sync_states.checkpoint_coverage(conn, [ref.chat_key]).get(ref.chat_key)
-            if not collection_covers(end, coverage, self._limits.reconciliation_enabled):
-                held = "held_collecting"
+        reason = held_back(ref, coverage, self._limits, as_of)
+        held = None if reason is None else HELD_COUNTERS[reason]
         existing = sync_states.get_by_key(
             conn, ref.workspace_id, SOURCE_SYSTEM, SOURCE_TYPE_WINDOW, ref.source_key
         )
