@@ -130,7 +130,7 @@ def _maintenance_listener(application: Any, app: AppContext, graceful_timeout: i
     from timeline_pipeline.observability.metrics import MaintenanceMetrics
 
     # Its counters join the receiver's registry, so the public /metrics shows them.
-    metrics = MaintenanceMetrics(application.state.receiver.metrics.registry)
+    metrics = MaintenanceMetrics(application.state.resources.metrics.registry)
     service = JobService(app.engine, default_registry(app.settings.timeline), metrics=metrics)
     return start_listener(service, raw_port, graceful_timeout=graceful_timeout)
 

@@ -38,13 +38,15 @@ from starlette.requests import ClientDisconnect
 from timeline_pipeline.api.router import api_router
 from timeline_pipeline.http import health
 from timeline_pipeline.http.resources import ServeResources, build_resources
+from timeline_pipeline.maintenance import routes as maintenance_routes
+from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.receiver import router as lark_events
 from timeline_pipeline.receiver.bindings import BindingCache
 from timeline_pipeline.receiver.responses import SafeJSONResponse
 from timeline_pipeline.settings import Settings
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "create_maintenance_app"]
 
 log = get_logger("timeline_pipeline.http")
 
@@ -87,6 +89,22 @@ def create_app(
     app.state.resources = resources
     _install_exception_handlers(app)
     _include_routers(app)
+    return app
+
+
+def create_maintenance_app(service: JobService) -> FastAPI:
+    """The maintenance listener's app (README, "Maintenance jobs"): its own routes only, never
+    the public ones, and none of them on `create_app`'s router; loopback peers only."""
+    app = FastAPI(
+        title="timeline-pipeline maintenance",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        default_response_class=SafeJSONResponse,
+    )
+    app.state.maintenance = service
+    maintenance_routes.install(app)
+    app.include_router(maintenance_routes.router)
     return app
 
 

@@ -1,65 +1,33 @@
-"""The maintenance listener: a separate FastAPI app on its own uvicorn server, bound to
-127.0.0.1 only (README, "Maintenance jobs").
+"""The maintenance listener's server: a separate FastAPI app (`http.app.create_maintenance_app`,
+routes in `maintenance.routes`) on its own uvicorn server, bound to 127.0.0.1 only (README,
+"Maintenance jobs").
 
 `serve` starts it only when MAINTENANCE_PORT is set; an invalid port or a failed bind disables
 this listener alone, with a logged error, and the receiver runs on. There is deliberately no
 application authentication: access relies on being inside the container's network namespace,
-so the address is fixed to loopback and not configurable, every request from a non-loopback
-peer is refused, and none of these routes is mounted on the public router. On shutdown the
-listener is drained (its in-flight batches commit) before the database pool closes.
-
-Routes: `POST /maintenance/jobs`, `GET /maintenance/jobs/{id}`,
-`POST /maintenance/jobs/{id}/{action}` with `{"revision": N}` (configure also `options`).
-
-| refusal                                   | status |
-|-------------------------------------------|--------|
-| malformed body, limits or parameters      | 400    |
-| request from a non-loopback address       | 403    |
-| unknown job                               | 404    |
-| stale revision, action not allowed now    | 409 with `job` |
-| batch in progress (busy)                  | 409 without `job` |
-| idempotency key reused with other input, second open job | 409 |
-| the job's delay has not passed            | 429 with `retry_after_ms` |
-| database does not answer                  | 503    |
+so the address is fixed to loopback and not configurable, and every request from a non-loopback
+peer is refused; none of these routes is mounted on the public router. On shutdown the listener
+is drained (its in-flight batches commit) before the database pool closes.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import socket
 import threading
-from collections.abc import Awaitable, Callable
-from typing import Any
 
-from fastapi import FastAPI, Request, Response
-from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from fastapi import FastAPI
 
-from timeline_pipeline.db.engine import DatabaseUnavailable
+from timeline_pipeline.http.app import create_maintenance_app
 from timeline_pipeline.maintenance.endpoint import (
-    JOBS_PATH,
     LOOPBACK_HOST,
     ListenerRefused,
     parse_port,
 )
-from timeline_pipeline.maintenance.errors import MaintenanceError, TooEarly
-from timeline_pipeline.maintenance.limits import parse_limits
-from timeline_pipeline.maintenance.service import JobService, job_json
+from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.observability.logs import get_logger
-from timeline_pipeline.receiver.responses import SafeJSONResponse
 
 log = get_logger("timeline_pipeline.maintenance.listener")
-
-
-def is_loopback(host: str | None) -> bool:
-    if host is None:
-        return False
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def loopback_socket(port: int, host: str = LOOPBACK_HOST) -> socket.socket:
@@ -78,109 +46,6 @@ def loopback_socket(port: int, host: str = LOOPBACK_HOST) -> socket.socket:
         ) from None
     sock.set_inheritable(True)
     return sock
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CreateBody(_Body):
-    type: str
-    idempotency_key: str
-    apply: StrictBool = False
-    parameters: dict[str, Any] = {}
-    options: dict[str, Any] = {}
-
-
-class ActionBody(_Body):
-    revision: StrictInt
-    options: dict[str, Any] | None = None
-
-
-def refusal_body(exc: MaintenanceError) -> dict[str, Any]:
-    """A refusal's answer: one-line reason, the job when the caller needs its revision, and the
-    time left of the delay on a 429."""
-    body: dict[str, Any] = {"detail": {"code": exc.code, "message": str(exc)}}
-    if exc.job is not None:
-        body["job"] = job_json(exc.job)
-    if isinstance(exc, TooEarly):
-        body["retry_after_ms"] = exc.retry_after_ms
-    return body
-
-
-def _refusal(exc: MaintenanceError) -> Response:
-    headers: dict[str, str] = {}
-    if isinstance(exc, TooEarly):
-        headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after_ms / 1000)))
-    return SafeJSONResponse(refusal_body(exc), status_code=exc.status, headers=headers)
-
-
-def _problem(status: int, code: str, message: str) -> Response:
-    return SafeJSONResponse({"detail": {"code": code, "message": message}}, status_code=status)
-
-
-def create_maintenance_app(service: JobService) -> FastAPI:
-    app = FastAPI(
-        title="timeline-pipeline maintenance",
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        default_response_class=SafeJSONResponse,
-    )
-
-    @app.middleware("http")
-    async def loopback_only(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        peer = request.client.host if request.client else None
-        if not is_loopback(peer):
-            log.warning("maintenance.refused_peer", reason="not_loopback")
-            return _problem(403, "not_loopback", "the maintenance listener serves loopback only")
-        return await call_next(request)
-
-    @app.exception_handler(MaintenanceError)
-    async def maintenance_error(_request: Request, exc: MaintenanceError) -> Response:
-        return _refusal(exc)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid_body(_request: Request, exc: RequestValidationError) -> Response:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
-        message = f"{where or 'body'}: {first.get('msg', 'invalid')}"
-        return _problem(400, "invalid_input", message)
-
-    @app.exception_handler(DatabaseUnavailable)
-    async def database_down(_request: Request, _exc: DatabaseUnavailable) -> Response:
-        return _problem(503, "database_unavailable", "the database did not answer")
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
-        return _problem(
-            exc.status_code, "not_found" if exc.status_code == 404 else "refused", str(exc.detail)
-        )
-
-    @app.post(JOBS_PATH)
-    def create_job(body: CreateBody) -> Response:
-        job, created = service.create(
-            job_type=body.type,
-            idempotency_key=body.idempotency_key,
-            parameters=body.parameters,
-            limits=parse_limits(body.options),
-            apply=body.apply,
-        )
-        return SafeJSONResponse(job_json(job), status_code=201 if created else 200)
-
-    @app.get(JOBS_PATH + "/{job_id}")
-    def get_job(job_id: str) -> Response:
-        return SafeJSONResponse(job_json(service.get(job_id)))
-
-    @app.post(JOBS_PATH + "/{job_id}/{action}")
-    def act(job_id: str, action: str, body: ActionBody) -> Response:
-        limits = parse_limits(body.options) if body.options is not None else None
-        job = service.act(job_id, action, revision=body.revision, limits=limits)
-        return SafeJSONResponse(job_json(job))
-
-    return app
 
 
 class MaintenanceListener:

@@ -10,7 +10,7 @@ from timeline_pipeline.db.engine import DatabaseUnavailable
 from timeline_pipeline.maintenance.driver import Reply, TransportError
 from timeline_pipeline.maintenance.errors import MaintenanceError
 from timeline_pipeline.maintenance.limits import parse_limits
-from timeline_pipeline.maintenance.listener import refusal_body
+from timeline_pipeline.maintenance.routes import refusal_body
 from timeline_pipeline.maintenance.service import JobService, job_json
 
 
