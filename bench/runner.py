@@ -73,6 +73,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             "1",
         ),
     ),
+    Benchmark("maintenance", quick_args=("--rows-count", "20000")),
     Benchmark("quality"),
 )
 

@@ -30,6 +30,7 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    text,
     true,
     tuple_,
 )
@@ -41,6 +42,7 @@ from timeline_pipeline.domain.evidence import (
     EvidenceCursor,
     EvidenceRecord,
     EvidenceRow,
+    HashInput,
     UpsertOutcome,
     UpsertSummary,
 )
@@ -540,6 +542,27 @@ def id_page(
     return [_to_row(r) for r in rows]
 
 
+def hash_input_page(
+    conn: Connection, workspace_id: str, *, after_id: int, limit: int, source_type: str
+) -> list[HashInput]:
+    """`id_page` narrowed to the columns a content hash depends on: a backfill reads every row
+    of the workspace, and the other columns would only be decoded to be dropped."""
+    rows = conn.execute(
+        select(ev.c.id, ev.c.content, ev.c.content_hash, ev.c.metadata_json, ev.c.deleted)
+        .where(
+            ev.c.workspace_id == workspace_id,
+            ev.c.id > after_id,
+            ev.c.source_type == source_type,
+        )
+        .order_by(ev.c.id)
+        .limit(limit)
+    ).all()
+    return [
+        HashInput(r.id, r.content, r.content_hash, dict(r.metadata_json or {}), bool(r.deleted))
+        for r in rows
+    ]
+
+
 @cache
 def _rehash_statement() -> Any:
     return (
@@ -549,13 +572,25 @@ def _rehash_statement() -> Any:
     )
 
 
+_PG_REHASH = text(
+    "UPDATE workspace_timeline_evidence AS ev SET content_hash = v.new_hash, updated_at = :now "
+    "FROM unnest(CAST(:ids AS bigint[]), CAST(:old AS text[]), CAST(:new AS text[])) "
+    "AS v(id, old_hash, new_hash) WHERE ev.id = v.id AND ev.content_hash = v.old_hash"
+).bindparams(bindparam("now", type_=ev.c.updated_at.type))
+
+
 def replace_content_hashes(
     conn: Connection, changes: Sequence[tuple[int, str, str]], *, now: datetime
 ) -> int:
     """Set each row's hash from `old` to `new`, only where it still holds `old` (a concurrent
-    write already moved it otherwise); the number of rows changed."""
+    write already moved it otherwise); the number of rows changed. One statement on PostgreSQL
+    (arrays unnested into a join), a prepared executemany on SQLite."""
     if not changes:
         return 0
+    if conn.dialect.name == "postgresql":
+        ids, old, new = (list(column) for column in zip(*changes, strict=True))
+        result = conn.execute(_PG_REHASH, {"ids": ids, "old": old, "new": new, "now": now})
+        return int(result.rowcount)
     result = conn.execute(
         _rehash_statement(),
         [{"row_id": i, "old_hash": old, "new_hash": new, "now": now} for i, old, new in changes],

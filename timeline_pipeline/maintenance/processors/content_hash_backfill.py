@@ -56,7 +56,7 @@ class ContentHashBackfill:
         state_version(request.checkpoint, STATE_VERSION, "checkpoint")
         after = int_field(request.checkpoint, "after_id", "checkpoint")
         progress = counters(request.progress, COUNTERS)
-        rows = evidence.id_page(
+        rows = evidence.hash_input_page(
             conn,
             str(request.parameters["workspace_id"]),
             after_id=after,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from timeline_pipeline.domain.evidence import EvidenceRecord, EvidenceRow, content_hash
+from timeline_pipeline.domain.evidence import EvidenceRecord, EvidenceRow, HashInput, content_hash
 from timeline_pipeline.ingest.records import evidence_record
-from timeline_pipeline.lark.normalize import redact, semantic_content
+from timeline_pipeline.lark.normalize import redact, semantic_document
 from timeline_pipeline.receiver.recall import message_from_row
 
 MESSAGE_MARK = "/message/"
@@ -21,10 +21,20 @@ def message_id_of(row: EvidenceRow) -> str:
     return row.source_key.rsplit(MESSAGE_MARK, 1)[-1]
 
 
-def current_hash(row: EvidenceRow) -> str:
-    """The hash this code's normalization gives the row's content."""
-    message = message_from_row(row, message_id=message_id_of(row))
-    return content_hash(semantic_content(message))
+def current_hash(row: EvidenceRow | HashInput) -> str:
+    """The hash this code's normalization gives the row's content: `semantic_content` of the
+    message `message_from_row` rebuilds, computed from its parts (a backfill hashes every row,
+    and rebuilding the validated message costs more than the hash)."""
+    metadata = {key: value for key, value in row.metadata.items() if key != "sender_type"}
+    message_type = row.metadata.get("message_type")
+    return content_hash(
+        semantic_document(
+            deleted=row.deleted,
+            message_type=message_type if isinstance(message_type, str) else "unknown",
+            metadata=metadata,
+            text=row.content,
+        )
+    )
 
 
 def redacted_record(row: EvidenceRow, *, recalled_at: datetime) -> EvidenceRecord:
