@@ -12,7 +12,7 @@ from sqlalchemy import Engine, text
 
 from timeline_pipeline.domain.keys import SOURCE_SYSTEM, SOURCE_TYPE_WINDOW
 from timeline_pipeline.ingest.records import evidence_record
-from timeline_pipeline.lark.normalize import normalize_event_message
+from timeline_pipeline.lark.normalize import normalize_event_message, redact
 from timeline_pipeline.maintenance.errors import InvalidInput
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.store import evidence, sync_states, workspaces
@@ -44,13 +44,12 @@ def test_rows_stored_by_ingestion_already_carry_the_hash_the_backfill_computes(
     engine: Engine,
 ) -> None:
     make_workspace(engine)
-    records = [
-        evidence_record(
-            normalize_event_message(receive(f"om_{n}", f"text {n}")["event"], max_text_chars=4000),
-            "inc-1",
-        )
+    messages = [
+        normalize_event_message(receive(f"om_{n}", f"text {n}")["event"], max_text_chars=4000)
         for n in range(12)
     ]
+    messages[3] = redact(messages[3], recalled_at=T0)  # a recall keeps its own hash too
+    records = [evidence_record(m, "inc-1") for m in messages]
     with engine.begin() as conn:
         evidence.upsert_many(conn, records)
     svc = service(engine)

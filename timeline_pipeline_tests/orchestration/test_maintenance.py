@@ -86,3 +86,12 @@ def test_the_launchpad_job_drives_a_maintenance_job_within_its_budget(url: str) 
         resumed = _run(url, instance, job_id=other.id, resume=True)
         assert resumed.success
     engine.dispose()
+
+
+def test_the_code_location_carries_the_maintenance_job() -> None:
+    from timeline_pipeline.definitions import defs
+
+    with dg.instance_for_test():
+        # (A live instance: Dagster's definitions loader reads state storage from the current one.)
+        names = {job.name for job in defs.resolve_all_job_defs()}
+    assert {MAINTENANCE_JOB, "rerun_windows"} <= names
