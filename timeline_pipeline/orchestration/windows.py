@@ -83,10 +83,7 @@ class SynthesizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             setup.client,
             model=setup.model,
             max_output_tokens=settings.timeline.synthesis_max_output_tokens,
-            max_attempts=setup.max_attempts,
-            backoff_base_seconds=setup.backoff_base_seconds,
-            backoff_cap_seconds=setup.backoff_cap_seconds,
-            max_retry_after_seconds=setup.max_retry_after_seconds,
+            retry=setup.retry,
         )
 
 
