@@ -19,7 +19,7 @@ import email.utils
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 import anthropic
 import structlog
@@ -30,6 +30,7 @@ from tenacity import RetryCallState
 from timeline_pipeline.retry import RetryPolicy
 
 __all__ = [
+    "ClaudeToolUser",
     "ForcedToolCaller",
     "ToolAnswer",
     "ToolErrors",
@@ -260,6 +261,33 @@ class ForcedToolCaller:
                 "schema_invalid", f"tool input failed validation ({errors} errors)"
             )
         return parsed
+
+
+class ClaudeToolUser:
+    """Base of a Claude caller (the synthesizer, the summarizer): a subclass names its error
+    types and log event and builds its prompt; the construction is the same for all of them."""
+
+    name = "claude"
+    errors: ClassVar[ToolErrors]
+    event: ClassVar[str]
+
+    def __init__(
+        self,
+        client: anthropic.Anthropic,
+        *,
+        model: str,
+        max_output_tokens: int,
+        retry: RetryPolicy,
+    ) -> None:
+        self.caller = ForcedToolCaller(
+            client,
+            model=model,
+            max_output_tokens=max_output_tokens,
+            retry=retry,
+            errors=self.errors,
+            event=self.event,
+        )
+        self.model = model
 
 
 def validated(schema: type[M], raw: object) -> tuple[M | None, int]:

@@ -15,13 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anthropic
 import structlog
 from anthropic.types import ToolParam
 from pydantic import BaseModel, ConfigDict, Field
 
-from timeline_pipeline.llm.forced_tool import ForcedToolCaller, ToolErrors
-from timeline_pipeline.retry import RetryPolicy
+from timeline_pipeline.llm.forced_tool import ClaudeToolUser, ToolErrors
 from timeline_pipeline.summary.models import (
     InvalidSummaryOutput,
     SummaryInput,
@@ -95,30 +93,13 @@ def render_input(summary_input: SummaryInput) -> str:
     return "\n".join(lines)
 
 
-class ClaudeSummarizer:
-    name = "claude"
+class ClaudeSummarizer(ClaudeToolUser):
     prompt_version = PROMPT_VERSION
-
-    def __init__(
-        self,
-        client: anthropic.Anthropic,
-        *,
-        model: str,
-        max_output_tokens: int,
-        retry: RetryPolicy,
-    ) -> None:
-        self._caller = ForcedToolCaller(
-            client,
-            model=model,
-            max_output_tokens=max_output_tokens,
-            retry=retry,
-            errors=ERRORS,
-            event="summary.claude",
-        )
-        self.model = model
+    errors = ERRORS
+    event = "summary.claude"
 
     def summarize(self, summary_input: SummaryInput) -> SummaryResult:
-        answer = self._caller.call(
+        answer = self.caller.call(
             system=SYSTEM_PROMPT,
             prompt=render_input(summary_input),
             tool=tool_definition(),

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import anthropic
 import structlog
 
-from timeline_pipeline.llm.forced_tool import ForcedToolCaller, ToolErrors, validated
-from timeline_pipeline.retry import RetryPolicy
+from timeline_pipeline.llm.forced_tool import ClaudeToolUser, ToolErrors, validated
 from timeline_pipeline.synthesis.models import (
     DraftEntry,
     InvalidSynthesisOutput,
@@ -56,33 +54,16 @@ def _chunk_ids(chunk: SynthesisChunk) -> dict[str, object]:
     }
 
 
-class ClaudeSynthesizer:
+class ClaudeSynthesizer(ClaudeToolUser):
     """Synthesizes drafts with Claude via a forced `record_entries` tool call."""
 
-    name = "claude"
     prompt_version = PROMPT_VERSION
-
-    def __init__(
-        self,
-        client: anthropic.Anthropic,
-        *,
-        model: str,
-        max_output_tokens: int,
-        retry: RetryPolicy,
-    ) -> None:
-        self._caller = ForcedToolCaller(
-            client,
-            model=model,
-            max_output_tokens=max_output_tokens,
-            retry=retry,
-            errors=ERRORS,
-            event="synthesis.claude",
-        )
-        self.model = model
-        self._tool = tool_definition()
+    errors = ERRORS
+    event = "synthesis.claude"
+    _tool = tool_definition()
 
     def synthesize(self, chunk: SynthesisChunk) -> SynthesisResult:
-        answer = self._caller.call(
+        answer = self.caller.call(
             system=SYSTEM_PROMPT,
             prompt=render_chunk(chunk),
             tool=self._tool,
