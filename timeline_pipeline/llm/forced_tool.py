@@ -30,7 +30,6 @@ from tenacity import RetryCallState
 from timeline_pipeline.retry import RetryPolicy
 
 __all__ = [
-    "ClaudeToolUser",
     "ForcedToolCaller",
     "ToolAnswer",
     "ToolErrors",
@@ -133,11 +132,17 @@ class ToolAnswer(Generic[M]):
 
 
 class ForcedToolCaller:
-    """Calls one model with one forced tool under one retry policy.
+    """Base of a Claude caller (the synthesizer, the summarizer): one model, one forced tool
+    per call, one retry policy.
 
-    `event` prefixes the log events (`<event>.retry`, `<event>.unavailable`), e.g.
-    `synthesis.claude`.
+    A subclass names its exception types (`errors`) and the prefix of its log events (`event`,
+    e.g. `synthesis.claude` for `synthesis.claude.retry` and `.unavailable`), builds its prompt
+    and calls `call`.
     """
+
+    name = "claude"
+    errors: ClassVar[ToolErrors]
+    event: ClassVar[str]
 
     def __init__(
         self,
@@ -146,15 +151,11 @@ class ForcedToolCaller:
         model: str,
         max_output_tokens: int,
         retry: RetryPolicy,
-        errors: ToolErrors,
-        event: str,
     ) -> None:
         self.client = retry_free_client(client)
         self.model = model
         self.max_output_tokens = max_output_tokens
         self.retry = retry
-        self.errors = errors
-        self.event = event
 
     def call(
         self,
@@ -261,33 +262,6 @@ class ForcedToolCaller:
                 "schema_invalid", f"tool input failed validation ({errors} errors)"
             )
         return parsed
-
-
-class ClaudeToolUser:
-    """Base of a Claude caller (the synthesizer, the summarizer): a subclass names its error
-    types and log event and builds its prompt; the construction is the same for all of them."""
-
-    name = "claude"
-    errors: ClassVar[ToolErrors]
-    event: ClassVar[str]
-
-    def __init__(
-        self,
-        client: anthropic.Anthropic,
-        *,
-        model: str,
-        max_output_tokens: int,
-        retry: RetryPolicy,
-    ) -> None:
-        self.caller = ForcedToolCaller(
-            client,
-            model=model,
-            max_output_tokens=max_output_tokens,
-            retry=retry,
-            errors=self.errors,
-            event=self.event,
-        )
-        self.model = model
 
 
 def validated(schema: type[M], raw: object) -> tuple[M | None, int]:

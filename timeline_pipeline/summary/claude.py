@@ -19,7 +19,7 @@ import structlog
 from anthropic.types import ToolParam
 from pydantic import BaseModel, ConfigDict, Field
 
-from timeline_pipeline.llm.forced_tool import ClaudeToolUser, ToolErrors
+from timeline_pipeline.llm.forced_tool import ForcedToolCaller, ToolErrors
 from timeline_pipeline.summary.models import (
     InvalidSummaryOutput,
     SummaryInput,
@@ -93,13 +93,13 @@ def render_input(summary_input: SummaryInput) -> str:
     return "\n".join(lines)
 
 
-class ClaudeSummarizer(ClaudeToolUser):
+class ClaudeSummarizer(ForcedToolCaller):
     prompt_version = PROMPT_VERSION
     errors = ERRORS
     event = "summary.claude"
 
     def summarize(self, summary_input: SummaryInput) -> SummaryResult:
-        answer = self.caller.call(
+        answer = self.call(
             system=SYSTEM_PROMPT,
             prompt=render_input(summary_input),
             tool=tool_definition(),

@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from timeline_pipeline.llm.forced_tool import ClaudeToolUser, ToolErrors, validated
+from timeline_pipeline.llm.forced_tool import ForcedToolCaller, ToolErrors, validated
 from timeline_pipeline.synthesis.models import (
     DraftEntry,
     InvalidSynthesisOutput,
@@ -54,7 +54,7 @@ def _chunk_ids(chunk: SynthesisChunk) -> dict[str, object]:
     }
 
 
-class ClaudeSynthesizer(ClaudeToolUser):
+class ClaudeSynthesizer(ForcedToolCaller):
     """Synthesizes drafts with Claude via a forced `record_entries` tool call."""
 
     prompt_version = PROMPT_VERSION
@@ -63,7 +63,7 @@ class ClaudeSynthesizer(ClaudeToolUser):
     _tool = tool_definition()
 
     def synthesize(self, chunk: SynthesisChunk) -> SynthesisResult:
-        answer = self.caller.call(
+        answer = self.call(
             system=SYSTEM_PROMPT,
             prompt=render_chunk(chunk),
             tool=self._tool,
