@@ -15,11 +15,11 @@ from typing import Any
 from sqlalchemy import Engine
 
 from timeline_pipeline.domain.evidence import EvidenceRecord
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.llm.forced_tool import build_claude_client
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence, sync_states
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.synthesis.claude import ClaudeSynthesizer
 from timeline_pipeline.synthesis.models import (
     InvalidSynthesisOutput,
