@@ -6,11 +6,11 @@ knows within the ingestion lookback (Lark lists thread roots only, so a lost rep
 thread is found no other way), oldest-served first under `reconcileMaxThreads` (`threads`),
 and commits each page through the receiver's own write path (`ingest.writer.ingest`) in one
 transaction together with the in-progress marker. The high-water mark moves only after the
-last page (seed 000 §8.2); any failure leaves it where it was, records the failure on the
+last page (docs/design.md §3); any failure leaves it where it was, records the failure on the
 checkpoint and is reported as a counted failure, and the next run resumes from the marker.
 
 Completed synthesis windows are never touched here: an edit or recall refreshes evidence only
-(seed 000 §8, §16).
+(docs/design.md §3, §11).
 """
 
 from __future__ import annotations

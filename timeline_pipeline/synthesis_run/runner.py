@@ -1,4 +1,4 @@
-"""Synthesize one window (seed 000 section 12.1): claim, read, chunk, call, commit, finish.
+"""Synthesize one window (docs/design.md §7): claim, read, chunk, call, commit, finish.
 
 The run owns a window only after a compare-and-set moves its state to `processing`; a second
 run for the same window finds nothing to claim and reports `skipped`. The window's eligible

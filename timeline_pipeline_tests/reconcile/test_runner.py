@@ -1,6 +1,6 @@
 """Reconciliation end to end: the real client against the local Lark, into the real database.
 
-Each test states one behaviour of seed 000 §8 / §16 / §20 and issue 4 and runs on SQLite and
+Each test states one behaviour of docs/design.md §3, §11, §1 and issue 4 and runs on SQLite and
 PostgreSQL (the `engine` fixture).
 """
 

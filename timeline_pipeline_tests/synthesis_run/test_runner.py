@@ -1,4 +1,4 @@
-"""One window's synthesis run against a real database (seed 000 sections 12, 16, 20 and 21).
+"""One window's synthesis run against a real database (docs/design.md §7, §11, §1).
 
 The synthesizers here are the real rule-based one, wrapped to record what it was given and,
 where a test needs it, to fail on chosen calls; the Claude path uses the real SDK against the
