@@ -1,5 +1,5 @@
-"""An explicit full regeneration under a versioned namespace (seed 000 sections 10.2 and 16):
-the rule of which windows it may create now.
+"""An explicit full regeneration under a versioned namespace (docs/design.md §5, §11): the rule
+of which windows it may create now.
 
 After a prompt or schema upgrade an operator reruns a workspace's windows as
 `chat/<chat_id>/processor/<version>/window/<start>`: new state rows beside the old ones, so the
