@@ -419,6 +419,14 @@ class JobService:
             }
         except DBAPIError as exc:
             error = describe_sql_error(exc)
+        except (KeyError, TypeError, ValueError) as exc:
+            # Stored parameters or state a processor cannot read (e.g. written by other code):
+            # fail closed, naming the class only, never the value.
+            error = {
+                "code": "malformed_state",
+                "error_class": type(exc).__name__,
+                "retryable": False,
+            }
         finally:
             self.metrics.batch_seconds.labels(job.job_type, phase.value).observe(
                 time.perf_counter() - started

@@ -210,6 +210,7 @@ def test_a_window_rerun_refuses_bad_parameters(engine: Engine) -> None:
         ("processor_version", "'99'", "unknown_processor"),
         ("checkpoint_json", '\'{"v": 7, "after_id": 3}\'', "malformed_state"),
         ("checkpoint_json", '\'{"v": 1, "after_id": "x"}\'', "malformed_state"),
+        ("parameters_json", "'{}'", "malformed_state"),
     ],
 )
 def test_stored_state_no_processor_can_read_pauses_the_job_and_changes_nothing(
