@@ -45,6 +45,7 @@ from timeline_pipeline.receiver.service import EventService
 from timeline_pipeline.receiver.verification import CallbackVerifier, Credentials
 from timeline_pipeline.receiver.wakeups import WakeupHub
 from timeline_pipeline.settings import Settings
+from timeline_pipeline.ui.routes import ui_router
 
 EVENTS_PATH: Final = "/lark/events"
 INLINE_BODY_BYTES: Final = 64 * 1024
@@ -140,6 +141,7 @@ def create_app(
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     app.include_router(api_router(engine, settings))  # the timeline API, GET /api/openapi.json
+    app.include_router(ui_router(engine, settings, clock=clock))  # the timeline page, /ui
     return app
 
 
