@@ -150,6 +150,7 @@ def ui_router(
     service = CurationService(engine, clock=clock)
     cursors = CursorCodec(cursor_secret(settings.runtime.api_cursor_secret.get_secret_value()))
     session_ttl: timedelta = settings.timeline.ui_session_ttl
+    poll_seconds = max(1, int(settings.timeline.ui_poll_interval.total_seconds()))
 
     # --- who is asking ---
 
@@ -250,6 +251,7 @@ def ui_router(
             "more_query": more,
             "csrf": viewer.csrf,
             "filters": filters,
+            "poll_seconds": poll_seconds,
         }
 
     @router.get("/workspaces/{workspace_id}")
