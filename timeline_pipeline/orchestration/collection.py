@@ -12,7 +12,7 @@
   work: the materialization is recorded and the asset check fails, naming the chat.
 * `lark_manual_reconcile` is "Refresh from sources" for one explicitly selected workspace (and
   optionally one chat), allowed even when the workspace is no longer eligible, still bounded by
-  its creation time and the retention boundary; it records a materialization of the same asset.
+  its creation time and the ingestion lookback; it records a materialization of the same asset.
 
 lark-oapi takes seconds to import, so the reconciliation code is imported inside the run, and
 loading the code location stays fast. No `from __future__ import annotations` here: Dagster reads

@@ -18,18 +18,17 @@ No `from __future__ import annotations`: FastAPI reads the handlers' annotations
 """
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final
 from urllib.parse import parse_qs, urlencode
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse
-from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
-from timeline_pipeline.api.cursors import CursorCodec, InvalidCursor, cursor_secret
+from timeline_pipeline.api.cursors import CursorCodec, InvalidCursor
 from timeline_pipeline.curation.errors import (
     CurationError,
     EntryNotFound,
@@ -37,6 +36,7 @@ from timeline_pipeline.curation.errors import (
     InvalidTransition,
     StaleRevision,
 )
+from timeline_pipeline.curation.evidence import EvidenceService
 from timeline_pipeline.curation.export import render_markdown
 from timeline_pipeline.curation.rules import (
     DETAIL_MAX_CHARS,
@@ -46,13 +46,18 @@ from timeline_pipeline.curation.rules import (
 )
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.curation.timeline import EntryView, TimelineView
-from timeline_pipeline.db.engine import connection, transaction
+from timeline_pipeline.http.deps import (
+    CurationServiceDep,
+    CursorsDep,
+    EngineDep,
+    EvidenceServiceDep,
+    SettingsDep,
+)
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.receiver.body import BodyTooLarge, read_bounded_body
 from timeline_pipeline.settings import Settings
-from timeline_pipeline.store import evidence as evidence_store
-from timeline_pipeline.store import ui_sessions, workspaces
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
+from timeline_pipeline.ui.access import PageAccess
 from timeline_pipeline.ui.credentials import (
     csrf_token,
     csrf_valid,
@@ -73,7 +78,7 @@ from timeline_pipeline.ui.view import (
     utc_from_input,
 )
 
-__all__ = ["SESSION_COOKIE", "UI_PREFIX", "ui_router"]
+__all__ = ["SESSION_COOKIE", "UI_PREFIX", "router"]
 
 UI_PREFIX: Final = "/ui"
 SESSION_COOKIE: Final = "tlp_ui_session"
@@ -143,29 +148,41 @@ def _announce(text: str) -> dict[str, str]:
     return {"HX-Trigger": json.dumps({"ui:announce": text})}
 
 
-def ui_router(
-    engine: Engine, settings: Settings, *, clock: Callable[[], datetime] = _utcnow
-) -> APIRouter:
-    router = APIRouter(prefix=UI_PREFIX, include_in_schema=False)
-    service = CurationService(engine, clock=clock)
-    cursors = CursorCodec(cursor_secret(settings.runtime.api_cursor_secret.get_secret_value()))
-    session_ttl: timedelta = settings.timeline.ui_session_ttl
-    poll_seconds = max(1, int(settings.timeline.ui_poll_interval.total_seconds()))
+router = APIRouter(prefix=UI_PREFIX, include_in_schema=False)
+
+
+class Pages:
+    """What the page's routes share: the services, the cursor codec, the bounds, the clock."""
+
+    def __init__(
+        self,
+        curation: CurationService,
+        evidence: EvidenceService,
+        access: PageAccess,
+        cursors: CursorCodec,
+        settings: Settings,
+    ) -> None:
+        self.service = curation
+        self.evidence = evidence
+        self.access = access
+        self.cursors = cursors
+        self.clock = curation.clock
+        self.session_ttl: timedelta = settings.timeline.ui_session_ttl
+        self.poll_seconds = max(1, int(settings.timeline.ui_poll_interval.total_seconds()))
 
     # --- who is asking ---
 
-    def viewer_of(request: Request) -> tuple[Viewer, str] | None:
+    def viewer_of(self, request: Request) -> tuple[Viewer, str] | None:
         secret = request.cookies.get(SESSION_COOKIE)
         if not secret:
             return None
-        with connection(engine) as conn:
-            info = ui_sessions.session_for(conn, secret, now=clock())
+        info = self.access.session(secret)
         if info is None:
             return None
         return Viewer(info.id, info.workspace_id, csrf_token(secret)), secret
 
-    def require_viewer(request: Request, workspace_id: str) -> Viewer:
-        found = viewer_of(request)
+    def require_viewer(self, request: Request, workspace_id: str) -> Viewer:
+        found = self.viewer_of(request)
         if found is None:
             raise Refusal(
                 401,
@@ -183,10 +200,12 @@ def ui_router(
             )
         return viewer
 
-    async def guarded_form(request: Request, workspace_id: str) -> tuple[Viewer, dict[str, str]]:
+    async def guarded_form(
+        self, request: Request, workspace_id: str
+    ) -> tuple[Viewer, dict[str, str]]:
         """The viewer and the form of a state-changing request, once session, origin and CSRF
         token have passed (in that order, before anything changes)."""
-        viewer = await run_in_threadpool(require_viewer, request, workspace_id)
+        viewer = await run_in_threadpool(self.require_viewer, request, workspace_id)
         headers = request.headers
         origin = expected_origin(
             request.url.scheme, headers.get("host"), headers.get("x-forwarded-proto")
@@ -209,16 +228,18 @@ def ui_router(
     # --- reads ---
 
     def listing(
-        workspace_id: str, filters: Filters, after: tuple[datetime, int] | None, limit: int
+        self, workspace_id: str, filters: Filters, after: tuple[datetime, int] | None, limit: int
     ) -> TimelineView:
         """One page of entries matching the filters, in time order (keyset)."""
-        page = service.timeline(workspace_id, statuses=filters.statuses, after=after, limit=limit)
+        page = self.service.timeline(
+            workspace_id, statuses=filters.statuses, after=after, limit=limit
+        )
         if filters.category is None:
             return page
         matched = [e for e in page.entries if e.category == filters.category]
         reads = 1
         while len(matched) < limit and page.next_after is not None and reads < 20:
-            page = service.timeline(
+            page = self.service.timeline(
                 workspace_id, statuses=filters.statuses, after=page.next_after, limit=limit
             )
             matched.extend(e for e in page.entries if e.category == filters.category)
@@ -232,7 +253,7 @@ def ui_router(
         )
 
     def region_context(
-        viewer: Viewer, view: TimelineView, filters: Filters, shown: int
+        self, viewer: Viewer, view: TimelineView, filters: Filters, shown: int
     ) -> dict[str, Any]:
         cards = [entry_card(e) for e in view.entries]
         summary_revision = view.summary.revision if view.summary else None
@@ -241,7 +262,7 @@ def ui_router(
         poll_query = urlencode([*query, ("version", version), ("limit", str(shown))])
         more = None
         if view.next_after is not None:
-            cursor = cursors.encode("ui-entries", view.workspace_id, *view.next_after)
+            cursor = self.cursors.encode("ui-entries", view.workspace_id, *view.next_after)
             more = urlencode([*query, ("after", cursor)])
         return {
             "workspace_id": view.workspace_id,
@@ -251,73 +272,11 @@ def ui_router(
             "more_query": more,
             "csrf": viewer.csrf,
             "filters": filters,
-            "poll_seconds": poll_seconds,
+            "poll_seconds": self.poll_seconds,
         }
 
-    @router.get("/workspaces/{workspace_id}")
-    def page(
-        request: Request,
-        workspace_id: _WORKSPACE_ID,
-        status: Annotated[list[str], Query(max_length=3)] = [],  # noqa: B006 - FastAPI's idiom
-        category: Annotated[str | None, Query(max_length=64)] = None,
-    ) -> Response:
-        started = time.perf_counter()
-        try:
-            viewer = require_viewer(request, workspace_id)
-            filters = parse_filters(status, category)
-            view = listing(workspace_id, filters, None, PAGE_ENTRIES)
-            with connection(engine) as conn:
-                workspace = workspaces.require(conn, workspace_id)
-        except Refusal as refusal:
-            return _message_page(refusal)
-        except WorkspaceNotFound:
-            return _message_page(Refusal(404, "No such workspace", "This workspace is gone."))
-        body = render(
-            "page.html",
-            workspace=workspace,
-            summary=summary_panel(view.summary),
-            editing=False,
-            alert=None,
-            max_chars=SUMMARY_MAX_CHARS,
-            categories=category_options(),
-            now_input=clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M"),
-            limits={"title": TITLE_MAX_CHARS, "detail": DETAIL_MAX_CHARS},
-            **region_context(viewer, view, filters, PAGE_ENTRIES),
-        )
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        return _html(body, headers={"Server-Timing": f"app;dur={elapsed_ms:.1f}"})
-
-    @router.get("/workspaces/{workspace_id}/entries")
-    def entries_fragment(
-        request: Request,
-        workspace_id: _WORKSPACE_ID,
-        status: Annotated[list[str], Query(max_length=3)] = [],  # noqa: B006 - FastAPI's idiom
-        category: Annotated[str | None, Query(max_length=64)] = None,
-        version: Annotated[str | None, Query(max_length=32)] = None,
-        after: Annotated[str | None, Query(max_length=200)] = None,
-        limit: Annotated[int, Query(ge=1, le=500)] = PAGE_ENTRIES,
-    ) -> Response:
-        """The entry list: the whole region (filters, polling: 204 while `version` holds), or
-        with `after` the next page of entries alone."""
-        try:
-            viewer = require_viewer(request, workspace_id)
-            filters = parse_filters(status, category)
-            position = cursors.decode("ui-entries", workspace_id, after) if after else None
-            shown = max(limit, PAGE_ENTRIES)
-            view = listing(workspace_id, filters, position, PAGE_ENTRIES if after else shown)
-        except Refusal as refusal:
-            return _message_page(refusal)
-        except InvalidCursor:
-            return _message_page(Refusal(400, "Bad request", "This link is not valid."))
-        context = region_context(viewer, view, filters, shown)
-        if after is not None:
-            return _html(render("_more_entries.html", **context))
-        if version is not None and version == context["version"]:
-            return Response(status_code=204, headers=_SECURITY_HEADERS)
-        return _html(render("_entries.html", **context))
-
     def entry_response(
-        viewer: Viewer, view: EntryView, *, alert: str | None = None, status: int = 200
+        self, viewer: Viewer, view: EntryView, *, alert: str | None = None, status: int = 200
     ) -> HTMLResponse:
         body = render(
             "_entry.html",
@@ -328,108 +287,13 @@ def ui_router(
         )
         return _html(body, status)
 
-    @router.get("/workspaces/{workspace_id}/entries/{entry_id}")
-    def entry_fragment(
-        request: Request, workspace_id: _WORKSPACE_ID, entry_id: _ENTRY_ID
-    ) -> Response:
-        try:
-            viewer = require_viewer(request, workspace_id)
-            return entry_response(viewer, service.entry(workspace_id, entry_id))
-        except Refusal as refusal:
-            return _message_page(refusal)
-        except EntryNotFound:
-            return _message_page(Refusal(404, "Not found", "This entry does not exist."))
-
-    @router.get("/workspaces/{workspace_id}/entries/{entry_id}/edit")
-    def edit_form(request: Request, workspace_id: _WORKSPACE_ID, entry_id: _ENTRY_ID) -> Response:
-        try:
-            viewer = require_viewer(request, workspace_id)
-            view = service.entry(workspace_id, entry_id)
-        except Refusal as refusal:
-            return _message_page(refusal)
-        except EntryNotFound:
-            return _message_page(Refusal(404, "Not found", "This entry does not exist."))
-        body = render(
-            "_entry_edit.html",
-            workspace_id=workspace_id,
-            card=entry_card(view),
-            csrf=viewer.csrf,
-            categories=category_options(),
-            limits={"title": TITLE_MAX_CHARS, "detail": DETAIL_MAX_CHARS},
-            error=None,
-        )
-        return _html(body)
-
-    @router.get("/workspaces/{workspace_id}/entries/{entry_id}/evidence")
-    def evidence_fragment(
-        request: Request,
-        workspace_id: _WORKSPACE_ID,
-        entry_id: _ENTRY_ID,
-        after: Annotated[str | None, Query(max_length=200)] = None,
-    ) -> Response:
-        """One page of an entry's messages, in (occurred_at, id) order after a signed cursor."""
-        listing_name = f"ui-evidence-{entry_id}"
-        try:
-            require_viewer(request, workspace_id)
-            position = cursors.decode(listing_name, workspace_id, after) if after else None
-            view = service.entry(workspace_id, entry_id)
-        except Refusal as refusal:
-            return _message_page(refusal)
-        except InvalidCursor:
-            return _message_page(Refusal(400, "Bad request", "This link is not valid."))
-        except EntryNotFound:
-            return _message_page(Refusal(404, "Not found", "This entry does not exist."))
-        links = [
-            link
-            for link in view.evidence
-            if position is None or (link.occurred_at, link.evidence_id) > position
-        ]
-        chosen = links[:EVIDENCE_PAGE]
-        with connection(engine) as conn:
-            ids = [link.evidence_id for link in chosen]
-            rows = evidence_store.get_many(conn, workspace_id, ids)
-        by_id = {row.id: row for row in rows}
-        items = [
-            evidence_item(by_id[link.evidence_id], link.url)
-            for link in chosen
-            if link.evidence_id in by_id
-        ]
-        more = None
-        if len(links) > EVIDENCE_PAGE:
-            last = chosen[-1]
-            more = cursors.encode(listing_name, workspace_id, last.occurred_at, last.evidence_id)
-        body = render(
-            "_evidence.html",
-            workspace_id=workspace_id,
-            entry_id=entry_id,
-            items=items,
-            more_query=urlencode({"after": more}) if more else None,
-            total=len(view.evidence),
-            continuation=after is not None,
-        )
-        return _html(body)
-
-    @router.get("/workspaces/{workspace_id}/export.md")
-    def export(request: Request, workspace_id: _WORKSPACE_ID) -> Response:
-        try:
-            require_viewer(request, workspace_id)
-        except Refusal as refusal:
-            return _message_page(refusal)
-        view = service.full_timeline(workspace_id)
-        text = render_markdown(view, generated_at=clock())
-        return PlainTextResponse(
-            text,
-            media_type="text/markdown; charset=utf-8",
-            headers={
-                **_SECURITY_HEADERS,
-                "Content-Disposition": f'attachment; filename="timeline-{workspace_id}.md"',
-            },
-        )
-
-    # --- changes ---
-
     def refused_change(
-        request: Request, workspace_id: str, entry_id: int, viewer: Viewer, error: CurationError
+        self,
+        request: Request,
+        workspace_id: str,
+        entry_id: int,
+        viewer: Viewer,
+        error: CurationError,
     ) -> Response:
         if isinstance(error, EntryNotFound):
             return _message_page(Refusal(404, "Not found", "This entry does not exist."))
@@ -442,96 +306,24 @@ def ui_router(
         else:
             alert = f"Not saved: {error}."
             code = 422
-        current = service.entry(workspace_id, entry_id)
+        current = self.service.entry(workspace_id, entry_id)
         if not _is_htmx(request):
             return _message_page(Refusal(code, "Not saved", alert))
-        return entry_response(viewer, current, alert=alert, status=code)
+        return self.entry_response(viewer, current, alert=alert, status=code)
 
     def after_change(
-        request: Request, workspace_id: str, viewer: Viewer, view: EntryView, said: str
+        self, request: Request, workspace_id: str, viewer: Viewer, view: EntryView, said: str
     ) -> Response:
         if not _is_htmx(request):
             return RedirectResponse(f"{UI_PREFIX}/workspaces/{workspace_id}", status_code=303)
-        response = entry_response(viewer, view)
+        response = self.entry_response(viewer, view)
         response.headers.update(_announce(said))
         return response
 
-    async def transition(
-        request: Request, workspace_id: str, entry_id: int, action: Action
-    ) -> Response:
-        try:
-            viewer, form = await guarded_form(request, workspace_id)
-        except Refusal as refusal:
-            return _message_page(refusal)
-        revision = _int(form.get("revision"))
-
-        def apply() -> Response:
-            try:
-                view = service.transition(
-                    workspace_id,
-                    entry_id,
-                    action,
-                    expected_revision=revision if revision is not None else -1,
-                    actor=_ACTOR_PREFIX + viewer.session_id,
-                )
-            except CurationError as error:
-                return refused_change(request, workspace_id, entry_id, viewer, error)
-            log.info(
-                "ui.entry_changed",
-                workspace_id=workspace_id,
-                entry_id=entry_id,
-                action=action.value,
-                session_id=viewer.session_id,
-            )
-            past = {"confirm": "confirmed", "hide": "hidden", "restore": "restored"}[action.value]
-            return after_change(request, workspace_id, viewer, view, f"Entry {past}: {view.title}")
-
-        return await run_in_threadpool(apply)
-
-    for action in Action:
-        _add_transition_route(router, action, transition)
-
-    @router.post("/workspaces/{workspace_id}/entries/{entry_id}/edit")
-    async def edit(request: Request, workspace_id: _WORKSPACE_ID, entry_id: _ENTRY_ID) -> Response:
-        try:
-            viewer, form = await guarded_form(request, workspace_id)
-        except Refusal as refusal:
-            return _message_page(refusal)
-        revision = _int(form.get("revision"))
-
-        def apply() -> Response:
-            try:
-                current = service.entry(workspace_id, entry_id)
-                if revision != current.revision:
-                    raise StaleRevision("stale", current.revision)
-                changes = _edit_changes(current, form)
-                if not changes:
-                    return after_change(request, workspace_id, viewer, current, "Nothing changed")
-                view = service.edit(
-                    workspace_id,
-                    entry_id,
-                    changes,
-                    expected_revision=revision,
-                    actor=_ACTOR_PREFIX + viewer.session_id,
-                )
-            except CurationError as error:
-                if isinstance(error, InvalidInput) and _is_htmx(request):
-                    return edit_form_with_error(viewer, workspace_id, entry_id, form, str(error))
-                return refused_change(request, workspace_id, entry_id, viewer, error)
-            log.info(
-                "ui.entry_edited",
-                workspace_id=workspace_id,
-                entry_id=entry_id,
-                session_id=viewer.session_id,
-            )
-            return after_change(request, workspace_id, viewer, view, f"Entry saved: {view.title}")
-
-        return await run_in_threadpool(apply)
-
     def edit_form_with_error(
-        viewer: Viewer, workspace_id: str, entry_id: int, form: dict[str, str], error: str
+        self, viewer: Viewer, workspace_id: str, entry_id: int, form: dict[str, str], error: str
     ) -> Response:
-        card = entry_card(service.entry(workspace_id, entry_id))
+        card = entry_card(self.service.entry(workspace_id, entry_id))
         body = render(
             "_entry_edit.html",
             workspace_id=workspace_id,
@@ -544,60 +336,16 @@ def ui_router(
         )
         return _html(body, 422)
 
-    @router.post("/workspaces/{workspace_id}/entries")
-    async def add(request: Request, workspace_id: _WORKSPACE_ID) -> Response:
-        try:
-            viewer, form = await guarded_form(request, workspace_id)
-        except Refusal as refusal:
-            return _message_page(refusal)
-
-        def apply() -> Response:
-            try:
-                try:
-                    occurred_at = utc_from_input(form.get("occurred_at", ""))
-                except ValueError:
-                    raise InvalidInput("the time is not a date and time") from None
-                view = service.add(
-                    workspace_id,
-                    NewEntry(
-                        occurred_at=occurred_at,
-                        title=form.get("title", ""),
-                        category=form.get("category", ""),
-                        detail=form.get("detail") or None,
-                    ),
-                    actor=_ACTOR_PREFIX + viewer.session_id,
-                )
-            except CurationError as error:
-                message = f"Not added: {error}."
-                if not _is_htmx(request):
-                    return _message_page(Refusal(422, "Not added", message))
-                return _html(
-                    render("_form_error.html", message=message),
-                    422,
-                    headers={"HX-Retarget": "#add-entry-error", "HX-Reswap": "innerHTML"},
-                )
-            log.info(
-                "ui.entry_added",
-                workspace_id=workspace_id,
-                entry_id=view.id,
-                session_id=viewer.session_id,
-            )
-            if not _is_htmx(request):
-                return RedirectResponse(f"{UI_PREFIX}/workspaces/{workspace_id}", status_code=303)
-            filters = parse_filters(form.get("status", "").split(","), form.get("category_filter"))
-            listed = listing(workspace_id, filters, None, PAGE_ENTRIES)
-            response = _html(
-                render("_entries.html", **region_context(viewer, listed, filters, PAGE_ENTRIES))
-            )
-            response.headers.update(_announce(f"Entry added: {view.title}"))
-            return response
-
-        return await run_in_threadpool(apply)
-
     def summary_response(
-        viewer: Viewer, workspace_id: str, *, editing: bool, alert: str | None, status: int = 200
+        self,
+        viewer: Viewer,
+        workspace_id: str,
+        *,
+        editing: bool,
+        alert: str | None,
+        status: int = 200,
     ) -> HTMLResponse:
-        view = service.timeline(workspace_id, limit=1).summary
+        view = self.service.timeline(workspace_id, limit=1).summary
         body = render(
             "_summary.html",
             workspace_id=workspace_id,
@@ -609,142 +357,446 @@ def ui_router(
         )
         return _html(body, status)
 
-    @router.get("/workspaces/{workspace_id}/summary")
-    def summary_fragment(
-        request: Request,
-        workspace_id: _WORKSPACE_ID,
-        edit: Annotated[bool, Query()] = False,
+    async def transition(
+        self, request: Request, workspace_id: str, entry_id: int, action: Action
     ) -> Response:
         try:
-            viewer = require_viewer(request, workspace_id)
-        except Refusal as refusal:
-            return _message_page(refusal)
-        return summary_response(viewer, workspace_id, editing=edit, alert=None)
-
-    @router.post("/workspaces/{workspace_id}/summary")
-    async def write_summary(request: Request, workspace_id: _WORKSPACE_ID) -> Response:
-        try:
-            viewer, form = await guarded_form(request, workspace_id)
+            viewer, form = await self.guarded_form(request, workspace_id)
         except Refusal as refusal:
             return _message_page(refusal)
         revision = _int(form.get("revision"))
 
         def apply() -> Response:
             try:
-                service.write_summary(
+                view = self.service.transition(
                     workspace_id,
-                    form.get("content", ""),
-                    expected_revision=revision,
-                    check=True,
+                    entry_id,
+                    action,
+                    expected_revision=revision if revision is not None else -1,
                     actor=_ACTOR_PREFIX + viewer.session_id,
                 )
-            except StaleRevision:
-                alert = (
-                    "Not saved: the summary was changed since you loaded it. It now shows the "
-                    "current version; review it and try again."
-                )
-                return summary_response(
-                    viewer, workspace_id, editing=False, alert=alert, status=409
-                )
-            except InvalidInput as error:
-                return summary_response(
-                    viewer, workspace_id, editing=True, alert=f"Not saved: {error}.", status=422
-                )
-            log.info("ui.summary_written", workspace_id=workspace_id, session_id=viewer.session_id)
-            if not _is_htmx(request):
-                return RedirectResponse(f"{UI_PREFIX}/workspaces/{workspace_id}", status_code=303)
-            response = summary_response(viewer, workspace_id, editing=False, alert=None)
-            response.headers.update(_announce("Summary saved"))
-            return response
+            except CurationError as error:
+                return self.refused_change(request, workspace_id, entry_id, viewer, error)
+            log.info(
+                "ui.entry_changed",
+                workspace_id=workspace_id,
+                entry_id=entry_id,
+                action=action.value,
+                session_id=viewer.session_id,
+            )
+            past = {"confirm": "confirmed", "hide": "hidden", "restore": "restored"}[action.value]
+            return self.after_change(
+                request, workspace_id, viewer, view, f"Entry {past}: {view.title}"
+            )
 
         return await run_in_threadpool(apply)
 
-    # --- sign-in ---
 
-    @router.get("/sign-in")
-    def sign_in(request: Request, token: Annotated[str, Query(max_length=200)] = "") -> Response:
-        now = clock()
-        with transaction(engine) as conn:
-            redeemed = ui_sessions.redeem_link(conn, token, now=now)
-            issued = (
-                ui_sessions.open_session(
-                    conn, redeemed[1], link_id=redeemed[0], now=now, ttl=session_ttl
-                )
-                if redeemed
-                else None
+def get_pages(
+    curation: CurationServiceDep,
+    evidence: EvidenceServiceDep,
+    cursors: CursorsDep,
+    settings: SettingsDep,
+    engine: EngineDep,
+) -> Pages:
+    access = PageAccess(engine, session_ttl=settings.timeline.ui_session_ttl, clock=curation.clock)
+    return Pages(curation, evidence, access, cursors, settings)
+
+
+PagesDep = Annotated[Pages, Depends(get_pages)]
+
+
+@router.get("/workspaces/{workspace_id}")
+def page(
+    ui: PagesDep,
+    request: Request,
+    workspace_id: _WORKSPACE_ID,
+    status: Annotated[list[str], Query(max_length=3)] = [],  # noqa: B006 - FastAPI's idiom
+    category: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response:
+    started = time.perf_counter()
+    try:
+        viewer = ui.require_viewer(request, workspace_id)
+        filters = parse_filters(status, category)
+        view = ui.listing(workspace_id, filters, None, PAGE_ENTRIES)
+        workspace = ui.access.workspace(workspace_id)
+    except Refusal as refusal:
+        return _message_page(refusal)
+    except WorkspaceNotFound:
+        return _message_page(Refusal(404, "No such workspace", "This workspace is gone."))
+    body = render(
+        "page.html",
+        workspace=workspace,
+        summary=summary_panel(view.summary),
+        editing=False,
+        alert=None,
+        max_chars=SUMMARY_MAX_CHARS,
+        categories=category_options(),
+        now_input=ui.clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M"),
+        limits={"title": TITLE_MAX_CHARS, "detail": DETAIL_MAX_CHARS},
+        **ui.region_context(viewer, view, filters, PAGE_ENTRIES),
+    )
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    return _html(body, headers={"Server-Timing": f"app;dur={elapsed_ms:.1f}"})
+
+
+@router.get("/workspaces/{workspace_id}/entries")
+def entries_fragment(
+    ui: PagesDep,
+    request: Request,
+    workspace_id: _WORKSPACE_ID,
+    status: Annotated[list[str], Query(max_length=3)] = [],  # noqa: B006 - FastAPI's idiom
+    category: Annotated[str | None, Query(max_length=64)] = None,
+    version: Annotated[str | None, Query(max_length=32)] = None,
+    after: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = PAGE_ENTRIES,
+) -> Response:
+    """The entry list: the whole region (filters, polling: 204 while `version` holds), or
+    with `after` the next page of entries alone."""
+    try:
+        viewer = ui.require_viewer(request, workspace_id)
+        filters = parse_filters(status, category)
+        position = ui.cursors.decode("ui-entries", workspace_id, after) if after else None
+        shown = max(limit, PAGE_ENTRIES)
+        view = ui.listing(workspace_id, filters, position, PAGE_ENTRIES if after else shown)
+    except Refusal as refusal:
+        return _message_page(refusal)
+    except InvalidCursor:
+        return _message_page(Refusal(400, "Bad request", "This link is not valid."))
+    context = ui.region_context(viewer, view, filters, shown)
+    if after is not None:
+        return _html(render("_more_entries.html", **context))
+    if version is not None and version == context["version"]:
+        return Response(status_code=204, headers=_SECURITY_HEADERS)
+    return _html(render("_entries.html", **context))
+
+
+@router.get("/workspaces/{workspace_id}/entries/{entry_id}")
+def entry_fragment(
+    ui: PagesDep, request: Request, workspace_id: _WORKSPACE_ID, entry_id: _ENTRY_ID
+) -> Response:
+    try:
+        viewer = ui.require_viewer(request, workspace_id)
+        return ui.entry_response(viewer, ui.service.entry(workspace_id, entry_id))
+    except Refusal as refusal:
+        return _message_page(refusal)
+    except EntryNotFound:
+        return _message_page(Refusal(404, "Not found", "This entry does not exist."))
+
+
+@router.get("/workspaces/{workspace_id}/entries/{entry_id}/edit")
+def edit_form(
+    ui: PagesDep, request: Request, workspace_id: _WORKSPACE_ID, entry_id: _ENTRY_ID
+) -> Response:
+    try:
+        viewer = ui.require_viewer(request, workspace_id)
+        view = ui.service.entry(workspace_id, entry_id)
+    except Refusal as refusal:
+        return _message_page(refusal)
+    except EntryNotFound:
+        return _message_page(Refusal(404, "Not found", "This entry does not exist."))
+    body = render(
+        "_entry_edit.html",
+        workspace_id=workspace_id,
+        card=entry_card(view),
+        csrf=viewer.csrf,
+        categories=category_options(),
+        limits={"title": TITLE_MAX_CHARS, "detail": DETAIL_MAX_CHARS},
+        error=None,
+    )
+    return _html(body)
+
+
+@router.get("/workspaces/{workspace_id}/entries/{entry_id}/evidence")
+def evidence_fragment(
+    ui: PagesDep,
+    request: Request,
+    workspace_id: _WORKSPACE_ID,
+    entry_id: _ENTRY_ID,
+    after: Annotated[str | None, Query(max_length=200)] = None,
+) -> Response:
+    """One page of an entry's messages, in (occurred_at, id) order after a signed cursor."""
+    listing_name = f"ui-evidence-{entry_id}"
+    try:
+        ui.require_viewer(request, workspace_id)
+        position = ui.cursors.decode(listing_name, workspace_id, after) if after else None
+        view = ui.service.entry(workspace_id, entry_id)
+    except Refusal as refusal:
+        return _message_page(refusal)
+    except InvalidCursor:
+        return _message_page(Refusal(400, "Bad request", "This link is not valid."))
+    except EntryNotFound:
+        return _message_page(Refusal(404, "Not found", "This entry does not exist."))
+    links = [
+        link
+        for link in view.evidence
+        if position is None or (link.occurred_at, link.evidence_id) > position
+    ]
+    chosen = links[:EVIDENCE_PAGE]
+    rows = ui.evidence.rows(workspace_id, [link.evidence_id for link in chosen])
+    by_id = {row.id: row for row in rows}
+    items = [
+        evidence_item(by_id[link.evidence_id], link.url)
+        for link in chosen
+        if link.evidence_id in by_id
+    ]
+    more = None
+    if len(links) > EVIDENCE_PAGE:
+        last = chosen[-1]
+        more = ui.cursors.encode(listing_name, workspace_id, last.occurred_at, last.evidence_id)
+    body = render(
+        "_evidence.html",
+        workspace_id=workspace_id,
+        entry_id=entry_id,
+        items=items,
+        more_query=urlencode({"after": more}) if more else None,
+        total=len(view.evidence),
+        continuation=after is not None,
+    )
+    return _html(body)
+
+
+@router.get("/workspaces/{workspace_id}/export.md")
+def export(ui: PagesDep, request: Request, workspace_id: _WORKSPACE_ID) -> Response:
+    try:
+        ui.require_viewer(request, workspace_id)
+    except Refusal as refusal:
+        return _message_page(refusal)
+    view = ui.service.full_timeline(workspace_id)
+    text = render_markdown(view, generated_at=ui.clock())
+    return PlainTextResponse(
+        text,
+        media_type="text/markdown; charset=utf-8",
+        headers={
+            **_SECURITY_HEADERS,
+            "Content-Disposition": f'attachment; filename="timeline-{workspace_id}.md"',
+        },
+    )
+
+
+# --- changes ---
+
+
+@router.post("/workspaces/{workspace_id}/entries/{entry_id}/edit")
+async def edit(
+    ui: PagesDep, request: Request, workspace_id: _WORKSPACE_ID, entry_id: _ENTRY_ID
+) -> Response:
+    try:
+        viewer, form = await ui.guarded_form(request, workspace_id)
+    except Refusal as refusal:
+        return _message_page(refusal)
+    revision = _int(form.get("revision"))
+
+    def apply() -> Response:
+        try:
+            current = ui.service.entry(workspace_id, entry_id)
+            if revision != current.revision:
+                raise StaleRevision("stale", current.revision)
+            changes = _edit_changes(current, form)
+            if not changes:
+                return ui.after_change(request, workspace_id, viewer, current, "Nothing changed")
+            view = ui.service.edit(
+                workspace_id,
+                entry_id,
+                changes,
+                expected_revision=revision,
+                actor=_ACTOR_PREFIX + viewer.session_id,
             )
-        if issued is None:
-            log.info("ui.sign_in_refused")
-            return _message_page(
-                Refusal(
-                    403,
-                    "This sign-in link does not work",
-                    "It has expired or was already used: a link works once, within 10 minutes. "
-                    "Ask for a new one with `timeline-pipeline ui link --workspace <id>`.",
-                )
-            )
-        log.info("ui.signed_in", workspace_id=issued.workspace_id, session_id=issued.id)
-        target = f"{UI_PREFIX}/workspaces/{issued.workspace_id}"
-        if request.headers.get("sec-fetch-site") == "cross-site":
-            # A redirect that began on another site does not carry a SameSite=Strict cookie;
-            # a page of our own that moves on does.
-            response: Response = _html(render("continue.html", target=target))
-        else:
-            response = RedirectResponse(target, status_code=303, headers=_SECURITY_HEADERS)
-        response.set_cookie(
-            SESSION_COOKIE,
-            issued.secret,
-            max_age=int(session_ttl.total_seconds()),
-            path=UI_PREFIX,
-            secure=secure_request(request.url.scheme, request.headers.get("x-forwarded-proto")),
-            httponly=True,
-            samesite="strict",
+        except CurationError as error:
+            if isinstance(error, InvalidInput) and _is_htmx(request):
+                return ui.edit_form_with_error(viewer, workspace_id, entry_id, form, str(error))
+            return ui.refused_change(request, workspace_id, entry_id, viewer, error)
+        log.info(
+            "ui.entry_edited",
+            workspace_id=workspace_id,
+            entry_id=entry_id,
+            session_id=viewer.session_id,
         )
-        return response
+        return ui.after_change(request, workspace_id, viewer, view, f"Entry saved: {view.title}")
 
-    @router.post("/sign-out")
-    async def sign_out(request: Request) -> Response:
-        found = await run_in_threadpool(viewer_of, request)
-        if found is not None:
+    return await run_in_threadpool(apply)
+
+
+@router.post("/workspaces/{workspace_id}/entries")
+async def add(ui: PagesDep, request: Request, workspace_id: _WORKSPACE_ID) -> Response:
+    try:
+        viewer, form = await ui.guarded_form(request, workspace_id)
+    except Refusal as refusal:
+        return _message_page(refusal)
+
+    def apply() -> Response:
+        try:
             try:
-                await guarded_form(request, found[0].workspace_id)
-            except Refusal as refusal:
-                return _message_page(refusal)
-
-            def end() -> None:
-                with transaction(engine) as conn:
-                    ui_sessions.end_session(conn, found[1], now=clock())
-
-            await run_in_threadpool(end)
-        response = _message_page(
-            Refusal(200, "Signed out", "You are signed out. Open a new sign-in link to return.")
+                occurred_at = utc_from_input(form.get("occurred_at", ""))
+            except ValueError:
+                raise InvalidInput("the time is not a date and time") from None
+            view = ui.service.add(
+                workspace_id,
+                NewEntry(
+                    occurred_at=occurred_at,
+                    title=form.get("title", ""),
+                    category=form.get("category", ""),
+                    detail=form.get("detail") or None,
+                ),
+                actor=_ACTOR_PREFIX + viewer.session_id,
+            )
+        except CurationError as error:
+            message = f"Not added: {error}."
+            if not _is_htmx(request):
+                return _message_page(Refusal(422, "Not added", message))
+            return _html(
+                render("_form_error.html", message=message),
+                422,
+                headers={"HX-Retarget": "#add-entry-error", "HX-Reswap": "innerHTML"},
+            )
+        log.info(
+            "ui.entry_added",
+            workspace_id=workspace_id,
+            entry_id=view.id,
+            session_id=viewer.session_id,
         )
-        response.delete_cookie(SESSION_COOKIE, path=UI_PREFIX)
+        if not _is_htmx(request):
+            return RedirectResponse(f"{UI_PREFIX}/workspaces/{workspace_id}", status_code=303)
+        filters = parse_filters(form.get("status", "").split(","), form.get("category_filter"))
+        listed = ui.listing(workspace_id, filters, None, PAGE_ENTRIES)
+        response = _html(
+            render("_entries.html", **ui.region_context(viewer, listed, filters, PAGE_ENTRIES))
+        )
+        response.headers.update(_announce(f"Entry added: {view.title}"))
         return response
 
-    # --- static ---
-
-    @router.get("/static/{name}")
-    def static(name: Annotated[str, Path(max_length=64)], request: Request) -> Response:
-        found = static_file(name)
-        if found is None:
-            return PlainTextResponse("not found", status_code=404)
-        headers = {
-            "ETag": found.etag,
-            "Cache-Control": "public, max-age=31536000, immutable",
-            "X-Content-Type-Options": "nosniff",
-        }
-        if request.headers.get("if-none-match") == found.etag:
-            return Response(status_code=304, headers=headers)
-        return Response(found.body, media_type=found.media_type, headers=headers)
-
-    return router
+    return await run_in_threadpool(apply)
 
 
-def _add_transition_route(router: APIRouter, action: Action, handler: Any) -> None:
-    async def route(request: Request, workspace_id: _WORKSPACE_ID, entry_id: _ENTRY_ID) -> Response:
-        result: Response = await handler(request, workspace_id, entry_id, action)
-        return result
+@router.get("/workspaces/{workspace_id}/summary")
+def summary_fragment(
+    ui: PagesDep,
+    request: Request,
+    workspace_id: _WORKSPACE_ID,
+    edit: Annotated[bool, Query()] = False,
+) -> Response:
+    try:
+        viewer = ui.require_viewer(request, workspace_id)
+    except Refusal as refusal:
+        return _message_page(refusal)
+    return ui.summary_response(viewer, workspace_id, editing=edit, alert=None)
+
+
+@router.post("/workspaces/{workspace_id}/summary")
+async def write_summary(ui: PagesDep, request: Request, workspace_id: _WORKSPACE_ID) -> Response:
+    try:
+        viewer, form = await ui.guarded_form(request, workspace_id)
+    except Refusal as refusal:
+        return _message_page(refusal)
+    revision = _int(form.get("revision"))
+
+    def apply() -> Response:
+        try:
+            ui.service.write_summary(
+                workspace_id,
+                form.get("content", ""),
+                expected_revision=revision,
+                check=True,
+                actor=_ACTOR_PREFIX + viewer.session_id,
+            )
+        except StaleRevision:
+            alert = (
+                "Not saved: the summary was changed since you loaded it. It now shows the "
+                "current version; review it and try again."
+            )
+            return ui.summary_response(viewer, workspace_id, editing=False, alert=alert, status=409)
+        except InvalidInput as error:
+            return ui.summary_response(
+                viewer, workspace_id, editing=True, alert=f"Not saved: {error}.", status=422
+            )
+        log.info("ui.summary_written", workspace_id=workspace_id, session_id=viewer.session_id)
+        if not _is_htmx(request):
+            return RedirectResponse(f"{UI_PREFIX}/workspaces/{workspace_id}", status_code=303)
+        response = ui.summary_response(viewer, workspace_id, editing=False, alert=None)
+        response.headers.update(_announce("Summary saved"))
+        return response
+
+    return await run_in_threadpool(apply)
+
+
+# --- sign-in ---
+
+
+@router.get("/sign-in")
+def sign_in(
+    ui: PagesDep, request: Request, token: Annotated[str, Query(max_length=200)] = ""
+) -> Response:
+    issued = ui.access.redeem(token)
+    if issued is None:
+        log.info("ui.sign_in_refused")
+        return _message_page(
+            Refusal(
+                403,
+                "This sign-in link does not work",
+                "It has expired or was already used: a link works once, within 10 minutes. "
+                "Ask for a new one with `timeline-pipeline ui link --workspace <id>`.",
+            )
+        )
+    log.info("ui.signed_in", workspace_id=issued.workspace_id, session_id=issued.id)
+    target = f"{UI_PREFIX}/workspaces/{issued.workspace_id}"
+    if request.headers.get("sec-fetch-site") == "cross-site":
+        # A redirect that began on another site does not carry a SameSite=Strict cookie;
+        # a page of our own that moves on does.
+        response: Response = _html(render("continue.html", target=target))
+    else:
+        response = RedirectResponse(target, status_code=303, headers=_SECURITY_HEADERS)
+    response.set_cookie(
+        SESSION_COOKIE,
+        issued.secret,
+        max_age=int(ui.session_ttl.total_seconds()),
+        path=UI_PREFIX,
+        secure=secure_request(request.url.scheme, request.headers.get("x-forwarded-proto")),
+        httponly=True,
+        samesite="strict",
+    )
+    return response
+
+
+@router.post("/sign-out")
+async def sign_out(ui: PagesDep, request: Request) -> Response:
+    found = await run_in_threadpool(ui.viewer_of, request)
+    if found is not None:
+        try:
+            await ui.guarded_form(request, found[0].workspace_id)
+        except Refusal as refusal:
+            return _message_page(refusal)
+
+        await run_in_threadpool(ui.access.sign_out, found[1])
+    response = _message_page(
+        Refusal(200, "Signed out", "You are signed out. Open a new sign-in link to return.")
+    )
+    response.delete_cookie(SESSION_COOKIE, path=UI_PREFIX)
+    return response
+
+
+# --- static ---
+
+
+@router.get("/static/{name}")
+def static(name: Annotated[str, Path(max_length=64)], request: Request) -> Response:
+    found = static_file(name)
+    if found is None:
+        return PlainTextResponse("not found", status_code=404)
+    headers = {
+        "ETag": found.etag,
+        "Cache-Control": "public, max-age=31536000, immutable",
+        "X-Content-Type-Options": "nosniff",
+    }
+    if request.headers.get("if-none-match") == found.etag:
+        return Response(status_code=304, headers=headers)
+    return Response(found.body, media_type=found.media_type, headers=headers)
+
+
+def _add_transition_route(action: Action) -> None:
+    async def route(
+        ui: PagesDep, request: Request, workspace_id: _WORKSPACE_ID, entry_id: _ENTRY_ID
+    ) -> Response:
+        return await ui.transition(request, workspace_id, entry_id, action)
 
     router.add_api_route(
         f"/workspaces/{{workspace_id}}/entries/{{entry_id}}/{action.value}",
@@ -752,6 +804,10 @@ def _add_transition_route(router: APIRouter, action: Action, handler: Any) -> No
         methods=["POST"],
         name=f"ui_{action.value}_entry",
     )
+
+
+for _action in Action:
+    _add_transition_route(_action)
 
 
 def _parse_form(body: bytes) -> dict[str, str]:

@@ -23,8 +23,8 @@ from sqlalchemy import Engine
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
+from timeline_pipeline.http.app import create_app
 from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn
-from timeline_pipeline.receiver.app import create_app
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import workspaces
 from timeline_pipeline_tests.ui.support import demo_incident, sign_in_token

@@ -17,7 +17,7 @@ from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
-from timeline_pipeline.receiver.app import create_app
+from timeline_pipeline.http.app import create_app
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import ui_sessions
 from timeline_pipeline.ui.routes import SESSION_COOKIE
