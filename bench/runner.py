@@ -74,6 +74,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ),
     ),
     Benchmark("quality"),
+    Benchmark("ui", quick_args=("--entries", "50", "--evidence", "2000", "--repeat", "3")),
 )
 
 

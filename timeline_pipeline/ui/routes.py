@@ -44,8 +44,8 @@ from timeline_pipeline.curation.rules import (
     TITLE_MAX_CHARS,
     Action,
 )
-from timeline_pipeline.curation.service import CurationService, NewEntry
-from timeline_pipeline.curation.timeline import EntryView, TimelineView
+from timeline_pipeline.curation.service import CurationService, NewEntry, TimelineOutline
+from timeline_pipeline.curation.timeline import EntryView
 from timeline_pipeline.http.deps import (
     CurationServiceDep,
     CursorsDep,
@@ -229,9 +229,9 @@ class Pages:
 
     def listing(
         self, workspace_id: str, filters: Filters, after: tuple[datetime, int] | None, limit: int
-    ) -> TimelineView:
+    ) -> TimelineOutline:
         """One page of entries matching the filters, in time order (keyset)."""
-        page = self.service.timeline(
+        page = self.service.timeline_outline(
             workspace_id, statuses=filters.statuses, after=after, limit=limit
         )
         if filters.category is None:
@@ -239,7 +239,7 @@ class Pages:
         matched = [e for e in page.entries if e.category == filters.category]
         reads = 1
         while len(matched) < limit and page.next_after is not None and reads < 20:
-            page = self.service.timeline(
+            page = self.service.timeline_outline(
                 workspace_id, statuses=filters.statuses, after=page.next_after, limit=limit
             )
             matched.extend(e for e in page.entries if e.category == filters.category)
@@ -248,12 +248,12 @@ class Pages:
         if len(matched) > limit:
             matched = matched[:limit]
             next_after = (matched[-1].occurred_at, matched[-1].id)
-        return TimelineView(
+        return TimelineOutline(
             workspace_id, page.statuses, matched, page.summary, next_after, page.title
         )
 
     def region_context(
-        self, viewer: Viewer, view: TimelineView, filters: Filters, shown: int
+        self, viewer: Viewer, view: TimelineOutline, filters: Filters, shown: int
     ) -> dict[str, Any]:
         cards = [entry_card(e) for e in view.entries]
         summary_revision = view.summary.revision if view.summary else None
@@ -345,7 +345,7 @@ class Pages:
         alert: str | None,
         status: int = 200,
     ) -> HTMLResponse:
-        view = self.service.timeline(workspace_id, limit=1).summary
+        view = self.service.timeline_outline(workspace_id, limit=1).summary
         body = render(
             "_summary.html",
             workspace_id=workspace_id,

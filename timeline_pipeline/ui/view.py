@@ -16,6 +16,7 @@ from timeline_pipeline.curation.export import CATEGORY_LABELS
 from timeline_pipeline.curation.rules import CATEGORIES, ENTRY_STATUSES
 from timeline_pipeline.curation.timeline import EntryView, SummaryView
 from timeline_pipeline.domain.evidence import EvidenceRow
+from timeline_pipeline.store.entries import EntryRow
 
 __all__ = [
     "STATUS_LABELS",
@@ -100,7 +101,8 @@ def _actions(status: str) -> tuple[str, ...]:
     return ("restore",)
 
 
-def entry_card(view: EntryView) -> EntryCard:
+def entry_card(view: EntryView | EntryRow) -> EntryCard:
+    """A card from an entry as read for one entry (`EntryView`) or for a list (`EntryRow`)."""
     moment = view.occurred_at.astimezone(UTC)
     return EntryCard(
         id=view.id,
@@ -116,7 +118,7 @@ def entry_card(view: EntryView) -> EntryCard:
         occurred_date=moment.strftime("%a %d %b %Y"),
         occurred_input=moment.strftime("%Y-%m-%dT%H:%M"),
         revision=view.revision,
-        evidence_count=len(view.evidence),
+        evidence_count=len(view.evidence_ids),
         actions=_actions(view.status),
     )
 
