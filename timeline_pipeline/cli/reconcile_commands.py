@@ -1,4 +1,4 @@
-"""`timeline-pipeline reconcile`: an operator's manual "Refresh from sources" (seed 000 §6).
+"""`timeline-pipeline reconcile`: an operator's manual "Refresh from sources" (docs/design.md §1).
 
 It reconciles the named workspace even when automatic scans no longer pick it up (recovered,
 archived, older than the lookback), still bounded by its creation time and the ingestion

@@ -1,4 +1,4 @@
-"""Which workspaces a Lark message may become evidence for (seed 000 section 6). Pure."""
+"""Which workspaces a Lark message may become evidence for (docs/design.md §1). Pure."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def ingestion_start(
     workspace: Workspace, settings: LarkTimelineSettings, now: datetime
 ) -> datetime:
     """The earliest message time a workspace may hold: never before it existed, never older
-    than the lookback (seed 000 sections 6 and 8.1)."""
+    than the lookback (docs/design.md §1, §3)."""
     return max(workspace.created_at, now - settings.ingestion_lookback)
 
 

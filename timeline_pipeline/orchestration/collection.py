@@ -182,7 +182,7 @@ def _failure_check(report: RunReport) -> dg.AssetCheckResult:
         dg.AssetCheckSpec(FAILURE_CHECK, asset=CHAT_COLLECTION_KEY),
         dg.AssetCheckSpec(THREADS_CHECK, asset=CHAT_COLLECTION_KEY),
     ],
-    description="Lark chat history reconciled into workspace evidence (seed 000 section 8).",
+    description="Lark chat history reconciled into workspace evidence (docs/design.md §3).",
 )
 def lark_chat_collection(
     context: dg.AssetExecutionContext,

@@ -83,10 +83,7 @@ class SynthesizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             setup.client,
             model=setup.model,
             max_output_tokens=settings.timeline.synthesis_max_output_tokens,
-            max_attempts=setup.max_attempts,
-            backoff_base_seconds=setup.backoff_base_seconds,
-            backoff_cap_seconds=setup.backoff_cap_seconds,
-            max_retry_after_seconds=setup.max_retry_after_seconds,
+            retry=setup.retry,
         )
 
 
@@ -174,7 +171,7 @@ def report_metadata(report: WindowRunReport) -> dict[str, Any]:
     output_required=False,
     description=(
         "Draft timeline entries of one window of one chat, bound to their evidence "
-        "(seed 000 section 12). Partition: <workspace>:<chat>:<YYYYMMDDTHHMMZ>[:<version>]."
+        "(docs/design.md §7). Partition: <workspace>:<chat>:<YYYYMMDDTHHMMZ>[:<version>]."
     ),
 )
 def timeline_window_drafts(
@@ -317,7 +314,7 @@ def _discovery_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
         minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
-            "Finds closed, non-empty, uncovered windows (seed 000 section 11), adds their "
+            "Finds closed, non-empty, uncovered windows (docs/design.md §6), adds their "
             "partitions and requests their synthesis runs, oldest first, within the backlog "
             "limits. Idle ticks cost one indexed query."
         ),

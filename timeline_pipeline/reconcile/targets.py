@@ -1,4 +1,4 @@
-"""Which (workspace, chat) pairs a run reconciles, and whether it may run at all (seed 000 §6).
+"""Which (workspace, chat) pairs a run reconciles, and whether it may run (docs/design.md §1).
 
 Automatic scans take only firing, in-lookback workspaces of an ingested type, so they stop by
 themselves when a workspace leaves `firing` or ages out. A manual refresh names its workspace

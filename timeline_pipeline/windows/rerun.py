@@ -1,4 +1,4 @@
-"""An explicit full regeneration under a versioned namespace (seed 000 sections 10.2 and 16).
+"""An explicit full regeneration under a versioned namespace (docs/design.md §5, §11).
 
 After a prompt or schema upgrade an operator reruns a workspace's windows as
 `chat/<chat_id>/processor/<version>/window/<start>`: new state rows beside the old ones, so the

@@ -1,4 +1,4 @@
-"""Which workspaces a message may become evidence for (seed 000 section 6), as a table."""
+"""Which workspaces a message may become evidence for (docs/design.md §1), as a table."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Range planning (seed 000 §8.1, §8.2): which range a run reads, as a table of cases."""
+"""Range planning (docs/design.md §3): which range a run reads, as a table of cases."""
 
 from __future__ import annotations
 
