@@ -26,9 +26,7 @@ def test_the_outline_lists_the_timelines_entries_with_their_evidence_ids(engine:
     full = service.timeline("inc-1")
     outline = service.timeline_outline("inc-1")
     assert [e.id for e in outline.entries] == [e.id for e in full.entries]
-    assert [list(e.evidence_ids) for e in outline.entries] == [
-        e.evidence_ids for e in full.entries
-    ]
+    assert [list(e.evidence_ids) for e in outline.entries] == [e.evidence_ids for e in full.entries]
     assert all(e.evidence_ids for e in outline.entries)
     assert outline.summary == full.summary and outline.title == full.title
     first = service.timeline_outline("inc-1", limit=1)
