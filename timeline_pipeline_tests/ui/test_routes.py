@@ -281,3 +281,51 @@ def test_filters_show_only_the_chosen_statuses_and_category(site: Site) -> None:
     query = "status=draft&status=confirmed&category=impact"
     impact = site.client.get(f"/ui/workspaces/{site.ws}?{query}")
     assert "data-entry-id=" not in impact.text
+
+
+def test_adding_an_entry_stores_a_curators_entry_and_a_bad_one_says_why(site: Site) -> None:
+    headers = site.signed_in()
+    before = snapshot(site.engine)
+    bad = site.client.post(
+        f"/ui/workspaces/{site.ws}/entries",
+        data={"occurred_at": "2026-11-29T10:05", "category": "impact", "title": "  "},
+        headers=headers,
+    )
+    assert bad.status_code == 422
+    assert "title must not be blank" in bad.text
+    assert bad.headers["hx-retarget"] == "#add-entry-error"
+    assert snapshot(site.engine) == before
+    added = site.client.post(
+        f"/ui/workspaces/{site.ws}/entries",
+        data={"occurred_at": "2026-11-29T10:05", "category": "decision", "title": "Paged DBA"},
+        headers=headers,
+    )
+    assert added.status_code == 200 and "Paged DBA" in added.text
+    [entry] = [e for e in site.service.timeline(site.ws).entries if e.title == "Paged DBA"]
+    assert (entry.source, entry.status, entry.category) == ("human", "confirmed", "decision")
+    assert entry.occurred_at == datetime(2026, 11, 29, 10, 5, tzinfo=UTC)
+
+
+def test_the_summary_is_written_by_a_curator_and_a_stale_one_is_refused(site: Site) -> None:
+    headers = site.signed_in()
+    path = f"/ui/workspaces/{site.ws}/summary"
+    form = {"content": "EU checkout down", "revision": ""}
+    first = site.client.post(path, data=form, headers=headers)
+    assert first.status_code == 200
+    assert "Written by a curator" in first.text and "EU checkout down" in first.text
+    before = snapshot(site.engine)
+    stale = site.client.post(path, data={"content": "Mine", "revision": "0"}, headers=headers)
+    assert stale.status_code == 409
+    assert "changed since you loaded it" in stale.text
+    assert snapshot(site.engine) == before
+    assert site.service.summary(site.ws).content == "EU checkout down"
+
+
+def test_signing_out_ends_the_session(site: Site) -> None:
+    headers = site.signed_in()
+    secret = site.client.cookies.get(SESSION_COOKIE)
+    assert secret
+    answer = site.client.post("/ui/sign-out", headers=headers)
+    assert answer.status_code == 200 and "signed out" in answer.text
+    site.client.cookies.set(SESSION_COOKIE, secret, path="/ui")  # the old cookie, kept anyway
+    assert site.client.get(f"/ui/workspaces/{site.ws}").status_code == 401
