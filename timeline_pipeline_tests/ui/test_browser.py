@@ -279,3 +279,19 @@ def test_new_entries_appear_without_a_reload(served: Served, visit: Visit) -> No
     )
     appeared = visit.page.get_by_role("heading", name="Status page updated for EU")  # type: ignore[attr-defined]
     playwright_api.expect(appeared).to_be_visible(timeout=12_000)
+
+
+def test_the_actions_work_from_the_keyboard_and_are_announced(served: Served, visit: Visit) -> None:
+    sign_in(served, visit)
+    page = visit.page
+    page.keyboard.press("Tab")  # type: ignore[attr-defined]
+    skip = page.get_by_role("link", name="Skip to the timeline")  # type: ignore[attr-defined]
+    playwright_api.expect(skip).to_be_focused()
+    draft = page.locator('[data-status="draft"]').nth(1)  # type: ignore[attr-defined]
+    entry_id = int(draft.get_attribute("data-entry-id"))
+    draft.get_by_role("button", name="Hide").focus()
+    page.keyboard.press("Enter")  # type: ignore[attr-defined]
+    same = page.locator(f'[data-entry-id="{entry_id}"]')  # type: ignore[attr-defined]
+    playwright_api.expect(same).to_have_attribute("data-status", "hidden")
+    playwright_api.expect(page.locator("#live")).to_contain_text("Entry hidden")  # type: ignore[attr-defined]
+    assert served.service.entry(DEMO, entry_id).status == "hidden"
