@@ -8,7 +8,6 @@ written to `test-results/ui/` (README, "The timeline page").
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
+from playwright import sync_api as playwright_api
 from sqlalchemy import Engine
 
 from timeline_pipeline.curation.service import CurationService, NewEntry
@@ -29,8 +29,6 @@ from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment,
 from timeline_pipeline.store import workspaces
 from timeline_pipeline_tests.ui.support import demo_incident, sign_in_token
 
-os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
-playwright_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
 DEMO = "demo-ui"
 OTHER = "other-ui"
