@@ -7,7 +7,7 @@ its rows and its indexes: they are the audit trail of every job run, and an upgr
 downgrade finds them in place and leaves them alone.
 
 Revision ID: 0007_maintenance
-Revises: 0004_build_only_what_runs
+Revises: 0008_ui_sessions
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 import timeline_pipeline.db.types
 
 revision: str = "0007_maintenance"
-down_revision: str | None = "0004_build_only_what_runs"
+down_revision: str | None = "0008_ui_sessions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
