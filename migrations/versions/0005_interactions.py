@@ -37,7 +37,7 @@ def upgrade() -> None:
         ),
         sa.Column("processor_version", sa.String(length=64), nullable=False),
         sa.Column("idempotency_uuid", sa.String(length=50), nullable=False),
-        sa.Column("bot_app_id", sa.String(length=128), nullable=False),
+        sa.Column("bot_app_id", sa.String(length=128), nullable=True),
         sa.Column("chat_id", sa.String(length=256), nullable=False),
         sa.Column("reply_to_message_id", sa.String(length=256), nullable=True),
         sa.Column("message_id", sa.String(length=256), nullable=True),

@@ -290,7 +290,7 @@ interaction_requests = Table(
     Column("window_state_id", BigIntId, nullable=True),
     Column("processor_version", String(64), nullable=False),
     Column("idempotency_uuid", String(50), nullable=False, unique=True),
-    Column("bot_app_id", String(128), nullable=False),
+    Column("bot_app_id", String(128), nullable=True),  # the app that delivered it
     Column("chat_id", String(256), nullable=False),
     Column("reply_to_message_id", String(256), nullable=True),
     Column("message_id", String(256), nullable=True),

@@ -44,6 +44,7 @@ __all__ = [
     "ForeignEvidence",
     "UpsertResult",
     "create_human_entry",
+    "drafts_of_window",
     "edit_text",
     "evidence_ids_of",
     "find_restated",
@@ -353,6 +354,19 @@ def list_for_workspace(
     if after is not None:
         stmt = stmt.where(tuple_(en.c.occurred_at, en.c.id) > tuple_(after[0], after[1]))
     rows = conn.execute(stmt.order_by(en.c.occurred_at, en.c.id).limit(limit)).all()
+    bound = evidence_ids_of(conn, [row.id for row in rows])
+    return [_to_entry(row, bound[row.id]) for row in rows]
+
+
+def drafts_of_window(conn: Connection, window_state_id: int, *, limit: int) -> list[EntryRow]:
+    """The drafts a window last created or changed, in time order, with bound evidence ids
+    (what its review card offers)."""
+    rows = conn.execute(
+        select(en)
+        .where(en.c.window_state_id == window_state_id, en.c.status == "draft")
+        .order_by(en.c.occurred_at, en.c.id)
+        .limit(limit)
+    ).all()
     bound = evidence_ids_of(conn, [row.id for row in rows])
     return [_to_entry(row, bound[row.id]) for row in rows]
 
