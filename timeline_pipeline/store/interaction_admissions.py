@@ -216,9 +216,7 @@ def backlog(conn: Connection, *, now: datetime) -> Mapping[str, float]:
     by_status: dict[str, int] = dict(
         conn.execute(
             select(ia.c.status, func.count()).where(ia.c.status.in_(_WORKING)).group_by(ia.c.status)
-        )
-        .tuples()
-        .all()
+        ).all()
     )
     oldest = conn.execute(
         select(func.min(ia.c.admitted_at)).where(ia.c.status.in_(_WORKING))
@@ -230,5 +228,5 @@ def backlog(conn: Connection, *, now: datetime) -> Mapping[str, float]:
 def count_by_status(conn: Connection) -> dict[str, int]:
     return {
         str(k): int(v)
-        for k, v in conn.execute(select(ia.c.status, func.count()).group_by(ia.c.status)).tuples()
+        for k, v in conn.execute(select(ia.c.status, func.count()).group_by(ia.c.status))
     }

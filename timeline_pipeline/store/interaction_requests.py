@@ -288,7 +288,7 @@ def expire_due(conn: Connection, *, now: datetime, limit: int = 500) -> list[Car
 def counts(conn: Connection) -> Mapping[str, int]:
     """Cards by status, and those still queued for delivery, for metrics and health."""
     by_status: dict[str, int] = dict(
-        conn.execute(select(ir.c.status, func.count()).group_by(ir.c.status)).tuples().all()
+        conn.execute(select(ir.c.status, func.count()).group_by(ir.c.status)).all()
     )
     queued = conn.execute(
         select(func.count()).where(
