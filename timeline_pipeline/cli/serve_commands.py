@@ -42,9 +42,21 @@ LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 )
 @click.option("--log-level", default="info", show_default=True, type=click.Choice(LOG_LEVELS))
 @click.option("--json", "as_json", is_flag=True, help="Write logs as JSON lines.")
+@click.option(
+    "--card-worker/--no-card-worker",
+    default=True,
+    show_default=True,
+    help="Run the review-card worker in this process (with reviewCardsEnabled).",
+)
 @pass_app
 def serve(
-    app: AppContext, host: str, port: int, graceful_timeout: int, log_level: str, as_json: bool
+    app: AppContext,
+    host: str,
+    port: int,
+    graceful_timeout: int,
+    log_level: str,
+    as_json: bool,
+    card_worker: bool,
 ) -> None:
     """Run the Lark event receiver: POST /lark/events, GET /healthz, GET /metrics.
 
@@ -52,12 +64,12 @@ def serve(
     messages are stored only when the timeline `enabled` and `eventIngestionEnabled` flags are on
     (otherwise they are acknowledged and counted as ignored).
     """
+    from timeline_pipeline.http.app import create_app
     from timeline_pipeline.observability.logs import (
         configure_logging,
         get_logger,
         route_uncaught_exceptions,
     )
-    from timeline_pipeline.receiver.app import create_app
     from timeline_pipeline.receiver.heap import freeze_startup_heap
 
     settings = app.settings
@@ -66,7 +78,7 @@ def serve(
     if current != head:
         _fail(f"schema is at {current or 'empty'}, code expects {head}: run `db upgrade` first")
     try:
-        application = create_app(settings, app.engine)
+        application = create_app(settings, app.engine, card_worker=card_worker)
     except ValueError as exc:
         _fail(str(exc))
     # After importing the receiver: lark-oapi installs its own handler at import, which this drops.

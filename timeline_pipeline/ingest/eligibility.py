@@ -6,9 +6,9 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime
 
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.workspaces import Workspace
 
 GROUP_CHAT_TYPES = frozenset({"group", "topic_group"})
 

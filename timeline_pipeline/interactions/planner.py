@@ -15,13 +15,13 @@ from typing import Final
 from sqlalchemy import Connection
 
 from timeline_pipeline.curation.rules import CATEGORIES, TITLE_MAX_CHARS
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.interactions.model import KIND_DRAFT_REVIEW, CardEntry, CardRequest
 from timeline_pipeline.interactions.tokens import card_uuid
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence
 from timeline_pipeline.store import interaction_requests as cards
 from timeline_pipeline.store.interaction_requests import CardRow
-from timeline_pipeline.store.sync_states import SyncState
 
 MAX_CARD_ENTRIES: Final = 20
 """A window proposes a handful of drafts; a card with more would not fit Lark's size limit."""

@@ -73,12 +73,6 @@ class ReceiverMetrics:
             ["reason"],
             registry=r,
         )
-        self.wakeups = Counter(
-            "timeline_lark_wakeups",
-            "In-memory synthesis wakeups: sent, coalesced into a pending one, or dropped.",
-            ["outcome"],
-            registry=r,
-        )
         self.handling_seconds = Histogram(
             "timeline_lark_event_handling_seconds",
             "Time from a complete request body to the answer, by result.",

@@ -1,7 +1,9 @@
 """Dagster resources: the product database and the validated settings.
 
-Resources read the same environment variables as the CLI and the receiver, so a Dagster run,
-the `serve` process and an operator's command always agree on the database and the bounds.
+The code location declares them once, in `definitions.py`, with `dg.EnvVar` fields: Dagster
+reads the variable when a run starts (and shows where the value came from), not this module at
+import. They are the same variables the CLI and the receiver read, so a Dagster run, the
+`serve` process and an operator's command always agree on the database and the bounds.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from timeline_pipeline.settings import (
 
 
 class DatabaseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
-    """The product database (not Dagster's own storage)."""
+    """The product database (not Dagster's own storage); `url` from TIMELINE_DATABASE_URL in
+    production (`dg.EnvVar`), the local default otherwise."""
 
     url: str = DEFAULT_DATABASE_URL
     pool_size: int = 5
@@ -101,13 +104,3 @@ def claude_setup(
         backoff_cap_seconds=timeline.retry_backoff_cap.total_seconds(),
         max_retry_after_seconds=timeline.max_retry_after.total_seconds(),
     )
-
-
-def default_resources() -> dict[str, Any]:
-    return {
-        "database": DatabaseResource(
-            url=dg.EnvVar("TIMELINE_DATABASE_URL").get_value(DEFAULT_DATABASE_URL)
-            or DEFAULT_DATABASE_URL
-        ),
-        "timeline_settings": TimelineSettingsResource(),
-    }

@@ -18,7 +18,8 @@ from typing import Final
 
 from sqlalchemy import Connection
 
-from timeline_pipeline.store.workspaces import Workspace, bindings_for_chat
+from timeline_pipeline.domain.workspaces import Workspace
+from timeline_pipeline.store.workspaces import bindings_for_chat
 
 DEFAULT_MAX_ENTRIES: Final = 10_000
 

@@ -4,7 +4,9 @@ This is the only place that turns outcomes and exceptions into HTTP statuses, me
 lines, so the three always agree. A callback is handled in two steps: `begin` does the CPU work
 (verification, normalization) and either answers at once or returns a `Step`, whose write
 `submit` hands to the group-commit writer; `finish` (or `fail`) turns the committed outcome (or
-the failure) into the answer. `handle` chains them for callers without an event loop.
+the failure) into the answer. A handler that answers with blocking I/O of its own (a card
+callback) gives a `BlockingStep` instead, which `run_blocking` answers in a worker thread.
+`handle` chains them for callers without an event loop.
 
 Logs carry ids and reason codes only; an exception is logged by its type, never its text,
 because database errors can quote the statement's parameters.
@@ -14,20 +16,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final
 
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReceiverMetrics, event_type_label
-from timeline_pipeline.receiver import event_types
 from timeline_pipeline.receiver.batching import CONFLICT_ERRORS, UNAVAILABLE_ERRORS, WriteBatcher
-from timeline_pipeline.receiver.handlers import EventHandlers, Outcome, Pending
-from timeline_pipeline.receiver.outcomes import Reason, Rejected, Reply
+from timeline_pipeline.receiver.bindings import BindingCache
+from timeline_pipeline.receiver.handlers import Outcome, Pending
+from timeline_pipeline.receiver.outcomes import ACCEPTED, Reason, Rejected, Reply
+from timeline_pipeline.receiver.registry import BlockingReply, EventHandlerRegistry, HandlerReply
 from timeline_pipeline.receiver.verification import CallbackVerifier, LarkHeaders
-from timeline_pipeline.receiver.wakeups import WakeupHub
 
 LOGGER_NAME: Final = "timeline_pipeline.receiver"
 log = get_logger(LOGGER_NAME)
@@ -46,25 +47,31 @@ class Step:
     started: float
 
 
+@dataclass
+class BlockingStep:
+    """A callback whose handler answers with blocking I/O: `run_blocking` it off the loop."""
+
+    event_type: str
+    blocking: BlockingReply
+    ids: dict[str, Any]
+    started: float
+
+
 class EventService:
     def __init__(
         self,
         *,
         verifier: CallbackVerifier,
-        handlers: EventHandlers,
+        registry: EventHandlerRegistry,
+        bindings: BindingCache,
         writer: WriteBatcher,
         metrics: ReceiverMetrics,
-        wakeups: WakeupHub,
-        ingestion_enabled: bool,
-        clock: Callable[[], datetime],
     ) -> None:
         self._verifier = verifier
-        self._handlers = handlers
+        self._registry = registry
+        self._bindings = bindings
         self._writer = writer
         self._metrics = metrics
-        self._wakeups = wakeups
-        self._ingestion_enabled = ingestion_enabled
-        self._clock = clock
         # Per-event metric children, looked up once: `labels()` validates and locks each call.
         # Both label sets are bounded (results, and `event_type_label`'s known types).
         self._received = metrics.events_received
@@ -76,6 +83,8 @@ class EventService:
         step = self.begin(body, headers)
         if isinstance(step, Reply):
             return step
+        if isinstance(step, BlockingStep):
+            return self.run_blocking(step)
         try:
             outcome = self.submit(step).result()
         except Exception as error:
@@ -87,8 +96,9 @@ class EventService:
         pending = step.pending
         return self._writer.submit_to_group(pending.writer, pending.item, pending.group)
 
-    def begin(self, body: bytes, headers: Mapping[str, str]) -> Reply | Step:
-        """Never raises: an answer, or a Step to write and then `finish` (or `fail`)."""
+    def begin(self, body: bytes, headers: Mapping[str, str]) -> Reply | Step | BlockingStep:
+        """Never raises: an answer, a Step to write and then `finish` (or `fail`), or a
+        BlockingStep to `run_blocking`."""
         started = time.perf_counter()
         self._received.inc()
         ids: dict[str, Any] = {}
@@ -99,14 +109,25 @@ class EventService:
         if isinstance(result, Pending):
             ids.update(message_id=result.message_id, chat_id=result.chat_id)
             return Step(ids["event_type"], result, ids, started)
+        if isinstance(result, BlockingReply):
+            return BlockingStep(ids["event_type"], result, ids, started)
         return self._observe(result, started)
+
+    def run_blocking(self, step: BlockingStep) -> Reply:
+        """Never raises: the handler's own answer, counted like any other."""
+        try:
+            reply = self._answer(step.event_type, step.blocking.call(), step.ids)
+        except Exception as error:
+            return self._answer_failure(error, step.ids, step.started)
+        return self._observe(reply, step.started)
 
     def finish(self, step: Step, outcome: Outcome) -> Reply:
         return self._observe(self._conclude(step.event_type, outcome, step.ids), step.started)
 
     def fail(self, step: Step, error: BaseException) -> Reply:
         if isinstance(error, CONFLICT_ERRORS):
-            self._handlers.forget_bindings(step.pending.chat_id)
+            # A write found a cached workspace gone: read the bindings again next time.
+            self._bindings.invalidate(step.pending.chat_id)
         return self._answer_failure(error, step.ids, step.started)
 
     def reject_oversized(self) -> Reply:
@@ -124,30 +145,31 @@ class EventService:
 
     # --- the steps ------------------------------------------------------------------------
 
-    def _begin(self, body: bytes, headers: LarkHeaders, ids: dict[str, Any]) -> Reply | Pending:
+    def _begin(
+        self, body: bytes, headers: LarkHeaders, ids: dict[str, Any]
+    ) -> Reply | Pending | BlockingReply:
         verified = self._verifier.verify(body, headers)
         ids["event_type"] = verified.event_type
         if verified.event_id is not None:
             ids["event_id"] = verified.event_id
-        if verified.is_url_verification:
-            self._accept(verified.event_type, ids)
-            return Reply(200, {"challenge": verified.challenge}, result="accepted")
-        if verified.event_type not in event_types.HANDLED:
+        handler = self._registry.handler_for(verified.event_type)
+        if handler is None:
             return self._ignore(verified.event_type, Reason.UNKNOWN_EVENT_TYPE, ids)
-        if verified.event_type == event_types.CARD_ACTION:
-            # Interactions are a later issue; acknowledged so that Lark does not retry.
-            return self._ignore(verified.event_type, Reason.NOT_IMPLEMENTED, ids)
-        event = verified.payload["event"]
-        if verified.event_type == event_types.MESSAGE_RECALLED:
-            # Applied even with ingestion off: stored content must still be forgotten.
-            handled = self._handlers.recall(event, self._clock())
-        elif not self._ingestion_enabled:
-            return self._ignore(verified.event_type, Reason.INGESTION_DISABLED, ids)
-        else:
-            handled = self._handlers.message(event)
-        if isinstance(handled, Pending):
+        handled = handler(verified)
+        if isinstance(handled, Pending | BlockingReply):
             return handled
+        if isinstance(handled, HandlerReply):
+            return self._answer(verified.event_type, handled, ids)
         return self._conclude(verified.event_type, handled, ids)
+
+    def _answer(self, event_type: str, reply: HandlerReply, ids: dict[str, Any]) -> Reply:
+        """A handler's own answer: its body as given, counted like any other answer."""
+        if not 200 <= reply.status < 300:
+            return self._fail(reply.status, reply.reason, ids)
+        self._accept(event_type, ids)
+        if reply.body is None:
+            return Reply(reply.status, dict(ACCEPTED.body), result="accepted")
+        return Reply(reply.status, dict(reply.body), result="accepted")
 
     def _conclude(self, event_type: str, outcome: Outcome, ids: dict[str, Any]) -> Reply:
         for key in ("message_id", "chat_id"):
@@ -170,15 +192,6 @@ class EventService:
             metrics.evidence_skipped.labels(reason).inc(count)
         if outcome.excluded is not None:
             metrics.messages_excluded.labels(outcome.excluded).inc()
-        if outcome.wakeups:
-            delivery = self._wakeups.notify(outcome.wakeups)
-            for name, count in (
-                ("sent", delivery.sent),
-                ("coalesced", delivery.coalesced),
-                ("dropped", delivery.dropped),
-            ):
-                if count:
-                    metrics.wakeups.labels(name).inc(count)
 
     # --- answers --------------------------------------------------------------------------
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from timeline_pipeline.domain.sync_states import decode_message_cursor, encode_message_cursor
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.sync_states import decode_message_cursor, encode_message_cursor
 
 MARKER_KEY = "in_progress"
 METADATA_VERSION = 1

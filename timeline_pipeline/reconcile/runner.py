@@ -26,6 +26,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from timeline_pipeline.db.engine import DatabaseUnavailable, transaction
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.ingest.eligibility import Scope
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.client import (
@@ -59,21 +60,20 @@ from timeline_pipeline.reconcile.report import (
     FailureKind,
     RunReport,
 )
-from timeline_pipeline.reconcile.store import (
-    mark_thread_listed,
-    prune_thread_listings,
-    record_progress,
-    thread_first_seen,
-    threads_last_listed,
-)
 from timeline_pipeline.reconcile.targets import Target
 from timeline_pipeline.reconcile.threads import ThreadPlan, known_threads, plan_threads
 from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store.evidence import thread_first_seen
+from timeline_pipeline.store.reconcile_threads import (
+    mark_thread_listed,
+    prune_thread_listings,
+    threads_last_listed,
+)
 from timeline_pipeline.store.sync_states import (
-    SyncState,
     advance_checkpoint,
     ensure_checkpoint,
     record_checkpoint_failure,
+    record_progress,
 )
 
 log = logging.getLogger(__name__)

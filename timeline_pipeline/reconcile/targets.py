@@ -14,10 +14,10 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, MANUAL, workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import workspaces
-from timeline_pipeline.store.workspaces import Workspace
 
 
 class ReconcileRefused(Exception):

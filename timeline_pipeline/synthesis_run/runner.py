@@ -32,10 +32,10 @@ from timeline_pipeline.domain.keys import (
     message_source_key,
 )
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.interactions.planner import plan_review_card
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence, sync_states
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.synthesis.chunking import plan_chunks
 from timeline_pipeline.synthesis.models import (
     EvidenceItem,

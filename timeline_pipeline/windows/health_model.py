@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from timeline_pipeline.db.schema import WINDOW_STATUSES
-from timeline_pipeline.domain.states import BACKLOG_WINDOW_STATUSES, WindowStatus
+from timeline_pipeline.domain.states import BACKLOG_WINDOW_STATUSES, WINDOW_STATUSES, WindowStatus
 
 __all__ = [
     "ChatPosition",

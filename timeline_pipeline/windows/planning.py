@@ -16,8 +16,8 @@ from enum import StrEnum
 from typing import Any
 
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.windows.keys import WindowRef
 
 __all__ = [

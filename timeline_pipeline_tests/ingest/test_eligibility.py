@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, MANUAL, Scope, message_skip
 from timeline_pipeline.ingest.writer import plan_records
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage, normalize_event_message
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.workspaces import Workspace
 from timeline_pipeline_tests.receiver.lark_events import NOW, receive
 
 ENABLED: dict[str, Any] = {"enabled": True, "event_ingestion_enabled": True}

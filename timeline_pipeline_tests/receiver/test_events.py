@@ -11,7 +11,6 @@ from datetime import timedelta
 
 from sqlalchemy import Engine
 
-from timeline_pipeline.receiver.wakeups import Wakeup, WakeupHub
 from timeline_pipeline.store import workspaces
 from timeline_pipeline_tests.receiver.conftest import Receiver, ReceiverFactory, add_workspace
 from timeline_pipeline_tests.receiver.lark_events import (
@@ -227,15 +226,17 @@ def test_a_challenge_with_a_lone_surrogate_is_answered_not_a_500(receiver: Recei
     assert response.json() == {"challenge": "c-\ud800"}
 
 
-def test_card_actions_are_acknowledged_as_not_implemented(receiver: Receiver) -> None:
+def test_card_actions_are_acknowledged_as_ignored_while_review_cards_are_off(
+    receiver: Receiver,
+) -> None:
     response = receiver.post(card_click())
 
-    assert response.json() == {"status": "ignored", "reason": "not_implemented"}
+    assert response.json() == {"status": "ignored", "reason": "review_cards_disabled"}
     assert (
         receiver.metric(
             "timeline_lark_events_ignored_total",
             event_type="card.action.trigger",
-            reason="not_implemented",
+            reason="review_cards_disabled",
         )
         == 1
     )
@@ -263,26 +264,6 @@ def test_a_chat_bound_after_start_is_ingested_without_a_restart(
 
     assert receiver.post(receive("om_2")).json() == {"status": "accepted"}
     assert [r.source_key for r in receiver.rows()] == [f"chat/{CHAT}/message/om_2"]
-
-
-def test_stored_messages_wake_subscribers_and_a_full_inbox_drops_and_counts(
-    make_receiver: ReceiverFactory, engine: Engine
-) -> None:
-    add_workspace(engine)
-    hub = WakeupHub()
-    inbox = hub.subscribe(capacity=1)
-    receiver = make_receiver(wakeups=hub)
-
-    receiver.post(receive("om_1"))
-    receiver.post(receive("om_2"))  # the same (workspace, chat) is already pending: coalesced
-    add_workspace(engine, "inc-2", chats=("oc_other",))
-    receiver.post(receive("om_3", chat_id="oc_other"))  # inbox full: dropped
-
-    assert inbox.drain() == [Wakeup("inc-1", CHAT)]
-    assert receiver.metric("timeline_lark_wakeups_total", outcome="sent") == 1
-    assert receiver.metric("timeline_lark_wakeups_total", outcome="coalesced") == 1
-    assert receiver.metric("timeline_lark_wakeups_total", outcome="dropped") == 1
-    assert len(receiver.rows()) == 3
 
 
 def test_healthz_and_metrics(receiver: Receiver) -> None:

@@ -25,7 +25,7 @@ import pytest
 
 from timeline_pipeline.db.engine import make_engine, transaction
 from timeline_pipeline.db.migrate import upgrade
-from timeline_pipeline.receiver.app import EVENTS_PATH
+from timeline_pipeline.receiver.router import EVENTS_PATH
 from timeline_pipeline.store import api_tokens
 from timeline_pipeline_tests.faults.support_serve import metric_value, serve_environment
 from timeline_pipeline_tests.receiver.conftest import add_workspace

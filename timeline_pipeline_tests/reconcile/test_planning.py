@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from timeline_pipeline.domain.sync_states import encode_message_cursor
 from timeline_pipeline.reconcile.planning import (
     MARKER_KEY,
     CheckpointView,
@@ -20,7 +21,6 @@ from timeline_pipeline.reconcile.planning import (
     next_high_water,
     plan_range,
 )
-from timeline_pipeline.store.sync_states import encode_message_cursor
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 H = timedelta(hours=1)

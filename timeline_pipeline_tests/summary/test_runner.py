@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.db.engine import transaction
-from timeline_pipeline.store import curation as store
+from timeline_pipeline.store import summaries as store
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
 from timeline_pipeline.summary.models import SummaryInput, SummaryResult, SummaryUnavailable
 from timeline_pipeline.summary.policy import Decision

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import Engine
 
 from timeline_pipeline.domain.evidence import EvidenceRecord
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence, sync_states
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.synthesis.claude import ClaudeSynthesizer, build_claude_client
 from timeline_pipeline.synthesis.models import (
     InvalidSynthesisOutput,

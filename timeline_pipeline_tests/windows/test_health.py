@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import Engine, event, text
 
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.store import sync_states
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.windows.health import measure_health
 from timeline_pipeline.windows.health_model import PipelineHealth, WorkspaceHealth
 from timeline_pipeline_tests.windows.support import (
