@@ -74,6 +74,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ),
     ),
     Benchmark("quality"),
+    Benchmark("callbacks", quick_args=("--cards", "60", "--raw-rows", "500")),
 )
 
 
