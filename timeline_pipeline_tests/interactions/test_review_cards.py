@@ -138,3 +138,51 @@ def test_a_card_stays_usable_until_its_persisted_expiry_while_other_cards_are_se
         h.drain()
         assert h.card(late).status == "expired"
         assert _status(engine, ids2[0]) == ("draft", 1)
+
+
+def test_a_posted_card_is_never_stored_as_evidence_when_the_chat_is_reconciled(
+    engine: Engine,
+) -> None:
+    from datetime import UTC, datetime
+
+    from sqlalchemy import func, select
+
+    from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+    from timeline_pipeline.ingest.eligibility import MANUAL
+    from timeline_pipeline.reconcile.planning import Mode
+    from timeline_pipeline.reconcile.runner import Reconciler
+    from timeline_pipeline.reconcile.targets import Target
+    from timeline_pipeline.store import workspaces
+    from timeline_pipeline_tests.interactions.harness import lark_client
+
+    with harness(engine, enabled=True, reconciliation_enabled=True) as h:
+        card_id, _ = _ready(h, 1)
+        message_id = h.card(card_id).message_id
+        assert message_id is not None
+        with engine.connect() as conn:
+            before = conn.execute(select(func.count()).select_from(ev)).scalar_one()
+            workspace = workspaces.require(conn, h.workspace_id)
+        client = lark_client(h.lark.base_url, h.app_id, h.lark.app_secret)
+        report = Reconciler(engine, client, h.settings, app_id=h.app_id).run(
+            [Target(workspace, CHAT)], mode=Mode.INCREMENTAL, scope=MANUAL, now=datetime.now(UTC)
+        )
+        assert report.chats[0].messages >= 1  # the card was listed ...
+        with engine.connect() as conn:
+            after = conn.execute(select(func.count()).select_from(ev)).scalar_one()
+            card_rows = conn.execute(
+                select(func.count()).where(ev.c.source_key.like(f"%{message_id}"))
+            ).scalar_one()
+        assert (after, card_rows) == (before, 0)  # ... and never stored
+
+
+def test_decisions_beyond_the_workspace_admission_limit_are_refused_until_the_worker_catches_up(
+    engine: Engine,
+) -> None:
+    with harness(engine, review_card_admission_limit_per_workspace=1) as h:
+        card_id, ids = _ready(h, 2)
+        assert h.click(card_id, ids[0], "confirm").outcome == "admitted"
+        refused = h.click(card_id, ids[1], "confirm")
+        assert (refused.outcome, refused.reason) == ("refused", "admission_limit")
+        assert h.admissions() == 1
+        h.drain()
+        assert h.click(card_id, ids[1], "confirm").outcome == "admitted"
