@@ -186,3 +186,21 @@ def test_decisions_beyond_the_workspace_admission_limit_are_refused_until_the_wo
         assert h.admissions() == 1
         h.drain()
         assert h.click(card_id, ids[1], "confirm").outcome == "admitted"
+
+
+def test_the_health_figures_count_pending_cards_and_the_callback_backlog(engine: Engine) -> None:
+    from datetime import UTC, datetime
+
+    from timeline_pipeline.interactions.health import review_card_figures
+
+    with harness(engine) as h:
+        card_id, ids = _ready(h, 2)
+        assert h.click(card_id, ids[0], "confirm").outcome == "admitted"
+        figures = review_card_figures(engine, datetime.now(UTC))
+        assert (figures["review_cards_pending"], figures["review_card_backlog"]) == (1, 1)
+        assert figures["review_cards_undelivered"] == 0
+        h.drain()
+        h.worker.refresh_gauges()  # type: ignore[union-attr]
+        assert review_card_figures(engine, datetime.now(UTC))["review_card_backlog"] == 0
+        gauge = h.metrics.registry.get_sample_value("timeline_review_cards_pending")
+        assert gauge == 1
