@@ -40,6 +40,7 @@ from timeline_pipeline.lark.cards import CardSender
 from timeline_pipeline.lark.client import LarkApiError
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import interaction_admissions as admissions
 from timeline_pipeline.store import interaction_requests as cards
@@ -52,8 +53,6 @@ log = get_logger("timeline_pipeline.interactions")
 APPLIED: Final = "applied"
 MAX_SEND_ATTEMPTS: Final = 8
 MAX_PATCH_ATTEMPTS: Final = 8
-_RETRY_BASE: Final = timedelta(seconds=2)
-_RETRY_CAP: Final = timedelta(minutes=2)
 _CAS_ATTEMPTS: Final = 5
 _ACTIONS: Final = {CardAction.CONFIRM: Action.CONFIRM, CardAction.HIDE: Action.HIDE}
 
@@ -106,6 +105,9 @@ class CardWorker:
         self.owner = owner or f"cards-{uuid.uuid4().hex[:12]}"
         self._clock = clock
         self._curation = CurationService(engine, clock=clock)
+        # A send or redraw that failed after the client's own retries waits, between worker
+        # rounds, by the product's one retry policy (README, "Configuration").
+        self._retry = RetryPolicy.for_lark_calls(settings)
         self._pool = ThreadPoolExecutor(
             max_workers=settings.review_card_worker_concurrency, thread_name_prefix="card-worker"
         )
@@ -208,7 +210,7 @@ class CardWorker:
             with transaction(self._engine) as conn:
                 if error.retryable and card.delivery_attempts < MAX_SEND_ATTEMPTS:
                     cards.retry_delivery_at(
-                        conn, card, owner=self.owner, at=now + _backoff(card.delivery_attempts)
+                        conn, card, owner=self.owner, at=now + self._wait(card.delivery_attempts)
                     )
                 else:
                     cards.fail_delivery(conn, card, owner=self.owner, now=now)
@@ -375,7 +377,7 @@ class CardWorker:
                             conn,
                             admission,
                             owner=self.owner,
-                            at=self._clock() + _backoff(admission.attempts),
+                            at=self._clock() + self._wait(admission.attempts),
                         )
                     return outcome
         final = AdmissionStatus.DONE if outcome == APPLIED else AdmissionStatus.FAILED
@@ -407,6 +409,9 @@ class CardWorker:
         except LarkApiError as error:
             log.warning("review_card.patch_failed", card_id=card.id, code=error.code)
 
+    def _wait(self, attempt: int) -> timedelta:
+        return timedelta(seconds=self._retry.backoff(attempt))
+
     def _render(self, card: CardRow, token: str | None) -> dict[str, object]:
         return render_card(
             card.request,
@@ -417,8 +422,3 @@ class CardWorker:
             workspace_id=card.workspace_id,
             link_base_url=self._settings.review_card_link_base_url,
         )
-
-
-def _backoff(attempt: int) -> timedelta:
-    delay: timedelta = _RETRY_BASE * (2 ** max(0, attempt - 1))
-    return min(_RETRY_CAP, delay)

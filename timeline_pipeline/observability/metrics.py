@@ -1,4 +1,4 @@
-"""Prometheus metrics of the Lark event receiver (seed 000 section 17).
+"""Prometheus metrics of the Lark event receiver (docs/design.md §12).
 
 Each receiver app owns its own `CollectorRegistry`: two apps in one process (tests, or an embedded
 receiver next to another service) then never share or double-register counters, and `/metrics`

@@ -16,6 +16,7 @@ from pydantic import PrivateAttr
 from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import make_engine
+from timeline_pipeline.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import anthropic
@@ -75,10 +76,7 @@ class ClaudeSetup:
 
     client: anthropic.Anthropic
     model: str
-    max_attempts: int
-    backoff_base_seconds: float
-    backoff_cap_seconds: float
-    max_retry_after_seconds: float
+    retry: RetryPolicy
 
 
 def claude_setup(
@@ -89,7 +87,7 @@ def claude_setup(
     key = api_key or settings.runtime.anthropic_api_key.get_secret_value()
     if not key:
         return None
-    from timeline_pipeline.synthesis.claude import build_claude_client
+    from timeline_pipeline.llm.forced_tool import build_claude_client
 
     timeline = settings.timeline
     return ClaudeSetup(
@@ -99,8 +97,5 @@ def claude_setup(
             timeline.model_timeout.total_seconds(),
         ),
         model=timeline.model,
-        max_attempts=timeline.synthesis_chunk_max_attempts,
-        backoff_base_seconds=timeline.retry_backoff_base.total_seconds(),
-        backoff_cap_seconds=timeline.retry_backoff_cap.total_seconds(),
-        max_retry_after_seconds=timeline.max_retry_after.total_seconds(),
+        retry=RetryPolicy.for_model_calls(timeline),
     )

@@ -1,4 +1,4 @@
-"""Actor display names, filled in after the fact by batched contact lookups (seed 000 §7.1).
+"""Actor display names, filled in after the fact by batched contact lookups (docs/design.md §2).
 
 Events carry the sender's open_id but no name, and a contact call per message would put Lark's
 rate limit and latency on the ack path. So the receiver stores the open_id only; later (from

@@ -5,7 +5,7 @@ cached bindings) and settles most ignorable events without touching the database
 is a `Pending` write, run by the group-commit writer inside a transaction: resolve bindings on a
 cache miss, then the shared ingest path (the one reconciliation uses) for received messages
 (all those of one chat in the batch in one call), or the deletion policy for a recalled one.
-No AI call, no attachment download and no contact lookup happens anywhere here (seed 000 §7.2).
+No AI call, no attachment download and no contact lookup happens anywhere here (docs/design.md §2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which time range one reconciliation run of a (workspace, chat) reads (seed 000 §8). Pure.
+"""Which time range one reconciliation run of a (workspace, chat) reads (docs/design.md §3). Pure.
 
 The checkpoint holds two things with different lifetimes:
 

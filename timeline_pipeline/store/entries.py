@@ -1,4 +1,4 @@
-"""Timeline entries and their evidence bindings (seed 000 section 12.4).
+"""Timeline entries and their evidence bindings (docs/design.md §7).
 
 Machine drafts are stored by (workspace_id, fingerprint): the fingerprint is the first
 deduplication layer, so a replayed window re-finds the drafts it wrote before instead of adding
@@ -90,7 +90,7 @@ class EvidenceRef:
 
 @dataclass(frozen=True, slots=True)
 class DraftWrite:
-    """A machine draft to store, with the provenance of seed 000 section 12.4.
+    """A machine draft to store, with the provenance of docs/design.md §7.
 
     `provenance` holds processor, prompt version, model, chat/thread/root ids, batch id and
     window key; the evidence list (ids and the content hashes that were read) is kept apart

@@ -358,7 +358,7 @@ def fill_display_names(conn: Connection, workspace_id: str, names: dict[str, str
     return total
 
 
-# --- window discovery (seed 000 §11): reads bounded by new ids or by one index seek ---
+# --- window discovery (docs/design.md §6): reads bounded by new ids or by one index seek ---
 
 
 def eligible_since(

@@ -1,4 +1,4 @@
-"""Sync-state store: chat collection checkpoints and synthesis window states (seed 000 §10).
+"""Sync-state store: chat collection checkpoints and synthesis window states (docs/design.md §5).
 
 Every transition that two workers could race on is one compare-and-set on the row's revision
 and its status or a guard (`db.cas.compare_and_set`): the row it returns, or None, decides the
@@ -135,7 +135,7 @@ def get_by_key(
     return _to_state(row) if row else None
 
 
-# --- chat collection checkpoint (seed 000 §8.2, §10.1) ---
+# --- chat collection checkpoint (docs/design.md §3) ---
 
 
 def ensure_checkpoint(conn: Connection, workspace_id: str, chat_id: str) -> SyncState:
@@ -209,7 +209,7 @@ def record_checkpoint_failure(
     return moved is not None
 
 
-# --- synthesis windows (seed 000 §10.2, §11) ---
+# --- synthesis windows (docs/design.md §5, §6) ---
 
 
 def create_window_if_evidence(
@@ -510,7 +510,7 @@ def mark_summary_attempted(conn: Connection, state_id: int) -> bool:
     return result.rowcount == 1
 
 
-# --- window discovery (seed 000 §11): the sensor's reads and its one extra transition ---
+# --- window discovery (docs/design.md §6): the sensor's reads and its one extra transition ---
 
 
 def requeue_window(
@@ -731,7 +731,7 @@ def record_progress(
     """Store the in-progress marker (CAS on revision); None when another run moved the row.
 
     The high-water mark (`last_seen_cursor`, `last_seen_updated_at`) is deliberately untouched:
-    it moves only in `advance_checkpoint`, once the whole range is committed (seed 000 §8.2).
+    it moves only in `advance_checkpoint`, once the whole range is committed (docs/design.md §3).
     """
     metadata = {**state.metadata, "version": METADATA_VERSION, MARKER_KEY: marker}
     started = state.processing_started_at if state.status == "processing" else now

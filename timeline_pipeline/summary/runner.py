@@ -1,4 +1,4 @@
-"""Apply the summary policy to the database (seed 000 section 13).
+"""Apply the summary policy to the database (docs/design.md §8).
 
 The order of operations is the guarantee:
 

@@ -1,4 +1,4 @@
-"""Window discovery: one tick of the watcher of seed 000 section 11, as the sensor runs it.
+"""Window discovery: one tick of the watcher of docs/design.md §6, as the sensor runs it.
 
 What a tick does, cheapest first:
 

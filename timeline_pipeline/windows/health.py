@@ -1,4 +1,4 @@
-"""Measure the pipeline's health from the product database (seed 000 sections 14 and 17).
+"""Measure the pipeline's health from the product database (docs/design.md §9, §12).
 
 Every read is an index range or a per-chat index seek, never a scan of evidence or of all
 window history, so the measurement can run every few minutes beside the receiver:

@@ -26,6 +26,7 @@ from timeline_pipeline.lark.simulator.events import EventIdentity, card_action_e
 from timeline_pipeline.lark.simulator.runner import SimulatorServer
 from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_settings
 from timeline_pipeline.store import entries, evidence, workspaces
 from timeline_pipeline.store import interaction_requests as cards
@@ -43,9 +44,7 @@ def lark_client(base_url: str, app_id: str, secret: str) -> LarkClient:
             app_id=app_id,
             app_secret=secret,
             base_url=base_url,
-            max_attempts=2,
-            backoff_base_seconds=0.01,
-            backoff_cap_seconds=0.02,
+            retry=RetryPolicy(attempts=2, backoff_base=0.01, backoff_cap=0.02, max_retry_after=0.1),
         )
     )
 

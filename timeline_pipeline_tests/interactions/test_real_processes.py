@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select
@@ -64,7 +65,9 @@ def _message(engine: Engine, card_id: int) -> str | None:
     return card.message_id if card else None
 
 
-def _click(lark: SimulatorServer, engine: Engine, card_id: int, entry_id: int, **kw: str) -> dict:
+def _click(
+    lark: SimulatorServer, engine: Engine, card_id: int, entry_id: int, **kw: str
+) -> dict[str, Any]:
     message_id = _message(engine, card_id)
     assert message_id is not None
     shown = lark.store.card_log(message_id)[-1]["card"]

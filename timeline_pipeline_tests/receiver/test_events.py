@@ -1,4 +1,4 @@
-"""The event path end to end: signed callbacks in, evidence rows out (seed 000 §7, §8.3, §16).
+"""The event path end to end: signed callbacks in, evidence rows out (docs/design.md §2, §3, §11).
 
 Every test runs on SQLite and PostgreSQL through the real app; a 200 must mean "committed", so
 each test reads the database right after the answer.

@@ -1,4 +1,4 @@
-"""Sync states, seed 000 sections 8.2, 10, 11 and 20 (repository tests)."""
+"""Sync states, docs/design.md §3, §5, §6, §1 (repository tests)."""
 
 from __future__ import annotations
 

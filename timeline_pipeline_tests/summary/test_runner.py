@@ -1,5 +1,5 @@
 """The summary policy against a real database (SQLite and PostgreSQL), with windows that the
-real window runner synthesized: seed 000 sections 13, 16 (human rows) and 21."""
+real window runner synthesized: docs/design.md §8, §11 (human rows) and 21."""
 
 from __future__ import annotations
 

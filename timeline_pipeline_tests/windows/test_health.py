@@ -1,4 +1,4 @@
-"""Pipeline health measured from a real database (seed 000 sections 14 and 17).
+"""Pipeline health measured from a real database (docs/design.md §9, §12).
 
 Each test runs on SQLite and on PostgreSQL; windows get their states through the real store
 transitions (create, claim, finish, fail), as discovery and the synthesis runs make them.

@@ -1,4 +1,4 @@
-"""Discovery rules without a database (seed 000 sections 11 and 14)."""
+"""Discovery rules without a database (docs/design.md §6, §9)."""
 
 from __future__ import annotations
 
