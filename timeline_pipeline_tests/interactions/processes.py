@@ -47,7 +47,7 @@ def serving(tmp: Path, name: str, environ: dict[str, str], *flags: str) -> Itera
         log_path=tmp / f"{name}.log",
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while True:
             assert server.alive(), server.tail()
             assert time.monotonic() < deadline, server.tail()

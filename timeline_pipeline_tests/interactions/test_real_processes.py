@@ -14,15 +14,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, func, select
 
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.schema import interaction_admissions
+from timeline_pipeline.interactions.admission import CardCallbacks
+from timeline_pipeline.interactions.worker import CardWorker
+from timeline_pipeline.lark.cards import LarkCardSender
 from timeline_pipeline.lark.simulator.events import EventIdentity, card_action_event
-from timeline_pipeline.lark.simulator.faults import SimulatorFaults
 from timeline_pipeline.lark.simulator.pusher import send_signed
 from timeline_pipeline.lark.simulator.runner import SimulatorServer
 from timeline_pipeline.lark.simulator.store import ChatStore
+from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import entries, workspaces
 from timeline_pipeline.store import interaction_requests as cards
 from timeline_pipeline_tests.interactions.harness import (
@@ -30,6 +35,7 @@ from timeline_pipeline_tests.interactions.harness import (
     CURATOR,
     T0,
     button,
+    lark_client,
     plan_card,
     seed_entries,
 )
@@ -115,7 +121,7 @@ def test_a_pending_card_still_submits_after_serve_restarts(
     card_id = plan_card(engine, workspace_id, ids, ttl=timedelta(hours=1))
     environ = env(url, lark.base_url, lark.app_id, lark.app_secret)
     with serving(tmp_path, "serve-1", environ):
-        wait_for(lambda: _message(engine, card_id) is not None, what="the card to be posted")
+        wait_for(lambda: _message(engine, card_id) is not None, timeout=60, what="the card posted")
     payload = _click(lark, engine, card_id, ids[0])
     with serving(tmp_path, "serve-2", environ) as events:
         answer = send_signed(events, payload, encrypt_key=ENCRYPT_KEY)
@@ -137,7 +143,7 @@ def test_two_serve_replicas_answering_the_same_click_concurrently_give_one_effec
     card_id = plan_card(engine, workspace_id, ids, ttl=timedelta(hours=1))
     environ = env(pg_url, lark.base_url, lark.app_id, lark.app_secret)
     with serving(tmp_path, "replica-a", environ) as a, serving(tmp_path, "replica-b", environ) as b:
-        wait_for(lambda: _message(engine, card_id) is not None, what="the card to be posted")
+        wait_for(lambda: _message(engine, card_id) is not None, timeout=60, what="the card posted")
         same = _click(lark, engine, card_id, ids[0])
         # Lark's redelivery (same event id) to both replicas, and a second click of the same
         # button (a new event id), all at once.
@@ -165,13 +171,23 @@ def test_a_worker_killed_between_admission_and_execution_leaves_work_recovered_o
 ) -> None:
     app_id = f"cli_kill_{secrets.token_hex(4)}"
     secret = secrets.token_urlsafe(12)
-    # Every Lark call takes a while, so the kill lands with decisions leased but not finished.
-    slow = SimulatorFaults(latency_ms=400)
-    with SimulatorServer(ChatStore(), app_id=app_id, app_secret=secret, faults=slow) as sim:
+    with SimulatorServer(ChatStore(), app_id=app_id, app_secret=secret) as sim:
         engine = make_engine(pg_url)
         workspace_id = _workspace(engine)
-        ids = seed_entries(engine, workspace_id, 6)
+        ids = seed_entries(engine, workspace_id, 4)
         card_ids = [plan_card(engine, workspace_id, [i], ttl=timedelta(hours=1)) for i in ids]
+        settings = load_timeline_settings(review_cards_enabled=True)
+        metrics = ReviewCardMetrics(CollectorRegistry())
+        sender = LarkCardSender(lark_client(sim.base_url, app_id, secret), app_id)
+        posting = CardWorker(engine, settings, sender, metrics)
+        posting.drain(max_seconds=30)  # the cards are posted; nothing is admitted yet
+        posting.close()
+        callbacks = CardCallbacks(engine, settings, metrics)
+        for card_id, entry_id in zip(card_ids, ids, strict=True):
+            assert callbacks.handle(_click(sim, engine, card_id, entry_id)).outcome == "admitted"
+        # Every Lark call now takes a while, so the kill lands with decisions leased: some not
+        # applied yet, some applied and waiting for their redraw.
+        sim.faults.latency_ms = 400
         environ = env(
             pg_url,
             sim.base_url,
@@ -180,49 +196,37 @@ def test_a_worker_killed_between_admission_and_execution_leaves_work_recovered_o
             TIMELINE_LARK_REVIEW_CARD_LEASE="2s",
             TIMELINE_LARK_REVIEW_CARD_WORKER_CONCURRENCY="4",
         )
-        with serving(tmp_path, "serve", environ, "--no-card-worker") as events:
-            first = worker(tmp_path, "worker-1", environ)
-            wait_for(
-                lambda: all(_message(engine, c) for c in card_ids), timeout=60, what="cards posted"
-            )
-            for card_id, entry_id in zip(card_ids, ids, strict=True):
-                answer = send_signed(
-                    events, _click(sim, engine, card_id, entry_id), encrypt_key=ENCRYPT_KEY
-                )
-                assert answer.body["toast"]["type"] == "success", answer.body
+        first = worker(tmp_path, "worker-1", environ)
 
-            def leased() -> bool:
-                with engine.connect() as conn:
-                    return bool(
-                        conn.execute(
-                            select(func.count()).where(
-                                interaction_admissions.c.lease_owner.is_not(None)
-                            )
-                        ).scalar_one()
-                    )
-
-            wait_for(leased, what="the worker to lease decisions")
-            first.kill()
+        def leased() -> bool:
             with engine.connect() as conn:
-                statuses = [r.status for r in conn.execute(select(interaction_admissions.c.status))]
-            assert "done" not in statuses or statuses.count("done") < len(ids), statuses
-            second = worker(tmp_path, "worker-2", environ)
-            try:
-                wait_for(
-                    lambda: all(_status(engine, i) == "confirmed" for i in ids),
-                    timeout=60,
-                    what="recovery",
+                return bool(
+                    conn.execute(
+                        select(func.count()).where(
+                            interaction_admissions.c.lease_owner.is_not(None)
+                        )
+                    ).scalar_one()
                 )
 
-                def finished() -> bool:
-                    with engine.connect() as conn:
-                        return {
-                            r.status for r in conn.execute(select(interaction_admissions.c.status))
-                        } == {"done"}
+        wait_for(leased, timeout=120, what="the worker to lease decisions")
+        first.kill()
+        with engine.connect() as conn:
+            statuses = [r.status for r in conn.execute(select(interaction_admissions.c.status))]
+        assert statuses.count("done") < len(ids), statuses  # killed with work left
+        second = worker(tmp_path, "worker-2", environ)
+        try:
 
-                wait_for(finished, timeout=60, what="every admission done")
-            finally:
-                second.stop()
+            def finished() -> bool:
+                with engine.connect() as conn:
+                    found = {
+                        r.status for r in conn.execute(select(interaction_admissions.c.status))
+                    }
+                return found == {"done"}
+
+            wait_for(finished, timeout=90, what="every admission done")
+        finally:
+            second.stop()
+        assert all(_status(engine, i) == "confirmed" for i in ids)
         assert [_audits(engine, i) for i in ids] == [1] * len(ids)
         for card_id in card_ids:
             assert "Confirmed by" in str(sim.store.card_log(_message(engine, card_id))[-1]["card"])
