@@ -127,7 +127,7 @@ def test_a_pending_card_still_submits_after_serve_restarts(
         answer = send_signed(events, payload, encrypt_key=ENCRYPT_KEY)
         assert answer.status == 200
         assert answer.body["toast"]["type"] == "success"
-        wait_for(lambda: _status(engine, ids[0]) == "confirmed", what="the confirm")
+        wait_for(lambda: _status(engine, ids[0]) == "confirmed", timeout=60, what="the confirm")
     assert _audits(engine, ids[0]) == 1
     assert lark.store.card_log(_message(engine, card_id))[-1]["kind"] == "patched"
     engine.dispose()
@@ -156,7 +156,7 @@ def test_two_serve_replicas_answering_the_same_click_concurrently_give_one_effec
         assert {x.status for x in answers} == {200}
         kinds = [x.body["toast"]["type"] for x in answers]
         assert kinds.count("success") == 1, kinds
-        wait_for(lambda: _status(engine, ids[0]) == "confirmed", what="the confirm")
+        wait_for(lambda: _status(engine, ids[0]) == "confirmed", timeout=60, what="the confirm")
     with engine.connect() as conn:
         assert (
             conn.execute(select(func.count()).select_from(interaction_admissions)).scalar_one() == 1
