@@ -2,7 +2,7 @@
 admission queue that the worker drains (README, "Review cards").
 
 Revision ID: 0005_interactions
-Revises: 0004_build_only_what_runs
+Revises: 0008_ui_sessions
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlalchemy.dialects import postgresql
 import timeline_pipeline.db.types
 
 revision: str = "0005_interactions"
-down_revision: str | None = "0004_build_only_what_runs"
+down_revision: str | None = "0008_ui_sessions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

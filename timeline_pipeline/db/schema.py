@@ -365,3 +365,29 @@ interaction_admissions = Table(
     Index(None, "workspace_id", "status"),
     Index(None, "request_id"),
 )
+
+ui_signin_links = Table(
+    "ui_signin_links",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    _workspace_fk(),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("used_at", UTCDateTime(), nullable=True),
+)
+
+ui_sessions = Table(
+    "ui_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    _workspace_fk(),
+    Column("session_hash", String(64), nullable=False, unique=True),
+    Column(
+        "link_id", String(64), ForeignKey("ui_signin_links.id", ondelete="CASCADE"), nullable=True
+    ),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("revoked_at", UTCDateTime(), nullable=True),
+    Index(None, "workspace_id", "revoked_at"),
+)
