@@ -16,6 +16,7 @@ from timeline_pipeline.settings import ENV_PREFIX, LarkTimelineSettings, Runtime
 from timeline_pipeline.settings_reference import (
     BLOCK_END,
     BLOCK_START,
+    TIMELINE_GROUPS,
     ReferenceIncomplete,
     render_reference,
     replace_block,
@@ -95,11 +96,12 @@ def test_a_setting_without_a_description_stops_the_rendering() -> None:
 def test_a_new_setting_lands_under_the_heading_of_its_block() -> None:
     class Extended(LarkTimelineSettings):
         lark_extra_timeout: int = 1
-        """A documented addition at the end of the Lark client block."""
+        """A documented addition at the end of the last block."""
 
     rendered = render_reference(Extended)
-    client_section = rendered.split("#### Lark OpenAPI client", 1)[1].split("###", 1)[0]
-    assert "`larkExtraTimeout`" in client_section
+    last_heading = TIMELINE_GROUPS[-1][1]
+    last_section = rendered.split(f"#### {last_heading}", 1)[1].split("###", 1)[0]
+    assert "`larkExtraTimeout`" in last_section
 
 
 def test_the_command_prints_the_reference_and_rewrites_a_stale_block(tmp_path: Path) -> None:

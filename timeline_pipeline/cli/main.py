@@ -279,6 +279,7 @@ def _register_subcommands() -> None:
     """Command groups that live in their own modules."""
     from timeline_pipeline.cli.config_commands import config_group
     from timeline_pipeline.cli.demo_commands import demo
+    from timeline_pipeline.cli.interaction_commands import interactions_group
     from timeline_pipeline.cli.lark_commands import lark_group
     from timeline_pipeline.cli.maintenance_commands import maintenance_group
     from timeline_pipeline.cli.reconcile_commands import reconcile
@@ -289,6 +290,7 @@ def _register_subcommands() -> None:
 
     cli.add_command(config_group)
     cli.add_command(demo)
+    cli.add_command(interactions_group)
     cli.add_command(lark_group)
     cli.add_command(maintenance_group)
     cli.add_command(token_group)

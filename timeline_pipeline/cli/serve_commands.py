@@ -42,9 +42,21 @@ LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 )
 @click.option("--log-level", default="info", show_default=True, type=click.Choice(LOG_LEVELS))
 @click.option("--json", "as_json", is_flag=True, help="Write logs as JSON lines.")
+@click.option(
+    "--card-worker/--no-card-worker",
+    default=True,
+    show_default=True,
+    help="Run the review-card worker in this process (with reviewCardsEnabled).",
+)
 @pass_app
 def serve(
-    app: AppContext, host: str, port: int, graceful_timeout: int, log_level: str, as_json: bool
+    app: AppContext,
+    host: str,
+    port: int,
+    graceful_timeout: int,
+    log_level: str,
+    as_json: bool,
+    card_worker: bool,
 ) -> None:
     """Run the Lark event receiver: POST /lark/events, GET /healthz, GET /metrics.
 
@@ -66,7 +78,7 @@ def serve(
     if current != head:
         _fail(f"schema is at {current or 'empty'}, code expects {head}: run `db upgrade` first")
     try:
-        application = create_app(settings, app.engine)
+        application = create_app(settings, app.engine, card_worker=card_worker)
     except ValueError as exc:
         _fail(str(exc))
     # After importing the receiver: lark-oapi installs its own handler at import, which this drops.

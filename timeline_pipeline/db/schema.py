@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 
 from timeline_pipeline.db.types import BigIntId, JSONType, UTCDateTime
+from timeline_pipeline.domain.interactions import AdmissionStatus, CardStatus, DeliveryStatus
 from timeline_pipeline.domain.maintenance import (
     OPEN_MAINTENANCE_STATUSES,
     MaintenancePhase,
@@ -329,6 +330,101 @@ maintenance_jobs = Table(
     ),
 )
 
+# --- review cards (migration 0005_interactions; README, "Review cards") -----------------------
+
+CARD_STATUSES = tuple(s.value for s in CardStatus)
+DELIVERY_STATUSES = tuple(s.value for s in DeliveryStatus)
+ADMISSION_STATUSES = tuple(s.value for s in AdmissionStatus)
+
+# One interactive card per window and processor version: the authoritative record of what the
+# card offered (entries and their revisions, field types, option values), where it was delivered,
+# by which bot, its status and its persisted expiry. A callback is checked against this row only.
+interaction_requests = Table(
+    "interaction_requests",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _workspace_fk(),
+    Column("kind", String(32), nullable=False),
+    # The window whose drafts the card shows; no foreign key: the card outlives a purged window.
+    Column("window_state_id", BigIntId, nullable=True),
+    Column("processor_version", String(64), nullable=False),
+    Column("idempotency_uuid", String(50), nullable=False, unique=True),
+    Column("bot_app_id", String(128), nullable=True),  # the app that delivered it
+    Column("chat_id", String(256), nullable=False),
+    Column("reply_to_message_id", String(256), nullable=True),
+    Column("message_id", String(256), nullable=True),
+    Column("thread_id", String(256), nullable=True),
+    Column("delivery_status", String(16), nullable=False),
+    Column("delivery_attempts", Integer(), nullable=False, server_default=text("0")),
+    Column("delivery_owner", String(128), nullable=True),
+    Column("delivery_due_at", UTCDateTime(), nullable=True),
+    Column("delivered_at", UTCDateTime(), nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("request_json", JSONType, nullable=False),
+    Column("decisions_json", JSONType, nullable=False),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    *_timestamps(),
+    CheckConstraint(_in("status", CARD_STATUSES), name="status"),
+    CheckConstraint(_in("delivery_status", DELIVERY_STATUSES), name="delivery_status"),
+    UniqueConstraint("message_id"),
+    Index(None, "status", "expires_at"),
+    Index(None, "delivery_status", "delivery_due_at"),
+    Index(None, "workspace_id", "created_at"),
+)
+
+# Callback tokens, stored only as SHA-256 hashes. A card gets a new token each time the product
+# draws it (delivery, every patch); each stays valid until the card's expiry, so a patch that
+# never reached Lark cannot disable the card people still see.
+interaction_tokens = Table(
+    "interaction_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column(
+        "request_id",
+        BigIntId,
+        ForeignKey("interaction_requests.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Index(None, "request_id"),
+)
+
+# The durable admission queue: a callback is admitted (idempotently on its event id, and on
+# the decision it asks for) in the same transaction as its resume intent; the worker takes rows
+# with a lease and applies each decision once.
+interaction_admissions = Table(
+    "interaction_admissions",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column(
+        "request_id",
+        BigIntId,
+        ForeignKey("interaction_requests.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    _workspace_fk(),
+    Column("event_id", String(128), nullable=False, unique=True),
+    Column("decision_key", String(256), nullable=False, unique=True),
+    Column("entry_id", BigIntId, nullable=False),
+    Column("entry_revision", Integer(), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("value_json", JSONType, nullable=False),
+    Column("actor_open_id", String(128), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer(), nullable=False, server_default=text("0")),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("lease_owner", String(128), nullable=True),
+    Column("lease_expires_at", UTCDateTime(), nullable=True),
+    Column("outcome", String(64), nullable=True),
+    Column("admitted_at", UTCDateTime(), nullable=False),
+    Column("applied_at", UTCDateTime(), nullable=True),
+    Column("finished_at", UTCDateTime(), nullable=True),
+    CheckConstraint(_in("status", ADMISSION_STATUSES), name="status"),
+    Index(None, "status", "lease_expires_at", "id"),
+    Index(None, "workspace_id", "status"),
+    Index(None, "request_id"),
+)
 
 ui_signin_links = Table(
     "ui_signin_links",

@@ -64,6 +64,7 @@ def create_app(
     registry: CollectorRegistry | None = None,
     bindings: BindingCache | None = None,
     cursor_secret: bytes | None = None,
+    card_worker: bool = True,
 ) -> FastAPI:
     """Build `serve`'s app; raises ValueError when LARK_VERIFICATION_TOKEN is not set.
 
@@ -84,7 +85,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
-        lifespan=_lifespan(resources),
+        lifespan=_lifespan(resources, card_worker=card_worker),
         default_response_class=SafeJSONResponse,
     )
     app.state.resources = resources
@@ -117,10 +118,14 @@ def _include_routers(app: FastAPI) -> None:
 
 
 def _lifespan(
-    resources: ServeResources,
+    resources: ServeResources, *, card_worker: bool
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # The review-card worker runs with the server (README, "Review cards"), unless the
+        # deployment runs `interactions work` apart (`serve --no-card-worker`).
+        if card_worker and resources.review_cards is not None:
+            resources.review_cards.start_worker()
         yield
         # Runs after uvicorn has let in-flight requests finish: write what is queued, then stop.
         await run_in_threadpool(resources.close)
