@@ -44,7 +44,7 @@ class LarkCardSender:
     ) -> Posted:
         if reply_to:
             message_id = self._client.reply_message(
-                reply_to, msg_type=INTERACTIVE, content=card, idempotency_uuid=uuid
+                reply_to, msg_type=INTERACTIVE, content=card, idempotency_uuid=uuid, in_thread=True
             )
         else:
             message_id = self._client.send_message(

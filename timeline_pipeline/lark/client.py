@@ -371,15 +371,25 @@ class LarkClient:
         return self._message_id(reply, "send_message")
 
     def reply_message(
-        self, message_id: str, *, msg_type: str, content: dict[str, Any], idempotency_uuid: str
+        self,
+        message_id: str,
+        *,
+        msg_type: str,
+        content: dict[str, Any],
+        idempotency_uuid: str,
+        in_thread: bool = False,
     ) -> str:
-        body = (
+        """Reply to a message; `in_thread` puts the reply in the message's thread (Lark makes
+        one when the message is a plain top-level one), which is where a thread's review goes."""
+        builder = (
             ReplyMessageRequestBody.builder()
             .msg_type(msg_type)
             .content(json.dumps(content, ensure_ascii=False))
             .uuid(idempotency_uuid)
-            .build()
         )
+        if in_thread:
+            builder = builder.reply_in_thread(True)
+        body = builder.build()
         request = ReplyMessageRequest.builder().message_id(message_id).request_body(body)
         reply = self._call(
             "reply_message",

@@ -94,7 +94,13 @@ def seed_entries(engine: Engine, workspace_id: str, count: int) -> list[int]:
 
 
 def plan_card(
-    engine: Engine, workspace_id: str, entry_ids: list[int], *, ttl: timedelta, chat: str = CHAT
+    engine: Engine,
+    workspace_id: str,
+    entry_ids: list[int],
+    *,
+    ttl: timedelta,
+    chat: str = CHAT,
+    reply_to: str | None = None,
 ) -> int:
     now = datetime.now(UTC)
     with engine.begin() as conn:
@@ -116,7 +122,7 @@ def plan_card(
             processor_version="v1",
             idempotency_uuid=card_uuid(secrets.randbelow(2**40), "v1"),
             chat_id=chat,
-            reply_to_message_id=None,
+            reply_to_message_id=reply_to,
             request=request,
             expires_at=now + ttl,
             now=now,

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import Engine
 
+from timeline_pipeline.lark.simulator.fixtures import message_item
 from timeline_pipeline.store import entries
 from timeline_pipeline_tests.interactions.harness import (
     CHAT,
@@ -58,6 +59,32 @@ def test_a_queued_card_is_posted_once_even_when_its_delivery_is_repeated(engine:
         assert again.message_id == card.message_id
         assert len([c for c in h.lark.store.card_log() if c["kind"] == "sent"]) == 1
         assert {button(h.shown(card_id), i, "confirm")["e"] for i in ids} == set(ids)
+
+
+def test_the_card_of_one_threads_drafts_is_posted_as_a_reply_inside_that_thread(
+    engine: Engine,
+) -> None:
+    with harness(engine) as h:
+        root = h.lark.store.add_message(
+            message_item(
+                "text",
+                {"text": "payments p99 at 7s since 12:30"},
+                message_id="om_thread_root",
+                chat_id=CHAT,
+                create_time="1772528400000",
+                sender_id="ou_reporter",
+            )
+        )
+        ids = seed_entries(h.engine, h.workspace_id, 2)
+        card_id = plan_card(
+            h.engine, h.workspace_id, ids, ttl=timedelta(hours=1), reply_to="om_thread_root"
+        )
+        h.drain()
+        posted = h.lark.store.get(h.card(card_id).message_id)
+        assert posted is not None
+        assert posted["root_id"] == root["message_id"]
+        thread_id = h.lark.store.get("om_thread_root")["thread_id"]  # type: ignore[index]
+        assert thread_id and posted["thread_id"] == thread_id
 
 
 def test_a_curator_confirms_a_draft_once_with_an_audit_event_and_the_card_says_who(
