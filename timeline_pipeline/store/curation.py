@@ -29,6 +29,20 @@ from timeline_pipeline.db.schema import workspace_timeline_summaries as su
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.keys import SOURCE_TYPE_WINDOW
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
 from timeline_pipeline.store import entries
 from timeline_pipeline.store.entries import EntryRow
 
@@ -400,3 +414,51 @@ def audit_curation(
             details_json=dict(details),
         )
     )
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTORS = (
+    LifecycleDescriptor(
+        key="curation.workspace_timeline_summaries",
+        table_name="workspace_timeline_summaries",
+        owner="curation",
+        scope=Scope.WORKSPACE,
+        cursor_column="updated_at",
+        retention_class=RetentionClass.COMMUNICATION_LOG,
+        retention_min_days=30,
+        retention_max_days=730,
+        default_retention_days=180,
+        partition=NOT_PARTITIONED,
+        archive=archive_on_request("The workspace summary"),
+        deletion=HARD_DELETE,
+        legal_hold=LegalHoldNote(),
+        required_indexes=(
+            RequiredIndex(("workspace_id", "updated_at", "id"), "the purge's keyset"),
+        ),
+        batch_limit=5_000,
+        backup_restore_notes=BACKUP_NOTES,
+        execution_mode=ExecutionMode.GENERIC,
+    ),
+    LifecycleDescriptor(
+        key="curation.audit_events",
+        table_name="audit_events",
+        owner="curation",
+        scope=Scope.GLOBAL,
+        cursor_column="occurred_at",
+        retention_class=RetentionClass.AUDIT_SECURITY,
+        retention_min_days=365,
+        retention_max_days=2555,
+        default_retention_days=730,
+        partition=NOT_PARTITIONED,
+        archive=archive_on_request("The audit trail"),
+        deletion=HARD_DELETE,
+        legal_hold=LegalHoldNote(),
+        required_indexes=(RequiredIndex(("occurred_at", "id"), "the purge's keyset"),),
+        batch_limit=10_000,
+        backup_restore_notes=BACKUP_NOTES,
+        execution_mode=ExecutionMode.GENERIC,
+        notes="Ids and keys only, never content; kept longer than what it describes so that "
+        "who changed what can be answered after the data is gone.",
+    ),
+)
