@@ -105,6 +105,12 @@ class ArchivePort(Protocol):
     def manifest_location(self) -> str: ...
 
 
+def _discard(path: Path) -> None:
+    """Remove a half-written temporary file (only a regular file: never a device)."""
+    if path.is_file():
+        path.unlink()
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -150,6 +156,10 @@ class LocalDirectoryArchive:
         assert self._run_dir is not None
         return self._run_dir / descriptor_key / f"part-{number:06d}.jsonl.gz"
 
+    def _temporary_path(self, path: Path) -> Path:
+        """Where a part is written before it is renamed into place."""
+        return path.with_name(path.name + ".tmp")
+
     def write_part(
         self, descriptor_key: str, rows: Sequence[Mapping[str, Any]], cursor_column: str
     ) -> PartInfo:
@@ -157,7 +167,7 @@ class LocalDirectoryArchive:
         assert self._run_dir is not None
         entry = self._manifest.descriptors.setdefault(descriptor_key, DescriptorArchive())
         path = self._part_path(descriptor_key, len(entry.parts) + 1)
-        tmp = path.with_name(path.name + ".tmp")
+        tmp = self._temporary_path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as raw:
@@ -170,7 +180,7 @@ class LocalDirectoryArchive:
             os.replace(tmp, path)
             _fsync_dir(path.parent)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            _discard(tmp)
             raise ArchiveUnavailable(
                 f"--archive-dir: writing {descriptor_key} failed: {_cause(exc)}"
             ) from None
@@ -209,7 +219,7 @@ class LocalDirectoryArchive:
             os.replace(tmp, path)
             _fsync_dir(self._run_dir)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            _discard(tmp)
             raise ArchiveUnavailable(
                 f"--archive-dir: writing the manifest failed: {_cause(exc)}"
             ) from None

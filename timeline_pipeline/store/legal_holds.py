@@ -50,8 +50,8 @@ def insert(conn: Connection, values: dict[str, Any]) -> bool:
     """Insert a new hold; False when its create idempotency key is already taken."""
     dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     stmt = dialect_insert(lh).values(**values)
-    result = conn.execute(stmt.on_conflict_do_nothing(index_elements=["create_idempotency_key"]))
-    return bool(result.rowcount == 1)
+    stmt = stmt.on_conflict_do_nothing(index_elements=["create_idempotency_key"])
+    return conn.execute(stmt.returning(lh.c.id)).first() is not None
 
 
 def get(conn: Connection, hold_id: str) -> HoldRow | None:
