@@ -142,7 +142,7 @@ def dry_run_command(
 @json_option
 @click.option(
     "--log-level",
-    default="warning",
+    default="error",
     show_default=True,
     type=click.Choice(["debug", "info", "warning", "error"]),
     help="Structured logs (JSON lines on stderr, ids and counts only) at this level and above.",
