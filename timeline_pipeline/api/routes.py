@@ -39,6 +39,7 @@ from timeline_pipeline.api.errors import (
     problem_body,
 )
 from timeline_pipeline.api.gate import gated_route_class
+from timeline_pipeline.api.lifecycle_routes import add_lifecycle_routes
 from timeline_pipeline.api.models import (
     MAX_ID,
     EntryCreate,
@@ -482,6 +483,8 @@ def api_router(
         return out
 
     # --- the contract ---------------------------------------------------------------------------
+
+    add_lifecycle_routes(router, engine)
 
     @router.get("/openapi.json", include_in_schema=False)
     def openapi(request: Request) -> JSONResponse:

@@ -79,10 +79,10 @@ def create_hold(
     review_at: datetime | None = None,
     now: datetime | None = None,
 ) -> HoldResult:
-    key = _check_key(idempotency_key, "--idempotency-key")
-    text = _check_reason(reason, MIN_CREATE_REASON, "--reason")
+    key = _check_key(idempotency_key, "idempotency key")
+    text = _check_reason(reason, MIN_CREATE_REASON, "reason")
     if descriptor_key is not None and descriptor_key not in registry.descriptors:
-        raise UnknownDescriptorKey(f"--descriptor: unknown key {descriptor_key!r}")
+        raise UnknownDescriptorKey(f"descriptor: unknown key {descriptor_key!r}")
     request_hash = _digest(
         {
             "workspace_id": workspace_id,
@@ -135,7 +135,7 @@ def create_hold(
 def _replayed(stored_hash: str | None, request_hash: str, hold: HoldRow) -> HoldResult:
     if stored_hash != request_hash:
         raise IdempotencyConflict(
-            "--idempotency-key: already used with other input; use a new key for a new request"
+            "idempotency key: already used with other input; use a new key for a new request"
         )
     return HoldResult(hold, changed=False)
 
@@ -149,17 +149,17 @@ def release_hold(
     actor: str,
     now: datetime | None = None,
 ) -> HoldResult:
-    key = _check_key(idempotency_key, "--idempotency-key")
-    text = _check_reason(reason, MIN_RELEASE_REASON, "--reason")
+    key = _check_key(idempotency_key, "idempotency key")
+    text = _check_reason(reason, MIN_RELEASE_REASON, "reason")
     request_hash = _digest({"hold_id": hold_id, "reason": text})
     earlier = store.by_release_key(conn, key)
     if earlier is not None:
         return _replayed(earlier.release_request_hash, request_hash, earlier)
     hold = store.get(conn, hold_id)
     if hold is None:
-        raise HoldNotFound(f"--hold: no hold {hold_id!r}")
+        raise HoldNotFound(f"hold: no hold {hold_id!r}")
     if hold.status != store.ACTIVE:
-        raise HoldNotActive(f"--hold: hold {hold_id!r} is already released")
+        raise HoldNotActive(f"hold: {hold_id!r} is already released")
     stamp = now or datetime.now(UTC)
     released = store.release(
         conn,
@@ -174,7 +174,7 @@ def release_hold(
         },
     )
     if released is None:
-        raise HoldNotActive(f"--hold: hold {hold_id!r} changed meanwhile; read it again")
+        raise HoldNotActive(f"hold: {hold_id!r} changed meanwhile; read it again")
     audit_curation(
         conn,
         actor=actor,
