@@ -6,6 +6,7 @@ import dagster as dg
 
 from timeline_pipeline.orchestration.collection import collection_defs
 from timeline_pipeline.orchestration.health import health_defs
+from timeline_pipeline.orchestration.lifecycle import lifecycle_defs
 from timeline_pipeline.orchestration.resources import default_resources
 from timeline_pipeline.orchestration.summary import summary_defs
 from timeline_pipeline.orchestration.windows import window_defs
@@ -16,4 +17,5 @@ defs = dg.Definitions.merge(
     window_defs(),
     summary_defs(),
     health_defs(),
+    lifecycle_defs(),
 )

@@ -57,6 +57,7 @@ from timeline_pipeline.lifecycle.queries import (
 )
 from timeline_pipeline.lifecycle.registry import Registry
 from timeline_pipeline.observability.logs import get_logger
+from timeline_pipeline.observability.metrics import LifecycleMetrics
 from timeline_pipeline.store import lifecycle_runs
 
 log = get_logger(__name__)
@@ -122,7 +123,7 @@ class PurgeEngine:
     vacuum_threshold: int = VACUUM_THRESHOLD
     on_purged: PurgedRows | None = None
     actor: str = "lifecycle"
-    _outcome: RunOutcome | None = None
+    metrics: LifecycleMetrics | None = None
 
     def run(
         self,
@@ -174,13 +175,26 @@ class PurgeEngine:
             outcome.status, outcome.error_code = "failed", code
             outcome.duration_seconds = round(time.monotonic() - started, 3)
             self._finish(outcome, "failed", code, message)
+            self._count(outcome)
+            if self.metrics is not None:
+                self.metrics.failures.labels(reason=code).inc()
             log.warning("lifecycle.run_failed", run_id=run_id, error_code=code)
             raise
         outcome.status = "succeeded"
         outcome.duration_seconds = round(time.monotonic() - started, 3)
         self._finish(outcome, "succeeded", None, None)
+        self._count(outcome)
         log.info("lifecycle.run_finished", run_id=run_id, purged=outcome.total("purged"))
         return outcome
+
+    def _count(self, outcome: RunOutcome) -> None:
+        if self.metrics is None:
+            return
+        for d in outcome.descriptors:
+            for name in ("purged", "archived", "redacted", "held"):
+                value = int(getattr(d, name))
+                if value:
+                    self.metrics.rows.labels(descriptor=d.descriptor, outcome=name).inc(value)
 
     def _finish(
         self, outcome: RunOutcome, status: str, code: str | None, message: str | None
