@@ -74,6 +74,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ),
     ),
     Benchmark("quality"),
+    Benchmark("purge", quick_args=("--size", "50000")),
 )
 
 

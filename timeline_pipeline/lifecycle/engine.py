@@ -6,16 +6,20 @@ index. Each batch is one transaction that:
 
 1. reads the active holds of the descriptor's whole chain and leaves held workspaces out (a run
    selecting one held workspace is refused, nothing deleted);
-2. selects at most `batch_limit` aged-out rows that no live child references and whose parents
-   aged out too, from the padded lower bound on (`plan.pad_lower_bound`);
-3. archives them through the archive port (written, fsynced, read back and verified) when the
-   descriptor is archivable and the run has an archive;
-4. deletes them by id, again only those without live children, and reads the holds once more:
-   a hold that appeared meanwhile on a workspace of the batch rolls the batch back;
-5. adds the batch's counts to the run's row, in the same transaction.
+2. deletes at most `batch_limit` aged-out rows that no live child references and whose parents
+   aged out too, from the padded lower bound on (`plan.pad_lower_bound`), in one
+   `DELETE ... WHERE id IN (SELECT ... ORDER BY cursor, id LIMIT n) RETURNING ...`;
+3. archives the rows it returned through the archive port (written, fsynced, read back and
+   verified) when the descriptor is archivable and the run has an archive;
+4. reads the holds once more: a hold that appeared meanwhile on a workspace of the batch rolls
+   the batch back, as does a child row that arrived under a row being deleted;
+5. adds the batch's counts to the run's row, and only then commits.
 
-A process killed anywhere loses no row that was not archived: the deletion commits after its
-part is verified. Only `hard_delete` is executed; other modes are refused before anything is
+When nothing needs the rows (no archive, nothing to report), PostgreSQL deletes and counts in
+one statement that sends back a single row.
+
+A process killed anywhere loses no row that was not archived: the deletion commits only after
+its part is verified, and a killed transaction is rolled back by the database. Only `hard_delete` is executed; other modes are refused before anything is
 deleted. Every run is recorded in `lifecycle_runs`, counts only. A purge of many rows is
 followed by `VACUUM (ANALYZE)` on PostgreSQL. Identifiers come from validated descriptors
 (`lifecycle.queries`), values are bound parameters.
@@ -30,7 +34,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, delete, select, text
+from sqlalchemy import Connection, Engine, delete, func, select, text
+from sqlalchemy.exc import IntegrityError
 
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.lifecycle.archive import ArchivePort
@@ -64,10 +69,8 @@ log = get_logger(__name__)
 
 VACUUM_THRESHOLD: Final = 10_000
 """Rows purged from one table in one run after which PostgreSQL gets `VACUUM (ANALYZE)`."""
-DELETE_CHUNK: Final = 10_000
-"""Ids per DELETE statement (SQLite binds at most 32,766 parameters)."""
-MAX_IDLE_BATCHES: Final = 3
-"""Batches in a row that deleted nothing (their rows changed under them) before giving up."""
+MAX_RETRIES: Final = 5
+"""Batches rolled back by a concurrent change before the run gives up (and fails)."""
 
 
 @dataclass
@@ -284,27 +287,29 @@ class PurgeEngine:
                 wanted.append(d.workspace_column)
             columns = [col(t, name) for name in dict.fromkeys(wanted)]
         lower: datetime | None = None
-        idle = 0
+        retries = 0
         while True:
             try:
-                batch, deleted = self._batch(
+                n, last, rows = self._batch(
                     d, plan, workspace_id, chain, columns, lower, limit, archiving, run_id
                 )
-            except _HoldsMoved:
-                continue  # read the holds again; the batch's rows are still there
-            if not batch:
+            except (_HoldsMoved, IntegrityError):
+                # A hold appeared on the batch's workspace, or a child row arrived under a row
+                # being deleted: the batch rolled back; read everything again.
+                retries += 1
+                if retries > MAX_RETRIES:
+                    raise
+                continue
+            if not n:
                 break
             out.batches += 1
-            out.scanned += len(batch)
-            out.purged += len(deleted)
-            out.archived += len(batch) if archiving else 0
-            lower = pad_lower_bound(batch[-1][d.cursor_column])
-            if self.on_purged is not None and deleted:
-                gone = set(deleted)
-                self.on_purged(d, [r for r in batch if r[d.id_column] in gone])
-            idle = 0 if deleted else idle + 1
-            if idle >= MAX_IDLE_BATCHES:
-                break
+            out.scanned += n
+            out.purged += n
+            out.archived += n if archiving else 0
+            assert last is not None
+            lower = pad_lower_bound(last)
+            if self.on_purged is not None and d.report_columns and rows:
+                self.on_purged(d, rows)
             if self.batch_delay_ms:
                 time.sleep(self.batch_delay_ms / 1000)
         del cursor, ident
@@ -333,7 +338,11 @@ class PurgeEngine:
         limit: int,
         archiving: bool,
         run_id: int,
-    ) -> tuple[list[dict[str, Any]], list[Any]]:
+    ) -> tuple[int, datetime | None, list[dict[str, Any]]]:
+        """One batch in one transaction: the rows are deleted and handed back by the same
+        statement, archived and verified, and only then committed; any failure before the
+        commit (an archive that cannot be written, a hold that appeared, a process killed)
+        rolls the deletion back."""
         t = table_of(d)
         cursor = col(t, d.cursor_column)
         ident = col(t, d.id_column)
@@ -352,16 +361,30 @@ class PurgeEngine:
             ]
             if lower is not None:
                 conds.append(cursor >= lower)
-            rows = conn.execute(
-                select(*columns).where(*conds).order_by(cursor, ident).limit(limit)
-            ).all()
+            chosen = select(ident).where(*conds).order_by(cursor, ident).limit(limit)
+            doomed = delete(t).where(ident.in_(chosen.scalar_subquery()))
+            if self._counts_only(conn, d, archiving):
+                # Nothing needs the rows themselves: PostgreSQL deletes and counts in one
+                # statement and sends back one row (the count and the last cursor).
+                gone = doomed.returning(cursor).cte("gone")
+                n, last = conn.execute(select(func.count(), func.max(gone.c[cursor.name]))).one()
+                if not n:
+                    return 0, None, []
+                self._recheck_holds_all(conn, d, chain, holds, workspace_id)
+                lifecycle_runs.add_counts(
+                    conn, run_id, datetime.now(UTC), scanned=n, purged=n, batches=1
+                )
+                return int(n), last, []
+            rows = conn.execute(doomed.returning(*columns)).all()
             if not rows:
-                return [], []
-            batch = [dict(r._mapping) for r in rows]
+                return 0, None, []
+            batch = sorted(
+                (dict(r._mapping) for r in rows),
+                key=lambda r: (r[d.cursor_column], r[d.id_column]),
+            )
             if archiving:
                 assert self.archive is not None
                 self.archive.write_part(d.key, batch, d.cursor_column)
-            deleted = self._delete(conn, d, plan, [r[d.id_column] for r in batch])
             self._recheck_holds(conn, d, chain, holds, batch)
             lifecycle_runs.add_counts(
                 conn,
@@ -369,26 +392,30 @@ class PurgeEngine:
                 datetime.now(UTC),
                 scanned=len(batch),
                 archived=len(batch) if archiving else 0,
-                purged=len(deleted),
+                purged=len(batch),
                 batches=1,
             )
-        return batch, deleted
+        return len(batch), batch[-1][d.cursor_column], batch
 
-    def _delete(
-        self, conn: Connection, d: LifecycleDescriptor, plan: RetentionPlan, ids: list[Any]
-    ) -> list[Any]:
-        t = table_of(d)
-        ident = col(t, d.id_column)
-        gone: list[Any] = []
-        for start in range(0, len(ids), DELETE_CHUNK):
-            chunk = ids[start : start + DELETE_CHUNK]
-            stmt = (
-                delete(t)
-                .where(ident.in_(chunk), *chain_free(d, self.registry, plan))
-                .returning(ident)
-            )
-            gone.extend(row[0] for row in conn.execute(stmt))
-        return gone
+    def _counts_only(self, conn: Connection, d: LifecycleDescriptor, archiving: bool) -> bool:
+        wants_rows = archiving or (self.on_purged is not None and bool(d.report_columns))
+        return not wants_rows and conn.dialect.name == "postgresql"
+
+    def _recheck_holds_all(
+        self,
+        conn: Connection,
+        d: LifecycleDescriptor,
+        chain: tuple[str, ...],
+        before: Mapping[str, list[str]],
+        workspace_id: str | None,
+    ) -> None:
+        """Without the rows at hand: any new hold on a workspace the batch may have touched
+        (the selected one, or any when the run spans every workspace) rolls it back."""
+        if d.workspace_column is None:
+            return
+        appeared = set(held_workspaces(conn, chain)) - set(before)
+        if appeared and (workspace_id is None or workspace_id in appeared):
+            raise _HoldsMoved()
 
     def _recheck_holds(
         self,
