@@ -1,21 +1,63 @@
-"""The Dagster code location: `workspace.yaml` loads `defs` from this module."""
+"""The Dagster code location: `workspace.yaml` loads `defs` from this module.
+
+Every resource is declared here, once. The two choices a deployment makes are visible below:
+
+* local or production database: with TIMELINE_DATABASE_URL set, the database it names, read by
+  Dagster when a run starts (`dg.EnvVar`); unset, the local default the CLI uses too;
+* Claude or rules: with ANTHROPIC_API_KEY set, Claude writes the drafts and the summary (key
+  and ANTHROPIC_BASE_URL read at run start, `dg.EnvVar`); unset, the rule-based synthesizer and
+  the deterministic summarizer run (README, "Configuration").
+
+Only whether a variable is set is read at import; its value never is.
+"""
 
 from __future__ import annotations
+
+import os
 
 import dagster as dg
 
 from timeline_pipeline.orchestration.collection import collection_defs
 from timeline_pipeline.orchestration.health import health_defs
 from timeline_pipeline.orchestration.lifecycle import lifecycle_defs
-from timeline_pipeline.orchestration.resources import default_resources
-from timeline_pipeline.orchestration.summary import summary_defs
-from timeline_pipeline.orchestration.windows import window_defs
+from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.orchestration.summary import SummarizerResource, summary_defs
+from timeline_pipeline.orchestration.windows import SynthesizerResource, window_defs
+from timeline_pipeline.settings import DEFAULT_DATABASE_URL
+
+
+def _is_set(name: str) -> bool:
+    return bool(os.environ.get(name))
+
+
+PRODUCTION_DATABASE = _is_set("TIMELINE_DATABASE_URL")
+USE_CLAUDE = _is_set("ANTHROPIC_API_KEY")
+
+if PRODUCTION_DATABASE:
+    database = DatabaseResource(url=dg.EnvVar("TIMELINE_DATABASE_URL"))
+else:
+    database = DatabaseResource(url=DEFAULT_DATABASE_URL)
+
+if USE_CLAUDE:
+    claude_base_url = dg.EnvVar("ANTHROPIC_BASE_URL") if _is_set("ANTHROPIC_BASE_URL") else None
+    synthesizer = SynthesizerResource(
+        api_key=dg.EnvVar("ANTHROPIC_API_KEY"), base_url=claude_base_url
+    )
+    summarizer = SummarizerResource(
+        api_key=dg.EnvVar("ANTHROPIC_API_KEY"), base_url=claude_base_url
+    )
+else:
+    # No key given here nor in the environment: both build their rule-based fallback.
+    synthesizer = SynthesizerResource()
+    summarizer = SummarizerResource()
 
 defs = dg.Definitions.merge(
-    dg.Definitions(resources=default_resources()),
+    dg.Definitions(
+        resources={"database": database, "timeline_settings": TimelineSettingsResource()}
+    ),
     collection_defs(),
-    window_defs(),
-    summary_defs(),
+    window_defs(synthesizer=synthesizer),
+    summary_defs(summarizer=summarizer),
     health_defs(),
     lifecycle_defs(),
 )

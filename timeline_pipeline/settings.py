@@ -1,4 +1,4 @@
-"""Configuration: the YAML shape of seed 000 section 18, every bound of section 14, and the
+"""Configuration: the YAML shape of docs/design.md §13, every bound of section 14, and the
 environment variables that DESIGN.md names.
 
 Values come from, highest first: environment (`TIMELINE_LARK_<KEY>` for the timeline section,
@@ -67,7 +67,7 @@ PositiveDuration = Annotated[Duration, Field(gt=timedelta(0))]
 
 
 class _CamelCaseYamlSource(YamlConfigSettingsSource):
-    """Reads the section in the seed's camelCase spelling and hands pydantic field names.
+    """Reads the section in its documented camelCase spelling and hands pydantic field names.
 
     Field names stay snake_case so that environment variables read `TIMELINE_LARK_SYNTHESIS_WINDOW`;
     a snake_case key in the YAML file is refused, so the file has one spelling only.
@@ -97,7 +97,7 @@ class LarkTimelineSettings(BaseSettings):
         use_attribute_docstrings=True,
     )
 
-    # Feature flags (seed 000 section 18, all off by default).
+    # Feature flags (docs/design.md §13, all off by default).
     enabled: bool = False
     """Master switch of the Lark timeline: off stops ingestion, discovery and synthesis."""
     event_ingestion_enabled: bool = False

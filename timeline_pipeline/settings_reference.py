@@ -77,7 +77,7 @@ def _type_name(annotation: Any) -> str:
 
 
 def _duration(value: timedelta) -> str:
-    """`30s`, `2m`, `72h`: the spelling of seed 000 section 18, hours as the largest unit."""
+    """`30s`, `2m`, `72h`: the spelling of docs/design.md §13, hours as the largest unit."""
     millis = round(value.total_seconds() * 1000)
     seconds, rest = divmod(millis, 1000)
     parts = [f"{rest}ms"] if rest else []

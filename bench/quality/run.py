@@ -35,10 +35,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from bench.cli import add_rows_option, finish
-from bench.table import BenchRow, Target, measured
-from timeline_pipeline.demo_data import load_expected_facts, load_messages
-from timeline_pipeline.synthesis.chunking import ChunkLimits
-from timeline_pipeline.synthesis.evaluation import (
+from bench.quality.evaluation import (
     CategoryScore,
     Score,
     category_scores,
@@ -46,12 +43,15 @@ from timeline_pipeline.synthesis.evaluation import (
     run_windows,
     score,
 )
-from timeline_pipeline.synthesis.gold import (
+from bench.quality.gold import (
     GoldTranscript,
     Split,
     load_gold_set,
     transcript_from_records,
 )
+from bench.table import BenchRow, Target, measured
+from timeline_pipeline.demo_data import load_expected_facts, load_messages
+from timeline_pipeline.synthesis.chunking import ChunkLimits
 from timeline_pipeline.synthesis.models import Category, Synthesizer
 from timeline_pipeline.synthesis.prompt import SYSTEM_PROMPT, tool_input_schema
 from timeline_pipeline.synthesis.rules import RuleSynthesizer

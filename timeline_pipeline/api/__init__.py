@@ -1,10 +1,6 @@
-"""The workspace timeline HTTP API, mounted into `timeline-pipeline serve`.
+"""The workspace timeline HTTP API, mounted into `timeline-pipeline serve` by http/app.py.
 
-    app.include_router(api_router(engine, settings))
-
-See `routes` for the endpoints, `auth` for the bearer tokens and `cursors` for keyset paging.
+See `router` for how the resource routers (`routers/`) are mounted, `auth` and `gate` for the
+bearer tokens and `cursors` for keyset paging. Nothing is imported here, so that the
+dependencies (http/deps.py) and the routers can import the API's modules in any order.
 """
-
-from timeline_pipeline.api.routes import API_PREFIX, OPENAPI_PATH, api_router
-
-__all__ = ["API_PREFIX", "OPENAPI_PATH", "api_router"]

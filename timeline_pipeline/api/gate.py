@@ -17,8 +17,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
 from fastapi import Request, Response
-from fastapi.routing import APIRoute
-from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import Message, Receive
@@ -26,9 +24,10 @@ from starlette.types import Message, Receive
 from timeline_pipeline.api.auth import AUTHORIZED_STATE, SCOPES_STATE, check_token_scopes
 from timeline_pipeline.api.errors import ApiRoute, ProblemResponse, problem_body
 from timeline_pipeline.curation.rules import DETAIL_MAX_CHARS, SUMMARY_MAX_CHARS, TITLE_MAX_CHARS
+from timeline_pipeline.http.deps import get_engine, resolve
 from timeline_pipeline.receiver.body import BodyTooLarge, read_bounded_body
 
-__all__ = ["MAX_BODY_BYTES", "gated_route_class"]
+__all__ = ["MAX_BODY_BYTES", "GatedRoute"]
 
 MAX_BODY_BYTES: Final = max(SUMMARY_MAX_CHARS, TITLE_MAX_CHARS + DETAIL_MAX_CHARS) * 6 + 16 * 1024
 """The largest valid body with every character JSON-escaped (`\\uXXXX`), plus room for the
@@ -50,44 +49,45 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def gated_route_class(engine: Engine, max_body_bytes: int = MAX_BODY_BYTES) -> type[APIRoute]:
-    """An `ApiRoute` that authorizes from the headers and caps the body before FastAPI runs."""
+class GatedRoute(ApiRoute):
+    """An `ApiRoute` that authorizes from the headers and caps the body before FastAPI runs.
 
-    class GatedRoute(ApiRoute):
-        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-            handler = super().get_route_handler()
+    Every router of the API is built with `route_class=GatedRoute`. The token is checked on the
+    app's engine (`http.deps.get_engine`, overridable like any dependency)."""
 
-            async def gated(request: Request) -> Response:
-                workspace_id = request.path_params.get("workspace_id")
-                if workspace_id is not None:
-                    refusal, scopes = await run_in_threadpool(
-                        check_token_scopes,
-                        engine,
-                        request.headers.get("authorization"),
-                        workspace_id,
-                    )
-                    if refusal is not None:
-                        return ProblemResponse(
-                            {"detail": refusal.detail},
-                            refusal.status_code,
-                            headers=dict(refusal.headers or {}),
-                        )
-                    setattr(request.state, AUTHORIZED_STATE, workspace_id)
-                    setattr(request.state, SCOPES_STATE, scopes)
-                try:
-                    body = await read_bounded_body(request, max_body_bytes)
-                except BodyTooLarge:
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        max_body_bytes = self.max_body_bytes
+
+        async def gated(request: Request) -> Response:
+            workspace_id = request.path_params.get("workspace_id")
+            if workspace_id is not None:
+                engine = resolve(request, get_engine)
+                refusal, scopes = await run_in_threadpool(
+                    check_token_scopes, engine, request.headers.get("authorization"), workspace_id
+                )
+                if refusal is not None:
                     return ProblemResponse(
-                        problem_body("body_too_large", f"the body is over {max_body_bytes} bytes"),
-                        413,
+                        {"detail": refusal.detail},
+                        refusal.status_code,
+                        headers=dict(refusal.headers or {}),
                     )
-                except ClientDisconnect:
-                    # Nobody is left to read an answer; this one only ends the request.
-                    return ProblemResponse(
-                        problem_body("client_disconnected", "the body was cut off"), 400
-                    )
-                return await handler(Request(request.scope, _replaying(body, request.receive)))
+                setattr(request.state, AUTHORIZED_STATE, workspace_id)
+                setattr(request.state, SCOPES_STATE, scopes)
+            try:
+                body = await read_bounded_body(request, max_body_bytes)
+            except BodyTooLarge:
+                return ProblemResponse(
+                    problem_body("body_too_large", f"the body is over {max_body_bytes} bytes"),
+                    413,
+                )
+            except ClientDisconnect:
+                # Nobody is left to read an answer; this one only ends the request.
+                return ProblemResponse(
+                    problem_body("client_disconnected", "the body was cut off"), 400
+                )
+            return await handler(Request(request.scope, _replaying(body, request.receive)))
 
-            return gated
-
-    return GatedRoute
+        return gated

@@ -1,8 +1,8 @@
-"""`timeline-pipeline reconcile`: an operator's manual "Refresh from sources" (seed 000 §6).
+"""`timeline-pipeline reconcile`: an operator's manual "Refresh from sources" (docs/design.md §1).
 
 It reconciles the named workspace even when automatic scans no longer pick it up (recovered,
-archived, older than the lookback), still bounded by its creation time and the retention
-boundary. Counts go to stdout; any chat that failed (a Lark error, a chat the bot cannot read)
+archived, older than the lookback), still bounded by its creation time and the ingestion
+lookback. Counts go to stdout; any chat that failed (a Lark error, a chat the bot cannot read)
 ends the command with one line on stderr and a non-zero exit, after the counts of the chats that
 did succeed, so a partial run is never mistaken for a clean one.
 

@@ -52,12 +52,12 @@ def serve(
     messages are stored only when the timeline `enabled` and `eventIngestionEnabled` flags are on
     (otherwise they are acknowledged and counted as ignored).
     """
+    from timeline_pipeline.http.app import create_app
     from timeline_pipeline.observability.logs import (
         configure_logging,
         get_logger,
         route_uncaught_exceptions,
     )
-    from timeline_pipeline.receiver.app import create_app
     from timeline_pipeline.receiver.heap import freeze_startup_heap
 
     settings = app.settings

@@ -47,8 +47,7 @@ from timeline_pipeline.curation.timeline import (
     summary_view,
 )
 from timeline_pipeline.db.engine import connection, transaction
-from timeline_pipeline.store import curation as store
-from timeline_pipeline.store import entries, workspaces
+from timeline_pipeline.store import audit, entries, evidence, summaries, workspaces
 from timeline_pipeline.store.entries import EntryRow
 
 __all__ = ["MAX_PAGE", "CurationService", "NewEntry"]
@@ -113,7 +112,7 @@ class CurationService:
             more = len(rows) > limit
             rows = rows[:limit]
             views = entry_views(conn, rows)
-            summary = summary_view(store.get_summary(conn, workspace_id))
+            summary = summary_view(summaries.get_summary(conn, workspace_id))
         next_after = (rows[-1].occurred_at, rows[-1].id) if more else None
         return TimelineView(workspace_id, chosen, views, summary, next_after, workspace.title)
 
@@ -139,7 +138,7 @@ class CurationService:
     def summary(self, workspace_id: str) -> SummaryView:
         with connection(self.engine) as conn:
             workspaces.require(conn, workspace_id)
-            found = summary_view(store.get_summary(conn, workspace_id))
+            found = summary_view(summaries.get_summary(conn, workspace_id))
         if found is None:
             raise SummaryNotFound(f"workspace {workspace_id!r} has no summary yet")
         return found
@@ -182,7 +181,7 @@ class CurationService:
         with transaction(self.engine) as conn:
             entry = self._require_entry(conn, workspace_id, entry_id)
             check_revision(expected_revision, entry.revision)
-            changed = store.edit_entry(conn, entry, values, now=now)
+            changed = entries.edit_entry(conn, entry, values, now=now)
             if changed is None:
                 raise self._stale(conn, entry)
             self._audit(conn, actor, "entry.edit", changed, now, {"fields": sorted(values)})
@@ -200,7 +199,7 @@ class CurationService:
         now = self.clock()
         with transaction(self.engine) as conn:
             workspaces.require(conn, workspace_id)
-            known = store.existing_evidence_ids(conn, workspace_id, evidence_ids)
+            known = evidence.existing_evidence_ids(conn, workspace_id, evidence_ids)
             missing = [i for i in evidence_ids if i not in known]
             if missing:
                 raise InvalidInput(
@@ -240,7 +239,7 @@ class CurationService:
         now = self.clock()
         with transaction(self.engine) as conn:
             workspaces.require(conn, workspace_id)
-            current = store.get_summary(conn, workspace_id)
+            current = summaries.get_summary(conn, workspace_id)
             held = current.revision if current else None
             if check and expected_revision != held:
                 raise StaleRevision(
@@ -249,7 +248,7 @@ class CurationService:
                     else "there is no summary yet: write it without a revision",
                     held,
                 )
-            written = store.write_human_summary(
+            written = summaries.write_human_summary(
                 conn,
                 workspace_id,
                 text,
@@ -260,12 +259,12 @@ class CurationService:
                 else {"written_by": actor[:128]},
             )
             if written is None:
-                latest = store.get_summary(conn, workspace_id)
+                latest = summaries.get_summary(conn, workspace_id)
                 raise StaleRevision(
                     "the summary changed while it was written: re-read it",
                     latest.revision if latest else None,
                 )
-            store.audit_curation(
+            audit.audit_curation(
                 conn,
                 actor=actor,
                 action="summary.write",
@@ -283,7 +282,7 @@ class CurationService:
 
     def _require_entry(self, conn: Connection, workspace_id: str, entry_id: int) -> EntryRow:
         workspaces.require(conn, workspace_id)
-        entry = store.get_entry(conn, workspace_id, entry_id)
+        entry = entries.get_entry(conn, workspace_id, entry_id)
         if entry is None:
             raise EntryNotFound(f"entry {entry_id} does not exist in workspace {workspace_id!r}")
         return entry
@@ -343,7 +342,7 @@ class CurationService:
         now: datetime,
         details: Mapping[str, Any],
     ) -> None:
-        store.audit_curation(
+        audit.audit_curation(
             conn,
             actor=actor,
             action=action,

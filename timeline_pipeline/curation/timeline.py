@@ -12,8 +12,8 @@ from sqlalchemy import Connection
 
 from timeline_pipeline.curation.links import evidence_link
 from timeline_pipeline.curation.rules import entry_etag, summary_etag
-from timeline_pipeline.store.curation import BoundEvidence, SummaryRow, bound_evidence
-from timeline_pipeline.store.entries import EntryRow
+from timeline_pipeline.store.entries import BoundEvidence, EntryRow, bound_evidence
+from timeline_pipeline.store.summaries import SummaryRow
 
 __all__ = [
     "EntryView",

@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 
 from timeline_pipeline.db.types import BigIntId, JSONType, UTCDateTime
-from timeline_pipeline.domain.states import WindowStatus
+from timeline_pipeline.domain.states import WINDOW_STATUSES
 
 metadata = MetaData(
     naming_convention={
@@ -36,7 +36,6 @@ metadata = MetaData(
     }
 )
 
-WINDOW_STATUSES = tuple(status.value for status in WindowStatus)
 WORKSPACE_STATUSES = ("firing", "recovered", "archived")
 
 

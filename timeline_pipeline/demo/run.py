@@ -26,6 +26,7 @@ from timeline_pipeline import demo_data
 from timeline_pipeline.db.engine import make_engine, redacted_url, transaction
 from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.demo.scenario import Scenario, demo_end, shifted
+from timeline_pipeline.http.app import create_app
 from timeline_pipeline.ingest.eligibility import AUTOMATIC
 from timeline_pipeline.lark.simulator.events import (
     EventIdentity,
@@ -38,7 +39,6 @@ from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.summary import SUMMARY_JOB, SUMMARY_SENSOR, summary_defs
 from timeline_pipeline.orchestration.windows import DISCOVERY_SENSOR, SYNTHESIS_JOB, window_defs
-from timeline_pipeline.receiver.app import create_app
 from timeline_pipeline.reconcile.lark_factory import build_client
 from timeline_pipeline.reconcile.planning import Mode
 from timeline_pipeline.reconcile.report import RunReport

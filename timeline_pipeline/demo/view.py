@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from timeline_pipeline.curation.links import evidence_link
-from timeline_pipeline.db.schema import workspace_timeline_summaries as summaries
-from timeline_pipeline.store import entries, evidence
+from timeline_pipeline.store import entries, evidence, summaries
 
 
 def demo_timeline(conn: Connection, workspace_id: str) -> dict[str, Any]:
@@ -38,7 +37,5 @@ def demo_timeline(conn: Connection, workspace_id: str) -> dict[str, Any]:
                 ],
             }
         )
-    summary = conn.execute(
-        select(summaries.c.content).where(summaries.c.workspace_id == workspace_id)
-    ).scalar_one_or_none()
-    return {"entries": items, "summary": summary}
+    summary = summaries.get_summary(conn, workspace_id)
+    return {"entries": items, "summary": summary.content if summary is not None else None}

@@ -6,8 +6,8 @@ deploy) in Lark's history list-item shape, one JSON object per line, preceded by
 (`timeline_pipeline.lark.simulator.store.ChatStore.load_jsonl`) loads the file as it is.
 
 `expected_facts.json` is the incident commander's timeline for the chat, in the gold-set format
-(`category`, `evidence_message_ids`, `title`). Both files are produced by `generate.py`; edit the
-script, never the files.
+(`category`, `evidence_message_ids`, `title`). Both files are produced by
+`tools/generate_demo_chat.py` (outside the installed package); edit the script, never the files.
 
 Times start at a fixed moment (2026-11-29T08:00:00Z); the demo shifts them so the chat ends now.
 Message texts therefore avoid wall-clock times and speak in relative terms.

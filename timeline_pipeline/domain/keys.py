@@ -1,4 +1,4 @@
-"""Source names and keys of seed 000 (sections 8.2, 8.3, 10): the identities rows are unique on.
+"""Source names and keys (docs/design.md §3, §5): the identities rows are unique on.
 
 Every key is built here and only here, so the event path, reconciliation, discovery and
 synthesis cannot disagree about what `chat/<chat_id>/window/<start>` looks like.
@@ -67,7 +67,7 @@ def parse_window_start(text: str) -> datetime:
 
 def window_source_key(chat_id: str, window_start: datetime, processor_version: str | None) -> str:
     """`chat/<chat_id>/window/<start>`, or the versioned rerun namespace
-    `chat/<chat_id>/processor/<version>/window/<start>` (seed 000 section 10.2)."""
+    `chat/<chat_id>/processor/<version>/window/<start>` (docs/design.md §5)."""
     start = format_window_start(window_start)
     if processor_version is None:
         return f"chat/{chat_id}/window/{start}"

@@ -20,6 +20,10 @@ class WindowStatus(StrEnum):
     FAILED = "failed"
 
 
+WINDOW_STATUSES: tuple[str, ...] = tuple(status.value for status in WindowStatus)
+"""Every window status as stored text (the schema's check constraint, the health counts)."""
+
+
 class CheckpointStatus(StrEnum):
     """A chat collection checkpoint: its last run completed or failed (pending before any)."""
 

@@ -1,4 +1,4 @@
-"""Which workspaces a Lark message may become evidence for (seed 000 section 6). Pure."""
+"""Which workspaces a Lark message may become evidence for (docs/design.md §1). Pure."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime
 
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.workspaces import Workspace
 
 GROUP_CHAT_TYPES = frozenset({"group", "topic_group"})
 
@@ -24,13 +24,14 @@ class Skip(enum.StrEnum):
     WORKSPACE_AGED_OUT = "workspace_aged_out"
     WORKSPACE_TYPE_DISABLED = "workspace_type_disabled"
     BEFORE_WORKSPACE = "before_workspace_created"
-    OUTSIDE_RETENTION = "outside_retention"
+    BEFORE_LOOKBACK = "before_lookback"
+    """Older than the ingestion lookback (`ingestionLookback`); not the data-lifecycle retention."""
 
 
 @dataclass(frozen=True, slots=True)
 class Scope:
     """How strict to be: automatic paths check status and age; a manual refresh of an explicitly
-    selected workspace does not, but still respects its creation time and the retention bound."""
+    selected workspace does not, but still respects its creation time and the ingestion lookback."""
 
     manual: bool = False
 
@@ -76,7 +77,7 @@ def ingestion_start(
     workspace: Workspace, settings: LarkTimelineSettings, now: datetime
 ) -> datetime:
     """The earliest message time a workspace may hold: never before it existed, never older
-    than the lookback (seed 000 sections 6 and 8.1)."""
+    than the lookback (docs/design.md §1, §3)."""
     return max(workspace.created_at, now - settings.ingestion_lookback)
 
 
@@ -100,5 +101,5 @@ def message_skip(
     if message.created_at < workspace.created_at:
         return Skip.BEFORE_WORKSPACE
     if message.created_at < now - settings.ingestion_lookback:
-        return Skip.OUTSIDE_RETENTION
+        return Skip.BEFORE_LOOKBACK
     return None

@@ -1,4 +1,4 @@
-"""From a normalized Lark message to the evidence row of seed 000 section 9. Pure."""
+"""From a normalized Lark message to the evidence row of docs/design.md §4. Pure."""
 
 from __future__ import annotations
 

@@ -14,12 +14,12 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from timeline_pipeline.domain.evidence import EvidenceRecord, UpsertOutcome, UpsertSummary
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, Scope, Skip, message_skip
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence
-from timeline_pipeline.store.workspaces import Workspace
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """The product's only door to the Lark OpenAPI (or to `timeline-pipeline lark simulate`).
 
 Every call goes through lark-oapi so that token handling and wire details match what Lark's own
-SDK does; this module adds what the SDK leaves to callers and what seed 000 demands: every history
-page is followed (section 8.1), retries are bounded exponential backoff with full jitter
-(section 14), Lark's per-app rate limit is respected before Lark has to enforce it, and failures
+SDK does; this module adds what the SDK leaves to callers: every history page is followed,
+retries follow the product's one `RetryPolicy` (full-jitter exponential backoff, a capped
+Retry-After), Lark's per-app rate limit is respected before Lark has to enforce it, and failures
 arrive as typed errors so reconciliation can tell "try later" from "this chat is not readable".
 
 Logs carry ids and counts only: never message bodies, tokens or request payloads.
@@ -12,7 +12,6 @@ Logs carry ids and counts only: never message bodies, tokens or request payloads
 from __future__ import annotations
 
 import json
-import logging
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -22,6 +21,7 @@ from typing import Any, Final, cast
 
 import lark_oapi as lark
 import requests
+import structlog
 from lark_oapi.api.contact.v3 import BatchUserRequest
 from lark_oapi.api.im.v1 import (
     CreateMessageRequest,
@@ -34,12 +34,12 @@ from lark_oapi.api.im.v1 import (
 )
 from lark_oapi.core.exception import ObtainAccessTokenException
 from lark_oapi.core.token import TokenManager
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
-from tenacity.wait import wait_random_exponential
+from tenacity import RetryCallState
 
 from timeline_pipeline.lark.rate_limit import RateLimiter, shared_rate_limiter
+from timeline_pipeline.retry import RetryPolicy
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 MAX_PAGE_SIZE: Final = 50
 USERS_PER_BATCH: Final = 50
@@ -55,6 +55,12 @@ RATE_LIMIT_CODES: Final = frozenset({99991400, 230020})
 _TRANSPORT_CODE: Final = -1
 _MSG_LIMIT: Final = 200
 
+DEFAULT_RETRY: Final = RetryPolicy(
+    attempts=5, backoff_base=0.5, backoff_cap=8.0, max_retry_after=30.0
+)
+"""For a client built without settings (tests, the simulator's own checks); the product builds
+its policy from the settings with `RetryPolicy.for_lark_calls`."""
+
 
 @dataclass(frozen=True)
 class LarkClientConfig:
@@ -66,17 +72,12 @@ class LarkClientConfig:
     page_size: int = MAX_PAGE_SIZE
     max_requests_per_second: float = 50.0
     max_requests_per_minute: int = 1000
-    max_attempts: int = 5
-    backoff_base_seconds: float = 0.5
-    backoff_cap_seconds: float = 8.0
-    max_retry_after_seconds: float = 30.0
+    retry: RetryPolicy = DEFAULT_RETRY
     timeout_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.page_size <= MAX_PAGE_SIZE:
             raise ValueError(f"page_size must be within 1..{MAX_PAGE_SIZE}")
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
         if self.max_requests_per_second <= 0 or self.max_requests_per_minute <= 0:
             raise ValueError("rate limits must be positive")
 
@@ -181,12 +182,12 @@ def _classify(op: str, reply: _Reply) -> LarkApiError | None:
     return LarkApiError(code, msg, http_status=status, retryable=retryable, operation=op)
 
 
-def _ids(ids: Mapping[str, str]) -> str:
-    return " ".join(f"{key}={value}" for key, value in ids.items())
-
-
 def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, LarkApiError) and exc.retryable
+
+
+def _error_retry_after(exc: BaseException) -> float | None:
+    return exc.retry_after if isinstance(exc, LarkApiError) else None
 
 
 def _utc_seconds(value: datetime, *, round_up: bool) -> str:
@@ -226,9 +227,6 @@ class LarkClient:
             config.app_id, config.max_requests_per_second, config.max_requests_per_minute
         )
         self._sleep = sleep
-        self._jitter = wait_random_exponential(
-            multiplier=config.backoff_base_seconds, max=config.backoff_cap_seconds
-        )
         self._bot_open_id: str | None = None
 
     # ----------------------------------------------------------------- history
@@ -320,21 +318,21 @@ class LarkClient:
             items = [item for item in raw_items if isinstance(item, dict)]
             if len(items) != len(raw_items):
                 log.warning(
-                    "lark history page had non-object items %s page=%d dropped=%d",
-                    _ids(ids),
-                    page_number,
-                    len(raw_items) - len(items),
-                    extra={**ids, "page_number": page_number},
+                    "lark.history_page.items_dropped",
+                    **ids,
+                    op=op,
+                    page_number=page_number,
+                    dropped=len(raw_items) - len(items),
                 )
             has_more = bool(data.get("has_more"))
             next_token = data.get("page_token") or None
             log.info(
-                "lark history page %s page=%d items=%d has_more=%s",
-                _ids(ids),
-                page_number,
-                len(items),
-                has_more,
-                extra={**ids, "page_number": page_number, "item_count": len(items)},
+                "lark.history_page.read",
+                **ids,
+                op=op,
+                page_number=page_number,
+                item_count=len(items),
+                has_more=has_more,
             )
             if has_more and (not isinstance(next_token, str) or next_token in seen_tokens):
                 raise LarkApiError(
@@ -466,21 +464,13 @@ class LarkClient:
     # ---------------------------------------------------------------- plumbing
 
     def _call(self, op: str, send: Callable[[], Any], ids: dict[str, str]) -> dict[str, Any]:
-        retrying = Retrying(
-            stop=stop_after_attempt(self._config.max_attempts),
-            wait=self._wait,
-            retry=retry_if_exception(_is_retryable),
-            sleep=self._sleep,
+        return self._config.retry.call(
+            lambda: self._attempt(op, send),
+            retry_on=_is_retryable,
+            retry_after=_error_retry_after,
             before_sleep=lambda state: self._log_retry(op, ids, state),
-            reraise=True,
+            sleep=self._sleep,
         )
-        return retrying(self._attempt, op, send)
-
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(exc, LarkApiError) and exc.retry_after is not None:
-            return min(exc.retry_after, self._config.max_retry_after_seconds)
-        return float(self._jitter(state))
 
     def _log_retry(self, op: str, ids: dict[str, str], state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
@@ -488,14 +478,13 @@ class LarkClient:
         status = exc.http_status if isinstance(exc, LarkApiError) else None
         wait = state.next_action.sleep if state.next_action is not None else 0.0
         log.warning(
-            "lark call retrying op=%s %s attempt=%d code=%s http_status=%s wait=%.3fs",
-            op,
-            _ids(ids),
-            state.attempt_number,
-            code,
-            status,
-            wait,
-            extra={**ids, "op": op, "attempt": state.attempt_number, "lark_code": code},
+            "lark.call.retry",
+            **ids,
+            op=op,
+            attempt=state.attempt_number,
+            lark_code=code,
+            http_status=status,
+            wait_seconds=round(wait, 3),
         )
 
     def _attempt(self, op: str, send: Callable[[], Any]) -> dict[str, Any]:
@@ -511,10 +500,10 @@ class LarkClient:
                 return reply.body
             if isinstance(error, LarkTokenError) and not refreshed:
                 log.info(
-                    "lark tenant token rejected, refreshing app_id=%s code=%d",
-                    self._config.app_id,
-                    error.code,
-                    extra={"app_id": self._config.app_id, "lark_code": error.code},
+                    "lark.tenant_token.refreshed",
+                    op=op,
+                    app_id=self._config.app_id,
+                    lark_code=error.code,
                 )
                 self._forget_token()
                 refreshed = True

@@ -1,4 +1,4 @@
-"""What the product does with each kind of Lark message (seed 000, section 7.3).
+"""What the product does with each kind of Lark message (docs/design.md §2).
 
 The decisions live here, apart from the parsing in `normalize`, so that the rules a reviewer has
 to agree with (which types are stored, which may reach the model, what survives a recall) can be

@@ -19,9 +19,10 @@ When nothing needs the rows (no archive, nothing to report), PostgreSQL deletes 
 one statement that sends back a single row.
 
 A process killed anywhere loses no row that was not archived: the deletion commits only after
-its part is verified, and a killed transaction is rolled back by the database. Only `hard_delete` is executed; other modes are refused before anything is
-deleted. Every run is recorded in `lifecycle_runs`, counts only. A purge of many rows is
-followed by `VACUUM (ANALYZE)` on PostgreSQL. Identifiers come from validated descriptors
+its part is verified, and a killed transaction is rolled back by the database. Only
+`hard_delete` is executed; other modes are refused before anything is deleted. Every run is
+recorded in `lifecycle_runs`, counts only. A purge of many rows is followed by
+`VACUUM (ANALYZE)` on PostgreSQL. Identifiers come from validated descriptors
 (`lifecycle.queries`), values are bound parameters.
 """
 

@@ -30,7 +30,7 @@ from timeline_pipeline.lifecycle.errors import (
 from timeline_pipeline.lifecycle.registry import Registry
 from timeline_pipeline.store import legal_holds as store
 from timeline_pipeline.store import workspaces
-from timeline_pipeline.store.curation import audit_curation
+from timeline_pipeline.store.audit import audit_curation
 from timeline_pipeline.store.legal_holds import HoldRow
 
 MIN_RELEASE_REASON: Final = 10

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the Lark event receiver (seed 000 section 17).
+"""Prometheus metrics of the Lark event receiver (docs/design.md §12).
 
 Each receiver app owns its own `CollectorRegistry`: two apps in one process (tests, or an embedded
 receiver next to another service) then never share or double-register counters, and `/metrics`
@@ -71,12 +71,6 @@ class ReceiverMetrics:
             "timeline_lark_messages_excluded",
             "Messages kept out of synthesis because a bot or this app sent them.",
             ["reason"],
-            registry=r,
-        )
-        self.wakeups = Counter(
-            "timeline_lark_wakeups",
-            "In-memory synthesis wakeups: sent, coalesced into a pending one, or dropped.",
-            ["outcome"],
             registry=r,
         )
         self.handling_seconds = Histogram(

@@ -12,7 +12,7 @@
   work: the materialization is recorded and the asset check fails, naming the chat.
 * `lark_manual_reconcile` is "Refresh from sources" for one explicitly selected workspace (and
   optionally one chat), allowed even when the workspace is no longer eligible, still bounded by
-  its creation time and the retention boundary; it records a materialization of the same asset.
+  its creation time and the ingestion lookback; it records a materialization of the same asset.
 
 lark-oapi takes seconds to import, so the reconciliation code is imported inside the run, and
 loading the code location stays fast. No `from __future__ import annotations` here: Dagster reads
@@ -182,7 +182,7 @@ def _failure_check(report: RunReport) -> dg.AssetCheckResult:
         dg.AssetCheckSpec(FAILURE_CHECK, asset=CHAT_COLLECTION_KEY),
         dg.AssetCheckSpec(THREADS_CHECK, asset=CHAT_COLLECTION_KEY),
     ],
-    description="Lark chat history reconciled into workspace evidence (seed 000 section 8).",
+    description="Lark chat history reconciled into workspace evidence (docs/design.md §3).",
 )
 def lark_chat_collection(
     context: dg.AssetExecutionContext,

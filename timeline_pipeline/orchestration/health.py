@@ -1,4 +1,4 @@
-"""Dagster: the pipeline health asset, its checks and its schedule (seed 000 sections 14, 17).
+"""Dagster: the pipeline health asset, its checks and its schedule (docs/design.md §9, §12).
 
 * `timeline_pipeline_health` measures the pipeline from the product database
   (`windows.health`): windows by status, the backlog, the oldest uncovered evidence, stale
@@ -178,7 +178,7 @@ def _check_result(outcome: CheckOutcome) -> dg.AssetCheckResult:
         for name, description in _CHECK_DESCRIPTIONS.items()
     ],
     description=(
-        "Pipeline health (seed 000 sections 14 and 17): windows by status, backlog, oldest "
+        "Pipeline health (docs/design.md §9, §12): windows by status, backlog, oldest "
         "uncovered evidence age, stale processing windows, whole-window retries, failed "
         "windows, collection and summary lag. Its checks are the backlog alerts."
     ),

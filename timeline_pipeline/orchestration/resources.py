@@ -1,7 +1,9 @@
 """Dagster resources: the product database and the validated settings.
 
-Resources read the same environment variables as the CLI and the receiver, so a Dagster run,
-the `serve` process and an operator's command always agree on the database and the bounds.
+The code location declares them once, in `definitions.py`, with `dg.EnvVar` fields: Dagster
+reads the variable when a run starts (and shows where the value came from), not this module at
+import. They are the same variables the CLI and the receiver read, so a Dagster run, the
+`serve` process and an operator's command always agree on the database and the bounds.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pydantic import PrivateAttr
 from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import make_engine
+from timeline_pipeline.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import anthropic
@@ -27,7 +30,8 @@ from timeline_pipeline.settings import (
 
 
 class DatabaseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
-    """The product database (not Dagster's own storage)."""
+    """The product database (not Dagster's own storage); `url` from TIMELINE_DATABASE_URL in
+    production (`dg.EnvVar`), the local default otherwise."""
 
     url: str = DEFAULT_DATABASE_URL
     pool_size: int = 5
@@ -72,10 +76,7 @@ class ClaudeSetup:
 
     client: anthropic.Anthropic
     model: str
-    max_attempts: int
-    backoff_base_seconds: float
-    backoff_cap_seconds: float
-    max_retry_after_seconds: float
+    retry: RetryPolicy
 
 
 def claude_setup(
@@ -86,7 +87,7 @@ def claude_setup(
     key = api_key or settings.runtime.anthropic_api_key.get_secret_value()
     if not key:
         return None
-    from timeline_pipeline.synthesis.claude import build_claude_client
+    from timeline_pipeline.llm.forced_tool import build_claude_client
 
     timeline = settings.timeline
     return ClaudeSetup(
@@ -96,18 +97,5 @@ def claude_setup(
             timeline.model_timeout.total_seconds(),
         ),
         model=timeline.model,
-        max_attempts=timeline.synthesis_chunk_max_attempts,
-        backoff_base_seconds=timeline.retry_backoff_base.total_seconds(),
-        backoff_cap_seconds=timeline.retry_backoff_cap.total_seconds(),
-        max_retry_after_seconds=timeline.max_retry_after.total_seconds(),
+        retry=RetryPolicy.for_model_calls(timeline),
     )
-
-
-def default_resources() -> dict[str, Any]:
-    return {
-        "database": DatabaseResource(
-            url=dg.EnvVar("TIMELINE_DATABASE_URL").get_value(DEFAULT_DATABASE_URL)
-            or DEFAULT_DATABASE_URL
-        ),
-        "timeline_settings": TimelineSettingsResource(),
-    }

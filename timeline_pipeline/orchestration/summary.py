@@ -75,10 +75,7 @@ class SummarizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             setup.client,
             model=setup.model,
             max_output_tokens=min(settings.timeline.synthesis_max_output_tokens, 2048),
-            max_attempts=setup.max_attempts,
-            backoff_base_seconds=setup.backoff_base_seconds,
-            backoff_cap_seconds=setup.backoff_cap_seconds,
-            max_retry_after_seconds=setup.max_retry_after_seconds,
+            retry=setup.retry,
         )
 
 
@@ -127,7 +124,7 @@ def report_metadata(report: SummaryReport) -> dict[str, Any]:
     group_name="timeline",
     output_required=False,
     description=(
-        "The workspace summary (seed 000 section 13): regenerated at most once per completed "
+        "The workspace summary (docs/design.md §8): regenerated at most once per completed "
         "window that created or changed a visible entry, never over a human summary, from the "
         "visible entries only. Partition: the workspace id."
     ),
@@ -238,7 +235,7 @@ def _summary_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
             "Requests a workspace's summary run when windows that created or changed visible "
-            "entries reach a terminal state (seed 000 section 13); settles the others."
+            "entries reach a terminal state (docs/design.md §8); settles the others."
         ),
     )
     def timeline_summary_sensor(

@@ -44,7 +44,7 @@ from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, Wind
 from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup
 from timeline_pipeline.windows.keys import InvalidPartitionKey, WindowRef, parse_partition_key
 from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE, DiscoveryCursor
-from timeline_pipeline.windows.rerun import RerunRefused, plan_versioned_rerun
+from timeline_pipeline.windows.rerun import RerunRefused, create_versioned_rerun
 
 WINDOW_PARTITIONS = "timeline_windows"
 WINDOW_DRAFTS_KEY = dg.AssetKey("timeline_window_drafts")
@@ -83,10 +83,7 @@ class SynthesizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             setup.client,
             model=setup.model,
             max_output_tokens=settings.timeline.synthesis_max_output_tokens,
-            max_attempts=setup.max_attempts,
-            backoff_base_seconds=setup.backoff_base_seconds,
-            backoff_cap_seconds=setup.backoff_cap_seconds,
-            max_retry_after_seconds=setup.max_retry_after_seconds,
+            retry=setup.retry,
         )
 
 
@@ -174,7 +171,7 @@ def report_metadata(report: WindowRunReport) -> dict[str, Any]:
     output_required=False,
     description=(
         "Draft timeline entries of one window of one chat, bound to their evidence "
-        "(seed 000 section 12). Partition: <workspace>:<chat>:<YYYYMMDDTHHMMZ>[:<version>]."
+        "(docs/design.md §7). Partition: <workspace>:<chat>:<YYYYMMDDTHHMMZ>[:<version>]."
     ),
 )
 def timeline_window_drafts(
@@ -317,7 +314,7 @@ def _discovery_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
         minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
-            "Finds closed, non-empty, uncovered windows (seed 000 section 11), adds their "
+            "Finds closed, non-empty, uncovered windows (docs/design.md §6), adds their "
             "partitions and requests their synthesis runs, oldest first, within the backlog "
             "limits. Idle ticks cost one indexed query."
         ),
@@ -348,7 +345,7 @@ def _parse_time(value: str | None, name: str) -> datetime | None:
 
 
 @dg.op(description="Create versioned window states and partitions for an explicit full rerun.")
-def plan_window_rerun(
+def create_rerun_windows(
     context: dg.OpExecutionContext,
     config: WindowRerunConfig,
     database: DatabaseResource,
@@ -356,7 +353,7 @@ def plan_window_rerun(
 ) -> None:
     settings = timeline_settings.timeline
     try:
-        plan = plan_versioned_rerun(
+        result = create_versioned_rerun(
             database.engine,
             workspace_id=config.workspace_id,
             processor_version=config.processor_version,
@@ -369,20 +366,20 @@ def plan_window_rerun(
         )
     except (RerunRefused, InvalidKey) as exc:
         raise dg.Failure(description=str(exc)) from None
-    if plan.partition_keys:
-        context.instance.add_dynamic_partitions(WINDOW_PARTITIONS, plan.partition_keys)
+    if result.partition_keys:
+        context.instance.add_dynamic_partitions(WINDOW_PARTITIONS, result.partition_keys)
     context.log.info(
         "rerun %s of %s: %d window(s) queued for %s, %d already present, truncated=%s, "
         "%d held (%d not closed, %d not collected yet: run the rerun again later for them)",
         config.processor_version,
         config.workspace_id,
-        len(plan.windows),
+        len(result.windows),
         DISCOVERY_SENSOR,
-        plan.already_present,
-        plan.truncated,
-        plan.held,
-        plan.held_open,
-        plan.held_collecting,
+        result.already_present,
+        result.truncated,
+        result.held,
+        result.held_open,
+        result.held_collecting,
     )
 
 
@@ -395,7 +392,7 @@ def plan_window_rerun(
     ),
 )
 def rerun_windows_job() -> None:
-    plan_window_rerun()
+    create_rerun_windows()
 
 
 def window_defs(

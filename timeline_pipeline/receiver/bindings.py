@@ -1,4 +1,4 @@
-"""Chat -> bound workspaces, read from the database through a small TTL cache (seed 000 §6.1).
+"""Chat -> bound workspaces, read from the database through a small TTL cache (docs/design.md §1).
 
 Bindings must come from persisted state, never from startup-time registration, or a chat bound
 a minute ago loses its messages until a restart. A lookup per event would put one extra query on
@@ -18,7 +18,8 @@ from typing import Final
 
 from sqlalchemy import Connection
 
-from timeline_pipeline.store.workspaces import Workspace, bindings_for_chat
+from timeline_pipeline.domain.workspaces import Workspace
+from timeline_pipeline.store.workspaces import bindings_for_chat
 
 DEFAULT_MAX_ENTRIES: Final = 10_000
 

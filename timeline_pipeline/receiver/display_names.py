@@ -1,4 +1,4 @@
-"""Actor display names, filled in after the fact by batched contact lookups (seed 000 §7.1).
+"""Actor display names, filled in after the fact by batched contact lookups (docs/design.md §2).
 
 Events carry the sender's open_id but no name, and a contact call per message would put Lark's
 rate limit and latency on the ack path. So the receiver stores the open_id only; later (from
@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import connection, transaction
-from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence
 
@@ -100,23 +99,6 @@ class NameFill:
     rows_updated: int
 
 
-def unnamed_actors(engine: Engine, workspace_id: str, *, limit: int) -> list[str]:
-    """Distinct actors of the workspace whose rows still lack a display name."""
-    with connection(engine) as conn:
-        rows = conn.execute(
-            select(ev.c.actor_id)
-            .where(
-                ev.c.workspace_id == workspace_id,
-                ev.c.actor_id.is_not(None),
-                ev.c.actor_display_name.is_(None),
-            )
-            .group_by(ev.c.actor_id)
-            .order_by(ev.c.actor_id)
-            .limit(limit)
-        )
-        return [row.actor_id for row in rows]
-
-
 def fill_missing_display_names(
     engine: Engine,
     workspace_id: str,
@@ -133,7 +115,8 @@ def fill_missing_display_names(
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    actors = unnamed_actors(engine, workspace_id, limit=max_actors)
+    with connection(engine) as conn:
+        actors = evidence.unnamed_actors(conn, workspace_id, limit=max_actors)
     cached, missing = cache.lookup(actors)
     rows = _write(engine, workspace_id, {k: v for k, v in cached.items() if v is not None})
     calls = 0

@@ -5,7 +5,7 @@ cached bindings) and settles most ignorable events without touching the database
 is a `Pending` write, run by the group-commit writer inside a transaction: resolve bindings on a
 cache miss, then the shared ingest path (the one reconciliation uses) for received messages
 (all those of one chat in the batch in one call), or the deletion policy for a recalled one.
-No AI call, no attachment download and no contact lookup happens anywhere here (seed 000 §7.2).
+No AI call, no attachment download and no contact lookup happens anywhere here (docs/design.md §2).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import chat_skip, message_skip, sender_skip
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.message_policy import is_self_message
@@ -30,13 +31,13 @@ from timeline_pipeline.lark.normalize import (
     UnsupportedMessageTypeError,
     normalize_event_message,
 )
-from timeline_pipeline.receiver import recall
+from timeline_pipeline.receiver import event_types, recall
 from timeline_pipeline.receiver.batching import GroupWriter
 from timeline_pipeline.receiver.bindings import BindingCache
 from timeline_pipeline.receiver.outcomes import Reason, Rejected
-from timeline_pipeline.receiver.wakeups import Wakeup
+from timeline_pipeline.receiver.registry import EventHandlerRegistry, HandlerReply, HandlerResult
+from timeline_pipeline.receiver.verification import VerifiedCallback
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.workspaces import Workspace
 
 # The same key-safety rule as normalization: ids become part of `chat/<chat>/message/<id>`.
 _IDENTIFIER: Final = re.compile(r"[\x21-\x2e\x30-\x7e]{1,256}")
@@ -47,8 +48,8 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 class Outcome:
     """What an event did; `ignored` names the reason when nothing was stored.
 
-    `writes` and `wakeups` belong to the transaction's group of events (see `_write_messages`):
-    they are carried by one event of the group, so that summing over events gives the totals.
+    `writes` belongs to the transaction's group of events (see `_write_messages`): it is
+    carried by one event of the group, so that summing over events gives the totals.
     """
 
     message_id: str | None = None
@@ -58,7 +59,6 @@ class Outcome:
     writes: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     excluded: str | None = None
-    wakeups: tuple[Wakeup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,10 +97,6 @@ class EventHandlers:
         self._bindings = bindings
         self._app_id = app_id or None
         self._clock = clock
-
-    def forget_bindings(self, chat_id: str) -> None:
-        """A write found a cached workspace gone: read the bindings again next time."""
-        self._bindings.invalidate(chat_id)
 
     # --- im.message.receive_v1 --------------------------------------------------------------
 
@@ -144,13 +140,11 @@ class EventHandlers:
         ]
         # The group's row counts ride on its first event, so that per-event counts add up.
         upserts = result.upserts
-        changed = upserts.inserted + upserts.updated > 0
         outcomes[0] = replace(
             outcomes[0],
             writes=Counter(
                 inserted=upserts.inserted, updated=upserts.updated, duplicate=upserts.duplicate
             ),
-            wakeups=tuple(Wakeup(w, chat_id) for w in sorted(result.workspaces)) if changed else (),
         )
         return outcomes
 
@@ -211,15 +205,49 @@ class EventHandlers:
             recalled_at=request.recalled_at,
             now=request.now,
         )
-        redacted = counts[recall.REDACTED] > 0
         missing = counts[recall.NOT_FOUND] == len(workspaces)
         return replace(
             base,
             ignored=Reason.MESSAGE_NOT_FOUND if missing else None,
             workspace_ids=tuple(workspaces),
             writes=Counter(redacted=counts[recall.REDACTED]),
-            wakeups=tuple(Wakeup(w, request.chat_id) for w in workspaces) if redacted else (),
         )
+
+
+def register_lark_handlers(
+    registry: EventHandlerRegistry,
+    handlers: EventHandlers,
+    *,
+    ingestion_enabled: bool,
+    clock: Callable[[], datetime],
+) -> EventHandlerRegistry:
+    """Today's callbacks: the URL check, received and recalled messages, card actions.
+
+    A new event type is one more `registry.register(...)` here (see receiver/registry.py).
+    """
+
+    def url_verification(callback: VerifiedCallback) -> HandlerResult:
+        return HandlerReply(200, {"challenge": callback.challenge})
+
+    def message_received(callback: VerifiedCallback) -> HandlerResult:
+        if not ingestion_enabled:
+            return Outcome(ignored=Reason.INGESTION_DISABLED)
+        return handlers.message(callback.payload["event"])
+
+    def message_recalled(callback: VerifiedCallback) -> HandlerResult:
+        # Applied even with ingestion off: stored content must still be forgotten.
+        return handlers.recall(callback.payload["event"], clock())
+
+    def card_action(_callback: VerifiedCallback) -> HandlerResult:
+        # Interactions are a later issue; acknowledged so that Lark does not retry.
+        return Outcome(ignored=Reason.NOT_IMPLEMENTED)
+
+    return (
+        registry.register(event_types.URL_VERIFICATION, url_verification)
+        .register(event_types.MESSAGE_RECEIVE, message_received)
+        .register(event_types.MESSAGE_RECALLED, message_recalled)
+        .register(event_types.CARD_ACTION, card_action)
+    )
 
 
 def _main_reason(skipped: Counter[str]) -> str:

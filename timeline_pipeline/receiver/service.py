@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final
 
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReceiverMetrics, event_type_label
-from timeline_pipeline.receiver import event_types
 from timeline_pipeline.receiver.batching import CONFLICT_ERRORS, UNAVAILABLE_ERRORS, WriteBatcher
-from timeline_pipeline.receiver.handlers import EventHandlers, Outcome, Pending
-from timeline_pipeline.receiver.outcomes import Reason, Rejected, Reply
+from timeline_pipeline.receiver.bindings import BindingCache
+from timeline_pipeline.receiver.handlers import Outcome, Pending
+from timeline_pipeline.receiver.outcomes import ACCEPTED, Reason, Rejected, Reply
+from timeline_pipeline.receiver.registry import EventHandlerRegistry, HandlerReply
 from timeline_pipeline.receiver.verification import CallbackVerifier, LarkHeaders
-from timeline_pipeline.receiver.wakeups import WakeupHub
 
 LOGGER_NAME: Final = "timeline_pipeline.receiver"
 log = get_logger(LOGGER_NAME)
@@ -51,20 +50,16 @@ class EventService:
         self,
         *,
         verifier: CallbackVerifier,
-        handlers: EventHandlers,
+        registry: EventHandlerRegistry,
+        bindings: BindingCache,
         writer: WriteBatcher,
         metrics: ReceiverMetrics,
-        wakeups: WakeupHub,
-        ingestion_enabled: bool,
-        clock: Callable[[], datetime],
     ) -> None:
         self._verifier = verifier
-        self._handlers = handlers
+        self._registry = registry
+        self._bindings = bindings
         self._writer = writer
         self._metrics = metrics
-        self._wakeups = wakeups
-        self._ingestion_enabled = ingestion_enabled
-        self._clock = clock
         # Per-event metric children, looked up once: `labels()` validates and locks each call.
         # Both label sets are bounded (results, and `event_type_label`'s known types).
         self._received = metrics.events_received
@@ -106,7 +101,8 @@ class EventService:
 
     def fail(self, step: Step, error: BaseException) -> Reply:
         if isinstance(error, CONFLICT_ERRORS):
-            self._handlers.forget_bindings(step.pending.chat_id)
+            # A write found a cached workspace gone: read the bindings again next time.
+            self._bindings.invalidate(step.pending.chat_id)
         return self._answer_failure(error, step.ids, step.started)
 
     def reject_oversized(self) -> Reply:
@@ -129,25 +125,24 @@ class EventService:
         ids["event_type"] = verified.event_type
         if verified.event_id is not None:
             ids["event_id"] = verified.event_id
-        if verified.is_url_verification:
-            self._accept(verified.event_type, ids)
-            return Reply(200, {"challenge": verified.challenge}, result="accepted")
-        if verified.event_type not in event_types.HANDLED:
+        handler = self._registry.handler_for(verified.event_type)
+        if handler is None:
             return self._ignore(verified.event_type, Reason.UNKNOWN_EVENT_TYPE, ids)
-        if verified.event_type == event_types.CARD_ACTION:
-            # Interactions are a later issue; acknowledged so that Lark does not retry.
-            return self._ignore(verified.event_type, Reason.NOT_IMPLEMENTED, ids)
-        event = verified.payload["event"]
-        if verified.event_type == event_types.MESSAGE_RECALLED:
-            # Applied even with ingestion off: stored content must still be forgotten.
-            handled = self._handlers.recall(event, self._clock())
-        elif not self._ingestion_enabled:
-            return self._ignore(verified.event_type, Reason.INGESTION_DISABLED, ids)
-        else:
-            handled = self._handlers.message(event)
+        handled = handler(verified)
         if isinstance(handled, Pending):
             return handled
+        if isinstance(handled, HandlerReply):
+            return self._answer(verified.event_type, handled, ids)
         return self._conclude(verified.event_type, handled, ids)
+
+    def _answer(self, event_type: str, reply: HandlerReply, ids: dict[str, Any]) -> Reply:
+        """A handler's own answer: its body as given, counted like any other answer."""
+        if not 200 <= reply.status < 300:
+            return self._fail(reply.status, reply.reason, ids)
+        self._accept(event_type, ids)
+        if reply.body is None:
+            return Reply(reply.status, dict(ACCEPTED.body), result="accepted")
+        return Reply(reply.status, dict(reply.body), result="accepted")
 
     def _conclude(self, event_type: str, outcome: Outcome, ids: dict[str, Any]) -> Reply:
         for key in ("message_id", "chat_id"):
@@ -170,15 +165,6 @@ class EventService:
             metrics.evidence_skipped.labels(reason).inc(count)
         if outcome.excluded is not None:
             metrics.messages_excluded.labels(outcome.excluded).inc()
-        if outcome.wakeups:
-            delivery = self._wakeups.notify(outcome.wakeups)
-            for name, count in (
-                ("sent", delivery.sent),
-                ("coalesced", delivery.coalesced),
-                ("dropped", delivery.dropped),
-            ):
-                if count:
-                    metrics.wakeups.labels(name).inc(count)
 
     # --- answers --------------------------------------------------------------------------
 

@@ -1,2 +1,2 @@
-"""Bounded, paginated Lark history reconciliation (seed 000 §8): pure range planning in
+"""Bounded, paginated Lark history reconciliation (docs/design.md §3): pure range planning in
 `planning`, the I/O in `runner`, target selection in `targets`."""

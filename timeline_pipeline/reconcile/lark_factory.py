@@ -1,4 +1,4 @@
-"""Build the product's LarkClient from the validated settings (seed 000 §14 bounds).
+"""Build the product's LarkClient from the validated settings (README, "Lark OpenAPI client").
 
 The CLI, the Dagster resource and the benchmark all construct the client here, so page size,
 rate limits, retry attempts and backoff always come from the same configuration keys.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from timeline_pipeline.lark.client import LarkClient, LarkClientConfig
 from timeline_pipeline.reconcile.targets import ReconcileRefused
+from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment
 
 
@@ -25,10 +26,7 @@ def client_config(
         page_size=settings.lark_page_size,
         max_requests_per_second=settings.lark_requests_per_second,
         max_requests_per_minute=settings.lark_requests_per_minute,
-        max_attempts=settings.lark_max_attempts,
-        backoff_base_seconds=settings.retry_backoff_base.total_seconds(),
-        backoff_cap_seconds=settings.retry_backoff_cap.total_seconds(),
-        max_retry_after_seconds=settings.max_retry_after.total_seconds(),
+        retry=RetryPolicy.for_lark_calls(settings),
         timeout_seconds=settings.lark_timeout.total_seconds(),
     )
 

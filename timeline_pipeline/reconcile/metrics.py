@@ -1,4 +1,6 @@
-"""Prometheus metrics of reconciliation (seed 000 §17): duration, pages, messages, lag, failures.
+"""Prometheus metrics of reconciliation: duration, pages, messages, lag, failures.
+
+What they cover is docs/design.md §12.
 
 Like the receiver's metrics, each instance owns its registry, so a test or a second embedded
 runner never double-registers a series. Label values are fixed vocabularies (modes, failure

@@ -1,4 +1,4 @@
-"""Which time range one reconciliation run of a (workspace, chat) reads (seed 000 §8). Pure.
+"""Which time range one reconciliation run of a (workspace, chat) reads (docs/design.md §3). Pure.
 
 The checkpoint holds two things with different lifetimes:
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from timeline_pipeline.domain.sync_states import decode_message_cursor, encode_message_cursor
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.sync_states import decode_message_cursor, encode_message_cursor
 
 MARKER_KEY = "in_progress"
 METADATA_VERSION = 1

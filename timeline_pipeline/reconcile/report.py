@@ -1,7 +1,7 @@
 """What a reconciliation run did, per chat and in total. Pure.
 
 The same numbers feed the Dagster materialization metadata, the CLI output and the Prometheus
-counters, so an operator sees one story whichever door they look through (seed 000 §17:
+counters, so an operator sees one story whichever door they look through (docs/design.md §12:
 reconciliation duration, pages, messages, lag and failures; evidence inserts/updates/duplicates).
 """
 

@@ -6,26 +6,27 @@ knows within the ingestion lookback (Lark lists thread roots only, so a lost rep
 thread is found no other way), oldest-served first under `reconcileMaxThreads` (`threads`),
 and commits each page through the receiver's own write path (`ingest.writer.ingest`) in one
 transaction together with the in-progress marker. The high-water mark moves only after the
-last page (seed 000 §8.2); any failure leaves it where it was, records the failure on the
+last page (docs/design.md §3); any failure leaves it where it was, records the failure on the
 checkpoint and is reported as a counted failure, and the next run resumes from the marker.
 
 Completed synthesis windows are never touched here: an edit or recall refreshes evidence only
-(seed 000 §8, §16).
+(docs/design.md §3, §11).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import structlog
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from timeline_pipeline.db.engine import DatabaseUnavailable, transaction
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.ingest.eligibility import Scope
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.client import (
@@ -59,24 +60,23 @@ from timeline_pipeline.reconcile.report import (
     FailureKind,
     RunReport,
 )
-from timeline_pipeline.reconcile.store import (
-    mark_thread_listed,
-    prune_thread_listings,
-    record_progress,
-    thread_first_seen,
-    threads_last_listed,
-)
 from timeline_pipeline.reconcile.targets import Target
 from timeline_pipeline.reconcile.threads import ThreadPlan, known_threads, plan_threads
 from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store.evidence import thread_first_seen
+from timeline_pipeline.store.reconcile_threads import (
+    mark_thread_listed,
+    prune_thread_listings,
+    threads_last_listed,
+)
 from timeline_pipeline.store.sync_states import (
-    SyncState,
     advance_checkpoint,
     ensure_checkpoint,
     record_checkpoint_failure,
+    record_progress,
 )
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -145,10 +145,9 @@ class Reconciler:
             except (LarkApiError, DatabaseUnavailable, SQLAlchemyError) as exc:
                 report.name_lookup_failures += 1
                 log.warning(
-                    "display name fill failed workspace=%s error=%s",
-                    workspace_id,
-                    type(exc).__name__,
-                    extra={"workspace_id": workspace_id},
+                    "reconcile.display_names.fill_failed",
+                    workspace_id=workspace_id,
+                    error_type=type(exc).__name__,
                 )
             else:
                 report.names_filled += filled.rows_updated
@@ -162,14 +161,13 @@ class Reconciler:
             report.duration_seconds = self.timer() - started
             self.metrics.observe(report)
             log.info(
-                "reconciled chat workspace=%s chat=%s kind=%s pages=%d messages=%d failure=%s",
-                report.workspace_id,
-                report.chat_id,
-                report.kind,
-                report.pages,
-                report.messages,
-                report.failure,
-                extra={"workspace_id": report.workspace_id, "chat_id": report.chat_id},
+                "reconcile.chat.finished",
+                workspace_id=report.workspace_id,
+                chat_id=report.chat_id,
+                kind=report.kind,
+                pages=report.pages,
+                messages=report.messages,
+                failure=report.failure,
             )
         return report
 
@@ -396,11 +394,10 @@ class _ChatRun:
         message = f"{kind.value}: {detail}"
         self.report.fail(kind, message)
         log.warning(
-            "reconciliation failed workspace=%s chat=%s kind=%s",
-            self.workspace.id,
-            self.chat_id,
-            kind.value,
-            extra={"workspace_id": self.workspace.id, "chat_id": self.chat_id},
+            "reconcile.chat.failed",
+            workspace_id=self.workspace.id,
+            chat_id=self.chat_id,
+            kind=kind.value,
         )
         if self.state is None or kind is FailureKind.CONCURRENT_RUN:
             return
@@ -409,9 +406,9 @@ class _ChatRun:
                 record_checkpoint_failure(conn, self.state, message)
         except (DatabaseUnavailable, SQLAlchemyError):
             log.warning(
-                "could not record the failure on the checkpoint workspace=%s chat=%s",
-                self.workspace.id,
-                self.chat_id,
+                "reconcile.checkpoint.failure_not_recorded",
+                workspace_id=self.workspace.id,
+                chat_id=self.chat_id,
             )
 
     def _timed(self, pages: Iterable[T]) -> Iterator[T]:

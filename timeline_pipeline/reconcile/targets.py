@@ -1,9 +1,9 @@
-"""Which (workspace, chat) pairs a run reconciles, and whether it may run at all (seed 000 §6).
+"""Which (workspace, chat) pairs a run reconciles, and whether it may run (docs/design.md §1).
 
 Automatic scans take only firing, in-lookback workspaces of an ingested type, so they stop by
 themselves when a workspace leaves `firing` or ages out. A manual refresh names its workspace
 and is allowed past status and age (MANUAL scope); the range planner still bounds it by the
-creation time and the retention boundary.
+creation time and the ingestion lookback.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, MANUAL, workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import workspaces
-from timeline_pipeline.store.workspaces import Workspace
 
 
 class ReconcileRefused(Exception):

@@ -1,4 +1,4 @@
-"""Timeline entries and their evidence bindings (seed 000 section 12.4).
+"""Timeline entries and their evidence bindings (docs/design.md §7).
 
 Machine drafts are stored by (workspace_id, fingerprint): the fingerprint is the first
 deduplication layer, so a replayed window re-finds the drafts it wrote before instead of adding
@@ -15,6 +15,10 @@ human-created entry is left exactly as it is.
 Every state change is a compare-and-set (INSERT ... ON CONFLICT, or UPDATE on id and
 revision) so two writers cannot lose each other's changes; the decision itself is the pure
 `plan_draft_write`, tested as a table.
+
+The only module with SQL on `workspace_timeline_entries` and
+`workspace_timeline_entry_evidence`, curation's reads and edits included (README, "Package
+layout").
 """
 
 from __future__ import annotations
@@ -25,13 +29,13 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, false, select, tuple_
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, false, func, select, tuple_
 from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.lifecycle.declare import (
     BACKUP_NOTES,
     HARD_DELETE,
@@ -48,10 +52,13 @@ from timeline_pipeline.lifecycle.descriptor import (
     RetentionClass,
     Scope,
 )
+from timeline_pipeline.store.sync_states import SummaryWindow
 
 __all__ = [
     "MACHINE_SOURCES",
     "MAX_METADATA_EVIDENCE",
+    "VISIBLE",
+    "BoundEvidence",
     "DraftOutcome",
     "DraftPlan",
     "DraftWrite",
@@ -59,18 +66,23 @@ __all__ = [
     "EvidenceRef",
     "ForeignEvidence",
     "UpsertResult",
+    "bound_evidence",
     "create_human_entry",
+    "edit_entry",
     "edit_text",
     "evidence_ids_of",
     "find_restated",
     "get",
     "get_by_fingerprint",
+    "get_entry",
     "list_for_workspace",
     "nearest_entry",
     "plan_draft_write",
     "set_status",
     "upsert_draft",
     "upsert_drafts",
+    "visible_entries",
+    "visible_entry_counts",
 ]
 
 MACHINE_SOURCES = ("ai", "rule")
@@ -92,7 +104,7 @@ class EvidenceRef:
 
 @dataclass(frozen=True, slots=True)
 class DraftWrite:
-    """A machine draft to store, with the provenance of seed 000 section 12.4.
+    """A machine draft to store, with the provenance of docs/design.md §7.
 
     `provenance` holds processor, prompt version, model, chat/thread/root ids, batch id and
     window key; the evidence list (ids and the content hashes that were read) is kept apart
@@ -376,10 +388,6 @@ def list_for_workspace(
 # --- writes ----------------------------------------------------------------------------------
 
 
-def _insert(conn: Connection, table: Any) -> Any:
-    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table)
-
-
 def _check_evidence(conn: Connection, workspace_id: str, ids: set[int]) -> None:
     if not ids:
         raise ForeignEvidence("a draft must cite at least one evidence row")
@@ -405,7 +413,7 @@ def _bind(
 ) -> int:
     if not evidence_ids:
         return 0
-    stmt = _insert(conn, ee).on_conflict_do_nothing().returning(ee.c.evidence_id)
+    stmt = insert_for(conn, ee).on_conflict_do_nothing().returning(ee.c.evidence_id)
     rows = conn.execute(
         stmt,
         [
@@ -438,7 +446,7 @@ def upsert_draft(
         plan = plan_draft_write(existing, draft)
         if plan.outcome is DraftOutcome.CREATED:
             row = conn.execute(
-                _insert(conn, en)
+                insert_for(conn, en)
                 .values(
                     workspace_id=draft.workspace_id,
                     source=draft.source,
@@ -560,18 +568,123 @@ def edit_text(
     now: datetime | None = None,
 ) -> EntryRow | None:
     """A curator rewrites an entry; from now on synthesis keeps its hands off the text."""
+    return edit_entry(conn, entry, {"title": title, "detail": detail}, now=now or datetime.now(UTC))
+
+
+# --- curation: a curator's view and edits ------------------------------------------------
+
+VISIBLE = ("draft", "confirmed")
+"""The statuses a reader of the timeline sees (a hidden entry is never shown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BoundEvidence:
+    entry_id: int
+    evidence_id: int
+    source: str
+    source_type: str
+    source_key: str
+    occurred_at: datetime
+    deleted: bool
+
+
+def get_entry(conn: Connection, workspace_id: str, entry_id: int) -> EntryRow | None:
+    """The entry if it belongs to `workspace_id`; another workspace's entry is not found."""
+    entry = get(conn, entry_id)
+    return entry if entry is not None and entry.workspace_id == workspace_id else None
+
+
+def edit_entry(
+    conn: Connection, entry: EntryRow, values: Mapping[str, Any], *, now: datetime
+) -> EntryRow | None:
+    """A curator's rewrite, applied only if the entry is still at the revision they saw.
+
+    Sets `human_edited`, which is what keeps synthesis from ever rewriting the text again.
+    None when the entry changed meanwhile.
+    """
+    allowed = {"title", "detail", "category", "occurred_at"}
+    unknown = set(values) - allowed
+    if unknown:
+        raise ValueError(f"not editable: {sorted(unknown)}")
     result = conn.execute(
         en.update()
         .where(en.c.id == entry.id, en.c.revision == entry.revision)
-        .values(
-            title=title,
-            detail=detail,
-            human_edited=True,
-            revision=en.c.revision + 1,
-            updated_at=now or datetime.now(UTC),
-        )
+        .values(**values, human_edited=True, revision=en.c.revision + 1, updated_at=now)
     )
     return get(conn, entry.id) if result.rowcount == 1 else None
+
+
+def bound_evidence(
+    conn: Connection, workspace_id: str, entry_ids: Sequence[int]
+) -> dict[int, list[BoundEvidence]]:
+    """Each entry's evidence (id, source identity) in (occurred_at, id) order, in one query."""
+    found: dict[int, list[BoundEvidence]] = {entry_id: [] for entry_id in entry_ids}
+    if not entry_ids:
+        return found
+    rows = conn.execute(
+        select(
+            ee.c.entry_id,
+            ev.c.id,
+            ev.c.source,
+            ev.c.source_type,
+            ev.c.source_key,
+            ev.c.occurred_at,
+            ev.c.deleted,
+        )
+        .join(ev, ev.c.id == ee.c.evidence_id)
+        .where(ee.c.entry_id.in_(list(entry_ids)), ev.c.workspace_id == workspace_id)
+        .order_by(ee.c.entry_id, ev.c.occurred_at, ev.c.id)
+    )
+    for row in rows:
+        found[row.entry_id].append(
+            BoundEvidence(
+                row.entry_id,
+                row.id,
+                row.source,
+                row.source_type,
+                row.source_key,
+                row.occurred_at,
+                bool(row.deleted),
+            )
+        )
+    return found
+
+
+def visible_entries(conn: Connection, workspace_id: str, *, limit: int) -> list[EntryRow]:
+    """Draft and confirmed entries in time order, at most `limit` (never a hidden one)."""
+    found: list[EntryRow] = []
+    after: tuple[datetime, int] | None = None
+    while len(found) < limit:
+        want = min(500, limit - len(found))
+        page = list_for_workspace(conn, workspace_id, statuses=VISIBLE, after=after, limit=want)
+        found.extend(page)
+        if len(page) < want:
+            break
+        after = (page[-1].occurred_at, page[-1].id)
+    return found
+
+
+def visible_entry_counts(conn: Connection, windows: Sequence[SummaryWindow]) -> dict[int, int]:
+    """How many visible entries each window state last created or changed.
+
+    Filtered by the windows' workspaces too, so the (workspace_id, occurred_at, id) index
+    narrows the scan to those workspaces' entries.
+    """
+    counts = {w.state_id: 0 for w in windows}
+    if not windows:
+        return counts
+    rows = conn.execute(
+        select(en.c.window_state_id, func.count().label("n"))
+        .where(
+            en.c.workspace_id.in_(sorted({w.workspace_id for w in windows})),
+            en.c.window_state_id.in_(sorted(counts)),
+            en.c.status.in_(VISIBLE),
+        )
+        .group_by(en.c.window_state_id)
+    )
+    for row in rows:
+        counts[row.window_state_id] = int(row.n)
+    return counts
 
 
 # --- lifecycle -------------------------------------------------------------------------------

@@ -3,6 +3,10 @@
 Functions take a Connection so that callers compose them into one transaction (the receiver
 commits a message for every bound workspace at once; reconciliation commits a page at once).
 Statements are built once per dialect: rebuilding an upsert per row halves the write rate.
+
+The only module with SQL on `workspace_timeline_evidence`; other stores' statements embed its
+correlated subqueries (`latest_eligible_at`, `first_eligible_at`) instead of writing their own
+(README, "Package layout").
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Dialect,
     Insert,
+    ScalarSelect,
     Select,
     and_,
     bindparam,
@@ -28,10 +34,10 @@ from sqlalchemy import (
     true,
     tuple_,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+from timeline_pipeline.db.upsert import insert_for_dialect
 from timeline_pipeline.domain.evidence import (
     EvidenceCursor,
     EvidenceRecord,
@@ -39,6 +45,7 @@ from timeline_pipeline.domain.evidence import (
     UpsertOutcome,
     UpsertSummary,
 )
+from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE
 from timeline_pipeline.lifecycle.declare import (
     BACKUP_NOTES,
     HARD_DELETE,
@@ -58,8 +65,7 @@ from timeline_pipeline.lifecycle.descriptor import (
 
 @cache
 def _upsert_statement(dialect: str) -> Insert:
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = insert(ev)
+    stmt = insert_for_dialect(dialect, ev)
     excluded = stmt.excluded
     # An update happens only when the content really changed, the stored row is not already
     # redacted (a recall is final), and the incoming version is not older than the stored one
@@ -69,7 +75,7 @@ def _upsert_statement(dialect: str) -> Insert:
         ev.c.content_hash != excluded.content_hash,
         or_(excluded.deleted == true(), excluded.source_updated_at >= ev.c.source_updated_at),
     )
-    return stmt.on_conflict_do_update(
+    upsert: Insert = stmt.on_conflict_do_update(
         index_elements=[ev.c.workspace_id, ev.c.source, ev.c.source_type, ev.c.source_key],
         set_={
             "source_updated_at": excluded.source_updated_at,
@@ -86,6 +92,7 @@ def _upsert_statement(dialect: str) -> Insert:
         },
         where=changed,
     ).returning(ev.c.source_key, ev.c.revision)
+    return upsert
 
 
 def _params(record: EvidenceRecord, now: datetime) -> dict[str, Any]:
@@ -367,7 +374,7 @@ def fill_display_names(conn: Connection, workspace_id: str, names: dict[str, str
     return total
 
 
-# --- window discovery (seed 000 §11): reads bounded by new ids or by one index seek ---
+# --- window discovery (docs/design.md §6): reads bounded by new ids or by one index seek ---
 
 
 def eligible_since(
@@ -421,6 +428,109 @@ def _first_eligible_statement() -> Select[Any]:
         .order_by(ev.c.occurred_at, ev.c.id)
         .limit(1)
     )
+
+
+def existing_evidence_ids(conn: Connection, workspace_id: str, ids: Sequence[int]) -> set[int]:
+    if not ids:
+        return set()
+    rows = conn.execute(
+        select(ev.c.id).where(ev.c.workspace_id == workspace_id, ev.c.id.in_(sorted(set(ids))))
+    )
+    return {row.id for row in rows}
+
+
+def thread_first_seen(
+    conn: Connection, workspace_id: str, chat_id: str, since: datetime
+) -> dict[str, datetime]:
+    """Every thread with evidence at or after `since`, with its earliest such message.
+
+    A thread whose root is older than the range never shows up in the range's chat listing
+    (Lark lists thread roots only), so the threads to list come from our own evidence. One
+    index range of the chat over the ingestion lookback.
+    """
+    thread_id = ev.c.metadata_json["thread_id"].as_string()
+    rows = conn.execute(
+        select(thread_id.label("thread_id"), func.min(ev.c.occurred_at).label("first"))
+        .where(
+            ev.c.workspace_id == workspace_id,
+            ev.c.scope_key == chat_id,
+            ev.c.source == SOURCE_LARK,
+            ev.c.source_type == SOURCE_TYPE_LARK_MESSAGE,
+            ev.c.occurred_at >= since,
+            thread_id.is_not(None),
+        )
+        .group_by(thread_id)
+    )
+    return {row.thread_id: row.first for row in rows if row.thread_id}
+
+
+def unnamed_actors(conn: Connection, workspace_id: str, *, limit: int) -> list[str]:
+    """Distinct actors of the workspace whose rows still lack a display name."""
+    rows = conn.execute(
+        select(ev.c.actor_id)
+        .where(
+            ev.c.workspace_id == workspace_id,
+            ev.c.actor_id.is_not(None),
+            ev.c.actor_display_name.is_(None),
+        )
+        .group_by(ev.c.actor_id)
+        .order_by(ev.c.actor_id)
+        .limit(limit)
+    )
+    return [row.actor_id for row in rows]
+
+
+# --- correlated fragments for the statements of other stores ---------------------------------
+
+
+def latest_eligible_at(
+    workspace_id: ColumnElement[Any], scope_key: ColumnElement[Any]
+) -> ScalarSelect[Any]:
+    """The newest eligible, not redacted evidence time of the chat (`workspace_id`,
+    `scope_key`) of the enclosing statement: one backward seek of the (workspace_id,
+    scope_key, occurred_at, id) index."""
+    return (
+        select(ev.c.occurred_at)
+        .where(
+            ev.c.workspace_id == workspace_id,
+            ev.c.scope_key == scope_key,
+            ev.c.ai_eligible == true(),
+            ev.c.deleted == false(),
+        )
+        .order_by(ev.c.occurred_at.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def first_eligible_at(
+    workspace_id: ColumnElement[Any],
+    scope_key: ColumnElement[Any],
+    *,
+    at_or_after: ColumnElement[Any],
+    before: ColumnElement[Any] | None = None,
+) -> ScalarSelect[Any]:
+    """The first eligible, not redacted evidence time of the chat of the enclosing statement
+    from `at_or_after` (and before `before`): one forward seek of the same index."""
+    conditions = [
+        ev.c.workspace_id == workspace_id,
+        ev.c.scope_key == scope_key,
+        ev.c.occurred_at >= at_or_after,
+    ]
+    if before is not None:
+        conditions.append(ev.c.occurred_at < before)
+    return (
+        select(ev.c.occurred_at)
+        .where(*conditions, ev.c.ai_eligible == true(), ev.c.deleted == false())
+        .order_by(ev.c.occurred_at, ev.c.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def occurred_at_param(name: str, value: datetime) -> ColumnElement[Any]:
+    """A bound parameter typed like `occurred_at` (a timezone-aware time on every dialect)."""
+    return bindparam(name, value, type_=ev.c.occurred_at.type)
 
 
 # --- lifecycle -------------------------------------------------------------------------------

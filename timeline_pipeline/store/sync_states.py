@@ -1,20 +1,29 @@
-"""Sync-state store: chat collection checkpoints and synthesis window states (seed 000 §10).
+"""Sync-state store: chat collection checkpoints and synthesis window states (docs/design.md §5).
 
 Every transition that two workers could race on is one compare-and-set on the row's revision
 and its status or a guard (`db.cas.compare_and_set`): the row it returns, or None, decides the
 winner. A window row is created only by an INSERT ... SELECT that finds eligible evidence in
 the window, so an empty window can never get a row.
+
+The only module with SQL on `workspace_timeline_sync_states`: besides the transitions, the
+reads of the health measurement, the windows awaiting a summary decision, reconciliation's
+progress marker, and the correlated subqueries other stores' statements embed (README,
+"Package layout").
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    Column,
+    ColumnElement,
     Connection,
+    ScalarSelect,
     and_,
     case,
     exists,
@@ -26,12 +35,13 @@ from sqlalchemy import (
     true,
     tuple_,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
+from timeline_pipeline.db.schema import workspaces as ws
+from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.keys import (
     SOURCE_LARK,
     SOURCE_SYSTEM,
@@ -46,6 +56,9 @@ from timeline_pipeline.domain.states import (
     TERMINAL_WINDOW_STATUSES,
     CheckpointStatus,
     WindowStatus,
+)
+from timeline_pipeline.domain.sync_states import (
+    SyncState,
 )
 from timeline_pipeline.lifecycle.declare import (
     BACKUP_NOTES,
@@ -62,49 +75,10 @@ from timeline_pipeline.lifecycle.descriptor import (
     RetentionClass,
     Scope,
 )
+from timeline_pipeline.reconcile.planning import MARKER_KEY, METADATA_VERSION
+from timeline_pipeline.store import evidence
 
 MAX_ERROR_CHARS = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class SyncState:
-    id: int
-    workspace_id: str
-    source: str
-    source_type: str
-    source_key: str
-    status: str
-    attempt_count: int
-    revision: int
-    processing_started_at: datetime | None
-    last_seen_updated_at: datetime | None
-    last_seen_cursor: str | None
-    last_seen_content_hash: str | None
-    metadata: dict[str, Any]
-    scope_key: str | None
-    processor_version: str | None
-    window_start: datetime | None
-    window_end: datetime | None
-    lease_owner: str | None
-    next_attempt_at: datetime | None
-    summary_attempted: bool
-    last_error: str | None
-    deferral_count: int = 0
-    """Consecutive deferrals while the model service was unavailable (not attempts)."""
-    deferred: bool = False
-    """Waiting out a window-level backoff: `pending` until `next_attempt_at`."""
-    unclaimed_runs: int = 0
-    """Requested runs that finished without claiming the window."""
-
-    def is_exhausted(self, max_attempts: int) -> bool:
-        return self.status == WindowStatus.FAILED and self.attempt_count >= max_attempts
-
-    def is_stale(self, now: datetime, stale_timeout: timedelta) -> bool:
-        return (
-            self.status == WindowStatus.PROCESSING
-            and self.processing_started_at is not None
-            and self.processing_started_at <= now - stale_timeout
-        )
 
 
 def _to_state(row: Row[Any]) -> SyncState:
@@ -157,10 +131,6 @@ def _transition(
     return None if row is None else _to_state(row)
 
 
-def _insert(conn: Connection) -> Any:
-    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(ss)
-
-
 def get(conn: Connection, state_id: int) -> SyncState | None:
     row = conn.execute(select(ss).where(ss.c.id == state_id)).first()
     return _to_state(row) if row else None
@@ -180,28 +150,14 @@ def get_by_key(
     return _to_state(row) if row else None
 
 
-# --- chat collection checkpoint (seed 000 §8.2, §10.1) ---
-
-
-def encode_message_cursor(create_time_ms: int, message_id: str) -> str:
-    """A durable high-water mark that sorts as text in (create_time_ms, message_id) order."""
-    if create_time_ms < 0:
-        raise ValueError("negative create time")
-    return f"{create_time_ms:015d}/{message_id}"
-
-
-def decode_message_cursor(cursor: str) -> tuple[int, str]:
-    millis, sep, message_id = cursor.partition("/")
-    if not sep or not millis.isdigit() or not message_id:
-        raise ValueError(f"malformed checkpoint cursor {cursor!r}")
-    return int(millis), message_id
+# --- chat collection checkpoint (docs/design.md §3) ---
 
 
 def ensure_checkpoint(conn: Connection, workspace_id: str, chat_id: str) -> SyncState:
     now = datetime.now(UTC)
     key = chat_checkpoint_key(chat_id)
     conn.execute(
-        _insert(conn)
+        insert_for(conn, ss)
         .values(
             workspace_id=workspace_id,
             source=SOURCE_LARK,
@@ -268,7 +224,7 @@ def record_checkpoint_failure(
     return moved is not None
 
 
-# --- synthesis windows (seed 000 §10.2, §11) ---
+# --- synthesis windows (docs/design.md §5, §6) ---
 
 
 def create_window_if_evidence(
@@ -321,7 +277,7 @@ def create_window_if_evidence(
         "updated_at": literal(stamp, ss.c.updated_at.type),
     }
     source = select(*[v.label(k) for k, v in values.items()]).where(has_evidence)
-    conn.execute(_insert(conn).from_select(list(values), source).on_conflict_do_nothing())
+    conn.execute(insert_for(conn, ss).from_select(list(values), source).on_conflict_do_nothing())
     return get_by_key(conn, workspace_id, SOURCE_SYSTEM, SOURCE_TYPE_WINDOW, key)
 
 
@@ -569,7 +525,7 @@ def mark_summary_attempted(conn: Connection, state_id: int) -> bool:
     return result.rowcount == 1
 
 
-# --- window discovery (seed 000 §11): the sensor's reads and its one extra transition ---
+# --- window discovery (docs/design.md §6): the sensor's reads and its one extra transition ---
 
 
 def requeue_window(
@@ -713,6 +669,316 @@ def checkpoint_coverage(
         for row in rows:
             found[(row.workspace_id, row.scope_key)] = row.last_seen_updated_at
     return found
+
+
+# --- windows awaiting a summary decision ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryWindow:
+    """A terminal window whose summary decision has not been made yet."""
+
+    state_id: int
+    workspace_id: str
+    source_key: str
+    status: str
+    revision: int
+    window_start: datetime | None
+    processor_version: str | None
+    entries_created: int
+    entries_updated: int
+
+
+def _count(metadata: Mapping[str, Any], key: str) -> int:
+    try:
+        return max(0, int(metadata.get(key, 0) or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def windows_awaiting_summary(
+    conn: Connection,
+    *,
+    since: datetime,
+    limit: int,
+    workspace_id: str | None = None,
+) -> list[SummaryWindow]:
+    """Terminal windows with `summary_attempted` false, oldest first, at most `limit`.
+
+    Bounded like discovery: default-namespace windows from `since` (the ingestion lookback; an
+    older window cannot complete any more), versioned reruns always. The (source_type, status,
+    window_start) index serves the scan.
+    """
+    stmt = select(ss).where(
+        ss.c.source_type == SOURCE_TYPE_WINDOW,
+        ss.c.status.in_(TERMINAL_WINDOW_STATUSES),
+        ss.c.summary_attempted == false(),
+        or_(ss.c.window_start >= since, ss.c.processor_version.is_not(None)),
+    )
+    if workspace_id is not None:
+        stmt = stmt.where(ss.c.workspace_id == workspace_id)
+    rows = conn.execute(stmt.order_by(ss.c.window_start, ss.c.id).limit(limit))
+    found: list[SummaryWindow] = []
+    for row in rows:
+        metadata = dict(row.metadata_json or {})
+        found.append(
+            SummaryWindow(
+                state_id=row.id,
+                workspace_id=row.workspace_id,
+                source_key=row.source_key,
+                status=row.status,
+                revision=row.revision,
+                window_start=row.window_start,
+                processor_version=row.processor_version,
+                entries_created=_count(metadata, "entries_created"),
+                entries_updated=_count(metadata, "entries_updated"),
+            )
+        )
+    return found
+
+
+# --- reconciliation progress ----------------------------------------------------------------
+
+
+def record_progress(
+    conn: Connection, state: SyncState, marker: dict[str, Any], *, now: datetime
+) -> SyncState | None:
+    """Store the in-progress marker (CAS on revision); None when another run moved the row.
+
+    The high-water mark (`last_seen_cursor`, `last_seen_updated_at`) is deliberately untouched:
+    it moves only in `advance_checkpoint`, once the whole range is committed (docs/design.md §3).
+    """
+    metadata = {**state.metadata, "version": METADATA_VERSION, MARKER_KEY: marker}
+    started = state.processing_started_at if state.status == "processing" else now
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id == state.id, ss.c.revision == state.revision)
+        .values(
+            status="processing",
+            processing_started_at=started,
+            metadata_json=metadata,
+            revision=ss.c.revision + 1,
+            updated_at=now,
+        )
+    )
+    if result.rowcount != 1:
+        return None
+    return dataclasses.replace(
+        state,
+        status="processing",
+        processing_started_at=started,
+        metadata=metadata,
+        revision=state.revision + 1,
+    )
+
+
+# --- correlated fragments and health reads ---------------------------------------------------
+
+
+def latest_window_of_chat(
+    column: str,
+    workspace_id: Column[Any],
+    scope_key: ColumnElement[Any],
+) -> ScalarSelect[Any]:
+    """The `column` of the latest default-namespace window of the chat (`workspace_id`,
+    `scope_key`) of the enclosing statement: one backward seek of (workspace_id, scope_key,
+    source_type, window_start), however many windows the chat ever had."""
+    return (
+        select(ss.c[column])
+        .where(
+            ss.c.workspace_id == workspace_id,
+            ss.c.scope_key == scope_key,
+            ss.c.source_type == SOURCE_TYPE_WINDOW,
+            ss.c.processor_version.is_(None),
+        )
+        .order_by(ss.c.window_start.desc())
+        .limit(1)
+        .correlate(workspace_id.table)
+        .scalar_subquery()
+    )
+
+
+def collected_until(
+    workspace_id: ColumnElement[Any], scope_key: ColumnElement[Any]
+) -> ScalarSelect[Any]:
+    """The collection checkpoint's `last_seen_updated_at` of the chat of the enclosing
+    statement: one unique-key lookup."""
+    return (
+        select(ss.c.last_seen_updated_at)
+        .where(
+            ss.c.workspace_id == workspace_id,
+            ss.c.scope_key == scope_key,
+            ss.c.source_type == SOURCE_TYPE_LARK_MESSAGES,
+            ss.c.source == SOURCE_LARK,
+        )
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WindowCounts:
+    """Windows of one workspace and status, with the health tallies among them."""
+
+    workspace_id: str
+    status: str
+    windows: int
+    stale: int
+    exhausted: int
+    retried: int
+    retries: int
+    late_windows: int
+    late: int
+
+
+def _sum_if(condition: ColumnElement[bool], value: Any = 1) -> Any:
+    return func.sum(case((condition, value), else_=0))
+
+
+def window_counts(
+    conn: Connection,
+    *,
+    finished_statuses: Sequence[str],
+    horizon: datetime,
+    stale_before: datetime,
+    max_attempts: int,
+) -> list[WindowCounts]:
+    """Per workspace and status: backlog windows (pending, processing) of any age, the
+    `finished_statuses` from `horizon` on, both through the (source_type, status,
+    window_start) index."""
+    retried = ss.c.attempt_count > 1
+    late = func.coalesce(ss.c.metadata_json["late_evidence"].as_integer(), 0)
+    stale = and_(ss.c.status == WindowStatus.PROCESSING, ss.c.processing_started_at <= stale_before)
+    exhausted = and_(ss.c.status == WindowStatus.FAILED, ss.c.attempt_count >= max_attempts)
+    columns = [
+        ss.c.workspace_id,
+        ss.c.status,
+        func.count().label("n"),
+        _sum_if(stale).label("stale"),
+        _sum_if(exhausted).label("exhausted"),
+        _sum_if(retried).label("retried"),
+        _sum_if(retried, ss.c.attempt_count - 1).label("retries"),
+        # A finished run records evidence it saw but did not process (`late_evidence`).
+        _sum_if(late > 0).label("late_windows"),
+        _sum_if(late > 0, late).label("late"),
+    ]
+    backlog = (
+        select(*columns)
+        .where(ss.c.source_type == SOURCE_TYPE_WINDOW, ss.c.status.in_(BACKLOG_WINDOW_STATUSES))
+        .group_by(ss.c.workspace_id, ss.c.status)
+    )
+    finished = (
+        select(*columns)
+        .where(
+            ss.c.source_type == SOURCE_TYPE_WINDOW,
+            ss.c.status.in_(list(finished_statuses)),
+            ss.c.window_start >= horizon,
+        )
+        .group_by(ss.c.workspace_id, ss.c.status)
+    )
+    return [
+        WindowCounts(
+            row.workspace_id,
+            row.status,
+            int(row.n),
+            int(row.stale or 0),
+            int(row.exhausted or 0),
+            int(row.retried or 0),
+            int(row.retries or 0),
+            int(row.late_windows or 0),
+            int(row.late or 0),
+        )
+        for statement in (backlog, finished)
+        for row in conn.execute(statement)
+    ]
+
+
+def stale_and_failed_windows(
+    conn: Connection, *, stale_before: datetime, horizon: datetime, limit: int
+) -> tuple[list[Any], list[Any]]:
+    """At most `limit` stale `processing` windows (any age) and `failed` windows from
+    `horizon` on, oldest first: (workspace_id, scope_key, source_key, window_start,
+    processor_version, status, attempt_count) rows."""
+    columns = (
+        ss.c.workspace_id,
+        ss.c.scope_key,
+        ss.c.source_key,
+        ss.c.window_start,
+        ss.c.processor_version,
+        ss.c.status,
+        ss.c.attempt_count,
+    )
+    stale = conn.execute(
+        select(*columns)
+        .where(
+            ss.c.source_type == SOURCE_TYPE_WINDOW,
+            ss.c.status == WindowStatus.PROCESSING,
+            ss.c.processing_started_at <= stale_before,
+        )
+        .order_by(ss.c.window_start, ss.c.id)
+        .limit(limit)
+    )
+    failed = conn.execute(
+        select(*columns)
+        .where(
+            ss.c.source_type == SOURCE_TYPE_WINDOW,
+            ss.c.status == WindowStatus.FAILED,
+            ss.c.window_start >= horizon,
+        )
+        .order_by(ss.c.window_start, ss.c.id)
+        .limit(limit)
+    )
+    return list(stale), list(failed)
+
+
+def first_evidence_of_oldest_unfinished_windows(
+    conn: Connection, statuses: Sequence[str]
+) -> list[tuple[str, str, datetime | None]]:
+    """Per chat with a default-namespace window in `statuses`: (workspace id, chat id, the
+    first eligible evidence of its oldest such window). Windows of a deleted workspace are
+    left out (the join with `workspaces`)."""
+    oldest = (
+        select(
+            ss.c.workspace_id,
+            ss.c.scope_key,
+            func.min(ss.c.window_start).label("start"),
+            func.min(ss.c.window_end).label("end"),
+        )
+        .select_from(ss.join(ws, ws.c.id == ss.c.workspace_id))
+        .where(
+            ss.c.source_type == SOURCE_TYPE_WINDOW,
+            ss.c.status.in_(list(statuses)),
+            ss.c.processor_version.is_(None),
+        )
+        .group_by(ss.c.workspace_id, ss.c.scope_key)
+        .subquery("oldest")
+    )
+    first = evidence.first_eligible_at(
+        oldest.c.workspace_id,
+        oldest.c.scope_key,
+        at_or_after=oldest.c.start,
+        before=oldest.c.end,
+    )
+    rows = conn.execute(
+        select(ws, oldest.c.scope_key, first.label("first_at")).join(
+            oldest, oldest.c.workspace_id == ws.c.id
+        )
+    )
+    return [(row.id, row.scope_key, row.first_at) for row in rows]
+
+
+def summary_backlog(conn: Connection, *, horizon: datetime) -> tuple[int, datetime | None]:
+    """Finished windows from `horizon` on whose summary decision is still to be made, and
+    the oldest `last_seen_updated_at` among them."""
+    row = conn.execute(
+        select(func.count().label("n"), func.min(ss.c.last_seen_updated_at).label("since")).where(
+            ss.c.source_type == SOURCE_TYPE_WINDOW,
+            ss.c.status.in_(TERMINAL_WINDOW_STATUSES),
+            ss.c.window_start >= horizon,
+            ss.c.summary_attempted == false(),
+        )
+    ).one()
+    return int(row.n), row.since
 
 
 # --- lifecycle -------------------------------------------------------------------------------

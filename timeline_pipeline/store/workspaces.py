@@ -1,4 +1,6 @@
-"""Workspaces, their Lark chat bindings and curators."""
+"""Workspaces, their Lark chat bindings and curators: the only module with SQL on
+`workspaces`, `workspace_collaboration_resources` and `workspace_curators`, including the
+per-chat reads of discovery and the health measurement (README, "Package layout")."""
 
 from __future__ import annotations
 
@@ -7,8 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 
@@ -16,7 +17,10 @@ from timeline_pipeline.db.schema import WORKSPACE_STATUSES
 from timeline_pipeline.db.schema import workspace_collaboration_resources as res
 from timeline_pipeline.db.schema import workspace_curators as cur
 from timeline_pipeline.db.schema import workspaces as ws
+from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.keys import RESOURCE_LARK_CHAT, check_lark_id, check_workspace_id
+from timeline_pipeline.domain.workspaces import ChatBinding, Workspace
+from timeline_pipeline.store import evidence, sync_states
 
 
 class WorkspaceError(Exception):
@@ -29,23 +33,6 @@ class WorkspaceExists(WorkspaceError):
 
 class WorkspaceNotFound(WorkspaceError):
     pass
-
-
-@dataclass(frozen=True, slots=True)
-class Workspace:
-    id: str
-    type: str
-    status: str
-    title: str | None
-    created_at: datetime
-    updated_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class ChatBinding:
-    workspace: Workspace
-    chat_id: str
-    bound_at: datetime
 
 
 def _max_chars(column: Any) -> int:
@@ -134,16 +121,12 @@ def set_status(conn: Connection, workspace_id: str, status: str) -> Workspace:
     return require(conn, workspace_id)
 
 
-def _insert(conn: Connection, table: Any) -> Any:
-    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table)
-
-
 def bind_chat(conn: Connection, workspace_id: str, chat_id: str) -> bool:
     """Bind a Lark chat to a workspace; True when new. A chat may serve several workspaces."""
     check_lark_id(chat_id)
     require(conn, workspace_id)
     result = conn.execute(
-        _insert(conn, res)
+        insert_for(conn, res)
         .values(
             workspace_id=workspace_id,
             resource_type=RESOURCE_LARK_CHAT,
@@ -193,7 +176,7 @@ def add_curator(conn: Connection, workspace_id: str, open_id: str) -> bool:
     check_lark_id(open_id, "open_id")
     require(conn, workspace_id)
     result = conn.execute(
-        _insert(conn, cur)
+        insert_for(conn, cur)
         .values(workspace_id=workspace_id, open_id=open_id, created_at=datetime.now(UTC))
         .on_conflict_do_nothing()
         .returning(cur.c.open_id)
@@ -206,3 +189,107 @@ def curators_of(conn: Connection, workspace_id: str) -> list[str]:
         select(cur.c.open_id).where(cur.c.workspace_id == workspace_id).order_by(cur.c.open_id)
     )
     return [r.open_id for r in rows]
+
+
+# --- bound chats with their positions (discovery's cold start, health) -----------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BoundChat:
+    workspace: Workspace
+    chat_id: str
+    latest_window_start: datetime | None
+    latest_evidence_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class FollowedChat:
+    """A bound chat with the first eligible evidence after its latest window (from
+    `since` when it has none) and its collection checkpoint (None: never collected)."""
+
+    workspace: Workspace
+    chat_id: str
+    first_after_latest_window: datetime | None
+    collected_until: datetime | None
+
+
+def bound_chats_with_latest_window(
+    conn: Connection, *, statuses: Sequence[str] | None = None
+) -> list[BoundChat]:
+    """Every bound chat (of workspaces in `statuses`, default: any status), with its latest
+    default-namespace window and its latest eligible evidence.
+
+    One statement: both are correlated "first row in descending order" subqueries that each
+    database answers with a backward seek of an index ((workspace_id, scope_key, source_type,
+    window_start) and (workspace_id, scope_key, occurred_at, id)), so the cost follows the
+    number of chats, not the number of windows or messages they ever had.
+    """
+    latest = sync_states.latest_window_of_chat(
+        "window_start", res.c.workspace_id, res.c.resource_key
+    )
+    newest = evidence.latest_eligible_at(res.c.workspace_id, res.c.resource_key)
+    stmt = (
+        select(
+            ws,
+            res.c.resource_key,
+            latest.label("latest_window_start"),
+            newest.label("latest_evidence_at"),
+        )
+        .join(res, res.c.workspace_id == ws.c.id)
+        .where(res.c.resource_type == RESOURCE_LARK_CHAT)
+        .order_by(ws.c.id, res.c.resource_key)
+    )
+    if statuses is not None:
+        stmt = stmt.where(ws.c.status.in_(list(statuses)))
+    rows = conn.execute(stmt)
+    return [
+        BoundChat(
+            _to_workspace(row),
+            row.resource_key,
+            row.latest_window_start,
+            row.latest_evidence_at,
+        )
+        for row in rows
+    ]
+
+
+def followed_chats(conn: Connection, *, since: datetime) -> list[FollowedChat]:
+    """Every bound chat, in a workspace of any status, with the first eligible evidence after
+    its latest window (or from `since` when it has none) and its collection checkpoint.
+
+    One statement of per-chat index seeks: the latest window's end (backward seek), the first
+    evidence from there (forward seek), the checkpoint (unique-key lookup).
+    """
+    latest_end = sync_states.latest_window_of_chat(
+        "window_end", res.c.workspace_id, res.c.resource_key
+    )
+    first_after = evidence.first_eligible_at(
+        res.c.workspace_id,
+        res.c.resource_key,
+        at_or_after=func.coalesce(latest_end, evidence.occurred_at_param("since", since)),
+    )
+    collected = sync_states.collected_until(res.c.workspace_id, res.c.resource_key)
+    rows = conn.execute(
+        select(
+            ws,
+            res.c.resource_key,
+            first_after.label("first_at"),
+            collected.label("collected_until"),
+        )
+        .join(res, res.c.workspace_id == ws.c.id)
+        .where(res.c.resource_type == RESOURCE_LARK_CHAT)
+    )
+    return [
+        FollowedChat(_to_workspace(row), row.resource_key, row.first_at, row.collected_until)
+        for row in rows
+    ]
+
+
+def workspaces_by_ids(conn: Connection, ids: Sequence[str]) -> dict[str, Workspace]:
+    found: dict[str, Workspace] = {}
+    unique = sorted(set(ids))
+    for start in range(0, len(unique), 500):
+        rows = conn.execute(select(ws).where(ws.c.id.in_(unique[start : start + 500])))
+        for row in rows:
+            found[row.id] = _to_workspace(row)
+    return found

@@ -1,4 +1,4 @@
-"""The workspace summary (seed 000 section 13): when to regenerate it, from what, and how.
+"""The workspace summary (docs/design.md §8): when to regenerate it, from what, and how.
 
 `policy` decides (pure), `deterministic` and `claude` write the text, `runner` applies the
 policy to the database: at most one attempt per completed window, never over a human summary,

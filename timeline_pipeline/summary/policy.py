@@ -1,4 +1,4 @@
-"""When the workspace summary may be regenerated, and from which entries (seed 000 section 13).
+"""When the workspace summary may be regenerated, and from which entries (docs/design.md §8).
 
 Pure, so the whole policy is one table of cases in the tests:
 

@@ -1,4 +1,4 @@
-"""Apply the summary policy to the database (seed 000 section 13).
+"""Apply the summary policy to the database (docs/design.md §8).
 
 The order of operations is the guarantee:
 
@@ -10,7 +10,7 @@ The order of operations is the guarantee:
 2. If at least one of our windows calls for an attempt, make exactly one: read the visible
    entries, and unless they are exactly what the current AI summary was written from, ask the
    summarizer once.
-3. Store the text with the conditional upsert of `store.curation.write_ai_summary`, which
+3. Store the text with the conditional upsert of `store.summaries.write_ai_summary`, which
    writes nothing when the summary is (or has just become) human.
 
 The flag is set before the attempt, so a crash or a failed model call spends the window's one
@@ -32,16 +32,9 @@ import structlog
 from sqlalchemy import Connection, Engine
 
 from timeline_pipeline.store import sync_states
-from timeline_pipeline.store.curation import (
-    SummaryWindow,
-    get_summary,
-    summary_sources,
-    visible_entries,
-    visible_entry_counts,
-    windows_awaiting_summary,
-    write_ai_summary,
-)
-from timeline_pipeline.store.entries import EntryRow
+from timeline_pipeline.store.entries import EntryRow, visible_entries, visible_entry_counts
+from timeline_pipeline.store.summaries import get_summary, summary_sources, write_ai_summary
+from timeline_pipeline.store.sync_states import SummaryWindow, windows_awaiting_summary
 from timeline_pipeline.summary.models import Summarizer, SummaryEntry, SummaryError
 from timeline_pipeline.summary.policy import (
     MAX_SUMMARY_ENTRIES,

@@ -1,4 +1,4 @@
-"""Cut one window's evidence into model-call-sized chunks (seed 000 sections 12.1 and 14).
+"""Cut one window's evidence into model-call-sized chunks (docs/design.md §7, §9).
 
 A busy window can hold hundreds of messages; one model call per window would blow the prompt
 budget and one call per message would multiply cost. Chunks are bounded by count and by estimated
@@ -43,7 +43,7 @@ class ChunkingError(ValueError):
 
 @dataclass(frozen=True)
 class ChunkLimits:
-    """The chunk bounds of seed 000 section 14, each a setting with its default."""
+    """The chunk bounds of docs/design.md §9, each a setting with its default."""
 
     max_count: int = 40
     max_estimated_tokens: int = 6000

@@ -1,4 +1,4 @@
-"""Conversation grouping and read-only context for a chunk (seed 000 section 12.2).
+"""Conversation grouping and read-only context for a chunk (docs/design.md §7).
 
 A fixed 10-minute window cuts across conversations; grouping puts back the strongest
 conversational boundary available, so that a synthesizer reads a reply next to what it answers

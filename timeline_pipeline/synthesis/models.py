@@ -68,7 +68,7 @@ class EvidenceItem(BaseModel):
 
 
 class Category(StrEnum):
-    """The kinds of timeline-worthy fact of seed 000 section 12.3."""
+    """The kinds of timeline-worthy fact of docs/design.md §7."""
 
     IMPACT = "impact"
     FINDING = "finding"

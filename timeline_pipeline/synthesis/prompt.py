@@ -1,7 +1,7 @@
 """The versioned prompt and tool schema for model synthesis.
 
 Everything that shapes what the model sees lives here, under one version string: changing the
-wording, the evidence layout or the schema is a prompt upgrade, which seed 000 section 16 says to
+wording, the evidence layout or the schema is a prompt upgrade, which docs/design.md §11 says to
 roll out as an explicit, versioned regeneration, never as a silent change.
 """
 

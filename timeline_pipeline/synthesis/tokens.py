@@ -2,7 +2,7 @@
 
 The SDK's token counter is a network call, so chunk planning cannot use it; an estimate that
 errs on the large side keeps prompts under budget, and the real `usage` of each reply is what gets
-recorded. Count limits alone are not enough (seed 000 section 14): one pasted stack trace can be
+recorded. Count limits alone are not enough (docs/design.md §9): one pasted stack trace can be
 larger than forty one-line acknowledgements.
 """
 

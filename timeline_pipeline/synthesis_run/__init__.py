@@ -1,1 +1,1 @@
-"""Running one synthesis window: claim, read, chunk, synthesize, commit, finish (seed 000 §12)."""
+"""One synthesis window: claim, read, chunk, synthesize, commit, finish (docs/design.md §7)."""

@@ -1,43 +1,26 @@
-"""Pure pieces of a window run: evidence as the synthesizer sees it, the aggregate hash, draft
-provenance, backoff and bounded diagnostics.
+"""The lineage of a window run: which evidence, in which version, a run covered.
 
-Kept apart from the runner so that what ends up in the database and in Dagster's metadata can
-be tested without either.
+The aggregate hash, the resume check a retry must pass before it trusts the cursor, late evidence
+and the evidence ids a materialization lists; kept apart from the runner so that what ends up in
+the database and in Dagster's metadata can be tested without either.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from timeline_pipeline.domain.evidence import EvidenceRow
-from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.entries import DraftWrite, EvidenceRef
-from timeline_pipeline.synthesis.chunking import ChunkLimits
-from timeline_pipeline.synthesis.models import (
-    FINGERPRINT_SCOPE,
-    DraftEntry,
-    EvidenceItem,
-    SynthesisChunk,
-    SynthesisResult,
-    draft_fingerprint,
-    nearby_fingerprints,
-)
-from timeline_pipeline.windows.keys import WindowRef, decode_window_cursor
+from timeline_pipeline.synthesis.models import EvidenceItem
+from timeline_pipeline.windows.keys import decode_window_cursor
 
 __all__ = [
     "MAX_LISTED_EVIDENCE_IDS",
     "Resume",
     "aggregate_hash",
-    "backoff_seconds",
-    "bounded",
-    "chunk_limits",
-    "draft_write",
-    "evidence_item",
     "evidence_lineage",
+    "in_order",
     "late_evidence",
     "late_lineage",
     "plan_resume",
@@ -46,36 +29,9 @@ __all__ = [
 MAX_LISTED_EVIDENCE_IDS = 200
 """A materialization lists evidence ids up to this many; beyond it, the range and count."""
 
-MAX_DIAGNOSTIC_CHARS = 900
-
-
-def evidence_item(row: EvidenceRow) -> EvidenceItem:
-    """An evidence row in the synthesizer's shape; conversation ids come from its metadata."""
-    metadata = row.metadata
-    _, _, message_id = row.source_key.rpartition("/message/")
-
-    def text_or_none(key: str) -> str | None:
-        value = metadata.get(key)
-        return value if isinstance(value, str) and value else None
-
-    return EvidenceItem(
-        id=row.id,
-        occurred_at=row.occurred_at,
-        actor_id=row.actor_id,
-        actor_display_name=row.actor_display_name,
-        text=row.content,
-        content_hash=row.content_hash,
-        message_id=message_id or row.source_key,
-        chat_id=row.scope_key or str(metadata.get("chat_id", "")),
-        thread_id=text_or_none("thread_id"),
-        root_id=text_or_none("root_id"),
-        parent_id=text_or_none("parent_id"),
-        message_type=text_or_none("message_type") or "text",
-    )
-
 
 def aggregate_hash(items: Sequence[EvidenceItem]) -> str:
-    """sha256 over the ordered (evidence_id, content_hash) pairs (seed 000 section 10.2).
+    """sha256 over the ordered (evidence_id, content_hash) pairs.
 
     Order matters and is (occurred_at, id), the order the window was read in; the hash says
     exactly which evidence, in which version, a finished window covered.
@@ -153,88 +109,3 @@ def late_lineage(items: Sequence[EvidenceItem]) -> dict[str, Any]:
     covered (the aggregate hash and `evidence_ids` leave it out)."""
     ids = [item.id for item in items]
     return {"late_evidence": len(ids), "late_evidence_ids": ids[:MAX_LISTED_EVIDENCE_IDS]}
-
-
-def chunk_limits(settings: LarkTimelineSettings) -> ChunkLimits:
-    """Chunk bounds from the settings; the prompt budget is shared by evidence and context.
-
-    Three quarters of `synthesisMaxPromptTokens` go to the chunk's own evidence and one quarter
-    to read-only context, so the estimated prompt never exceeds the configured budget.
-    """
-    context_tokens = settings.synthesis_max_prompt_tokens // 4
-    return ChunkLimits(
-        max_count=settings.evidence_batch_limit,
-        max_estimated_tokens=settings.synthesis_max_prompt_tokens - context_tokens,
-        context_lookback=settings.synthesis_context_lookback,
-        max_context_tokens=context_tokens,
-        proximity_gap=settings.synthesis_group_gap,
-    )
-
-
-def draft_write(
-    ref: WindowRef,
-    chunk: SynthesisChunk,
-    entry: DraftEntry,
-    result: SynthesisResult,
-    *,
-    processor: str,
-    batch_id: str,
-) -> DraftWrite:
-    """A validated draft with the AI metadata of seed 000 section 12.4."""
-    by_id = {item.id: item for item in chunk.evidence}
-    cited = [by_id[i] for i in entry.evidence_ids]
-    return DraftWrite(
-        workspace_id=ref.workspace_id,
-        fingerprint=draft_fingerprint(ref.workspace_id, entry),
-        nearby_fingerprints=nearby_fingerprints(ref.workspace_id, entry),
-        merge_within=FINGERPRINT_SCOPE,
-        occurred_at=entry.occurred_at,
-        title=entry.title,
-        category=entry.category.value,
-        detail=entry.detail,
-        evidence=[EvidenceRef(item.id, item.content_hash) for item in cited],
-        provenance={
-            "processor": processor,
-            "prompt_version": result.prompt_version,
-            "model": result.model,
-            "processor_version": ref.processor_version,
-            "chat_id": ref.chat_id,
-            "thread_ids": sorted({i.thread_id for i in cited if i.thread_id}),
-            "root_ids": sorted({i.root_id for i in cited if i.root_id}),
-            "message_ids": [i.message_id for i in cited][:50],
-            "batch_id": batch_id,
-            "window": ref.source_key,
-        },
-    )
-
-
-def backoff_seconds(
-    attempt: int, base: timedelta, cap: timedelta, rng: Callable[[], float]
-) -> float:
-    """Exponential backoff with full jitter: uniform in [0, min(cap, base * 2^(attempt-1))]."""
-    ceiling = min(cap.total_seconds(), base.total_seconds() * 2.0 ** max(0, attempt - 1))
-    return float(rng() * ceiling)
-
-
-def bounded(text: str, limit: int = MAX_DIAGNOSTIC_CHARS) -> str:
-    """One line, at most `limit` characters: diagnostics must never grow a row without bound."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkFailure:
-    """Why a chunk gave up: a stable reason code plus a short, content-free message."""
-
-    reason: str
-    message: str
-    attempts: int
-    retryable: bool
-
-    def diagnostic(self, chunk: SynthesisChunk, chunk_number: int, chunk_total: int) -> str:
-        ids = [item.id for item in chunk.evidence]
-        span = f"evidence {min(ids)}..{max(ids)}" if ids else "no evidence"
-        return bounded(
-            f"chunk {chunk_number}/{chunk_total} ({span}, {len(ids)} rows) failed after "
-            f"{self.attempts} attempt(s): {self.reason}: {self.message}"
-        )

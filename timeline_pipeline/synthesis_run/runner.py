@@ -1,4 +1,4 @@
-"""Synthesize one window (seed 000 section 12.1): claim, read, chunk, call, commit, finish.
+"""Synthesize one window (docs/design.md §7): claim, read, chunk, call, commit, finish.
 
 The run owns a window only after a compare-and-set moves its state to `processing`; a second
 run for the same window finds nothing to claim and reports `skipped`. The window's eligible
@@ -32,9 +32,10 @@ from timeline_pipeline.domain.keys import (
     message_source_key,
 )
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
+from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence, sync_states
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.synthesis.chunking import plan_chunks
 from timeline_pipeline.synthesis.models import (
     EvidenceItem,
@@ -47,14 +48,11 @@ from timeline_pipeline.synthesis.models import (
     Synthesizer,
     validate_entries,
 )
+from timeline_pipeline.synthesis_run.bounds import chunk_limits
+from timeline_pipeline.synthesis_run.drafts import draft_write, evidence_item
+from timeline_pipeline.synthesis_run.failures import ChunkFailure, bounded
 from timeline_pipeline.synthesis_run.lineage import (
-    ChunkFailure,
     aggregate_hash,
-    backoff_seconds,
-    bounded,
-    chunk_limits,
-    draft_write,
-    evidence_item,
     evidence_lineage,
     in_order,
     late_evidence,
@@ -182,7 +180,11 @@ class WindowRunReport:
 
 
 class WindowRunner:
-    """Runs windows with one synthesizer; clock, sleep and randomness are injectable."""
+    """Runs windows with one synthesizer; clock, sleep and randomness are injectable.
+
+    A chunk's attempts inside a run and the wait before a failed window may run again follow
+    `retry`, by default the model-call policy of the settings (`RetryPolicy.for_model_calls`).
+    """
 
     def __init__(
         self,
@@ -194,9 +196,11 @@ class WindowRunner:
         sleep: Callable[[float], None] = time.sleep,
         rng: Callable[[], float] = random.random,
         timer: Callable[[], float] = time.monotonic,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
+        self.retry = retry if retry is not None else RetryPolicy.for_model_calls(settings)
         self.synthesizer = synthesizer
         self.clock = clock
         self.sleep = sleep
@@ -476,7 +480,7 @@ class WindowRunner:
     def _synthesize_chunk(
         self, chunk: SynthesisChunk, report: WindowRunReport
     ) -> SynthesisResult | ChunkFailure | ModelUnavailable:
-        limit = self.settings.synthesis_chunk_max_attempts
+        limit = self.retry.attempts
         failure = ChunkFailure("unknown", "", 0, True)
         for attempt in range(1, limit + 1):
             report.model_calls += 1
@@ -506,14 +510,7 @@ class WindowRunner:
                 reason=failure.reason,
             )
             if attempt < limit:
-                self.sleep(
-                    backoff_seconds(
-                        attempt,
-                        self.settings.retry_backoff_base,
-                        self.settings.retry_backoff_cap,
-                        self.rng,
-                    )
-                )
+                self.sleep(self.retry.backoff(attempt, self.rng))
         return failure
 
     def _timed_call(self, chunk: SynthesisChunk, report: WindowRunReport) -> SynthesisResult:
@@ -638,12 +635,7 @@ class WindowRunner:
         self, state: SyncState, report: WindowRunReport, diagnostic: str, failure: ChunkFailure
     ) -> WindowRunReport:
         now = self.clock()
-        retry_in = backoff_seconds(
-            state.attempt_count,
-            self.settings.retry_backoff_base,
-            self.settings.retry_backoff_cap,
-            lambda: 1.0,
-        )
+        retry_in = self.retry.ceiling(state.attempt_count)
         with self.engine.begin() as conn:
             failed = sync_states.fail_window(
                 conn,

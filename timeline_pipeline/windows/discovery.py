@@ -1,4 +1,4 @@
-"""Window discovery: one tick of the watcher of seed 000 section 11, as the sensor runs it.
+"""Window discovery: one tick of the watcher of docs/design.md §6, as the sensor runs it.
 
 What a tick does, cheapest first:
 
@@ -48,11 +48,11 @@ from sqlalchemy import Connection, Engine
 
 from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.domain.states import WindowStatus
+from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import evidence, sync_states
-from timeline_pipeline.store.sync_states import SyncState
-from timeline_pipeline.store.workspaces import Workspace
+from timeline_pipeline.store import evidence, sync_states, workspaces
 from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline.windows.planning import (
     Admission,
@@ -66,7 +66,6 @@ from timeline_pipeline.windows.planning import (
     run_key,
     run_tags,
 )
-from timeline_pipeline.windows.queries import bound_chats_with_latest_window, workspaces_by_ids
 
 __all__ = [
     "DEFAULT_TICK_BUDGET",
@@ -324,7 +323,7 @@ class DiscoveryTick:
         """
         frontiers: dict[ChatKey, datetime] = {}
         with self._tx() as conn:
-            chats = bound_chats_with_latest_window(conn)
+            chats = workspaces.bound_chats_with_latest_window(conn)
         horizon = self._horizon
         for bound in chats:
             self._workspaces[bound.workspace.id] = bound.workspace
@@ -353,7 +352,7 @@ class DiscoveryTick:
         wanted -= self._workspaces.keys()
         if wanted:
             with self._tx() as conn:
-                self._workspaces.update(workspaces_by_ids(conn, sorted(wanted)))
+                self._workspaces.update(workspaces.workspaces_by_ids(conn, sorted(wanted)))
 
     def _load_coverage(self) -> None:
         if not self.limits.reconciliation_enabled:

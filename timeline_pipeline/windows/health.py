@@ -1,4 +1,4 @@
-"""Measure the pipeline's health from the product database (seed 000 sections 14 and 17).
+"""Measure the pipeline's health from the product database (docs/design.md §9, §12).
 
 Every read is an index range or a per-chat index seek, never a scan of evidence or of all
 window history, so the measurement can run every few minutes beside the receiver:
@@ -18,6 +18,9 @@ window history, so the measurement can run every few minutes beside the receiver
 * collection lag: each followed chat's checkpoint (`last_seen_updated_at`), one unique-key
   lookup per chat, when reconciliation is on;
 * summary lag: finished windows still awaiting their summary decision, when the summary is on.
+
+The statements are in the stores (`store/sync_states.py`, `store/workspaces.py`); this module
+tallies what they return.
 """
 
 from __future__ import annotations
@@ -28,41 +31,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import (
-    ColumnElement,
-    Connection,
-    Engine,
-    and_,
-    bindparam,
-    case,
-    false,
-    func,
-    select,
-    true,
-)
-from sqlalchemy.engine import Row
+from sqlalchemy import Connection, Engine
 
-from timeline_pipeline.db.schema import workspace_collaboration_resources as res
-from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
-from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
-from timeline_pipeline.db.schema import workspaces as ws
-from timeline_pipeline.domain.keys import (
-    RESOURCE_LARK_CHAT,
-    SOURCE_LARK,
-    SOURCE_TYPE_LARK_MESSAGES,
-    SOURCE_TYPE_WINDOW,
-    InvalidKey,
-)
+from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.domain.states import (
-    BACKLOG_WINDOW_STATUSES,
     TERMINAL_WINDOW_STATUSES,
     UNCOVERING_WINDOW_STATUSES,
     WindowStatus,
 )
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import evidence
-from timeline_pipeline.store.workspaces import Workspace
+from timeline_pipeline.store import evidence, sync_states, workspaces
 from timeline_pipeline.windows.health_model import (
     ChatPosition,
     ListedWindow,
@@ -70,7 +50,6 @@ from timeline_pipeline.windows.health_model import (
     WorkspaceHealth,
 )
 from timeline_pipeline.windows.keys import WindowRef, window_start_of
-from timeline_pipeline.windows.queries import latest_window_of_chat
 
 __all__ = ["MAX_LISTED_WINDOWS", "horizon_start", "measure_health"]
 
@@ -119,10 +98,6 @@ class _Tally:
         )
 
 
-def _sum_if(condition: ColumnElement[bool], value: Any = 1) -> Any:
-    return func.sum(case((condition, value), else_=0))
-
-
 def _earliest(current: datetime | None, candidate: datetime | None) -> datetime | None:
     if candidate is None:
         return current
@@ -147,84 +122,29 @@ class _Measurement:
 
     # --- window counts ---------------------------------------------------------------------
 
-    def _count_columns(self) -> list[Any]:
-        retried = ss.c.attempt_count > 1
-        late = func.coalesce(ss.c.metadata_json["late_evidence"].as_integer(), 0)
-        stale = and_(
-            ss.c.status == WindowStatus.PROCESSING, ss.c.processing_started_at <= self.stale_before
-        )
-        exhausted = and_(
-            ss.c.status == WindowStatus.FAILED,
-            ss.c.attempt_count >= self.settings.synthesis_window_max_attempts,
-        )
-        return [
-            ss.c.workspace_id,
-            ss.c.status,
-            func.count().label("n"),
-            _sum_if(stale).label("stale"),
-            _sum_if(exhausted).label("exhausted"),
-            _sum_if(retried).label("retried"),
-            _sum_if(retried, ss.c.attempt_count - 1).label("retries"),
-            # A finished run records evidence it saw but did not process (`late_evidence`).
-            _sum_if(late > 0).label("late_windows"),
-            _sum_if(late > 0, late).label("late"),
-        ]
-
     def count_windows(self) -> None:
-        backlog = (
-            select(*self._count_columns())
-            .where(ss.c.source_type == SOURCE_TYPE_WINDOW, ss.c.status.in_(BACKLOG_WINDOW_STATUSES))
-            .group_by(ss.c.workspace_id, ss.c.status)
-        )
-        finished = (
-            select(*self._count_columns())
-            .where(
-                ss.c.source_type == SOURCE_TYPE_WINDOW,
-                ss.c.status.in_(FINISHED_STATUSES),
-                ss.c.window_start >= self.horizon,
-            )
-            .group_by(ss.c.workspace_id, ss.c.status)
-        )
-        for statement in (backlog, finished):
-            for row in self.conn.execute(statement):
-                tally = self.tallies[row.workspace_id]
-                tally.windows[row.status] += int(row.n)
-                tally.stale_processing += int(row.stale or 0)
-                tally.failed_exhausted += int(row.exhausted or 0)
-                tally.retried_windows += int(row.retried or 0)
-                tally.window_retries += int(row.retries or 0)
-                tally.late_evidence_windows += int(row.late_windows or 0)
-                tally.late_evidence += int(row.late or 0)
+        for counts in sync_states.window_counts(
+            self.conn,
+            finished_statuses=FINISHED_STATUSES,
+            horizon=self.horizon,
+            stale_before=self.stale_before,
+            max_attempts=self.settings.synthesis_window_max_attempts,
+        ):
+            tally = self.tallies[counts.workspace_id]
+            tally.windows[counts.status] += counts.windows
+            tally.stale_processing += counts.stale
+            tally.failed_exhausted += counts.exhausted
+            tally.retried_windows += counts.retried
+            tally.window_retries += counts.retries
+            tally.late_evidence_windows += counts.late_windows
+            tally.late_evidence += counts.late
 
     def list_windows(self) -> tuple[list[ListedWindow], list[ListedWindow]]:
-        columns = (
-            ss.c.workspace_id,
-            ss.c.scope_key,
-            ss.c.source_key,
-            ss.c.window_start,
-            ss.c.processor_version,
-            ss.c.status,
-            ss.c.attempt_count,
-        )
-        stale = self.conn.execute(
-            select(*columns)
-            .where(
-                ss.c.source_type == SOURCE_TYPE_WINDOW,
-                ss.c.status == WindowStatus.PROCESSING,
-                ss.c.processing_started_at <= self.stale_before,
-            )
-            .order_by(ss.c.window_start, ss.c.id)
-            .limit(MAX_LISTED_WINDOWS)
-        )
-        failed = self.conn.execute(
-            select(*columns)
-            .where(
-                ss.c.source_type == SOURCE_TYPE_WINDOW,
-                ss.c.status == WindowStatus.FAILED,
-                ss.c.window_start >= self.horizon,
-            )
-            .order_by(ss.c.window_start, ss.c.id)
-            .limit(MAX_LISTED_WINDOWS)
+        stale, failed = sync_states.stale_and_failed_windows(
+            self.conn,
+            stale_before=self.stale_before,
+            horizon=self.horizon,
+            limit=MAX_LISTED_WINDOWS,
         )
         return [_listed(row) for row in stale], [_listed(row) for row in failed]
 
@@ -242,99 +162,34 @@ class _Measurement:
 
     def unfinished_windows(self) -> None:
         """Per chat, the first eligible evidence of its oldest unfinished window."""
-        oldest = (
-            select(
-                ss.c.workspace_id,
-                ss.c.scope_key,
-                func.min(ss.c.window_start).label("start"),
-                func.min(ss.c.window_end).label("end"),
-            )
-            .select_from(ss.join(ws, ws.c.id == ss.c.workspace_id))
-            .where(
-                ss.c.source_type == SOURCE_TYPE_WINDOW,
-                ss.c.status.in_(UNCOVERING_WINDOW_STATUSES),
-                ss.c.processor_version.is_(None),
-            )
-            .group_by(ss.c.workspace_id, ss.c.scope_key)
-            .subquery("oldest")
-        )
-        first = (
-            select(ev.c.occurred_at)
-            .where(
-                ev.c.workspace_id == oldest.c.workspace_id,
-                ev.c.scope_key == oldest.c.scope_key,
-                ev.c.occurred_at >= oldest.c.start,
-                ev.c.occurred_at < oldest.c.end,
-                ev.c.ai_eligible == true(),
-                ev.c.deleted == false(),
-            )
-            .order_by(ev.c.occurred_at, ev.c.id)
-            .limit(1)
-            .scalar_subquery()
-        )
-        rows = self.conn.execute(
-            select(ws, oldest.c.scope_key, first.label("first_at")).join(
-                oldest, oldest.c.workspace_id == ws.c.id
-            )
-        )
-        for row in rows:
-            self._note_uncovered(row.id, row.scope_key, row.first_at)
+        for (
+            workspace_id,
+            chat_id,
+            first_at,
+        ) in sync_states.first_evidence_of_oldest_unfinished_windows(
+            self.conn, UNCOVERING_WINDOW_STATUSES
+        ):
+            self._note_uncovered(workspace_id, chat_id, first_at)
 
     def followed_chats(self) -> int:
         """Per bound chat, in a workspace of any status: the first eligible evidence after its
         latest window, and its collection checkpoint while collection still runs. Returns the
         number of chats still collected."""
-        # Correlated to the outer chat row, through the evidence subquery.
-        latest_end = latest_window_of_chat(ss.c.window_end)
-        since = bindparam("since", self.lookback_start, type_=ev.c.occurred_at.type)
-        first_after = (
-            select(ev.c.occurred_at)
-            .where(
-                ev.c.workspace_id == res.c.workspace_id,
-                ev.c.scope_key == res.c.resource_key,
-                ev.c.occurred_at >= func.coalesce(latest_end, since),
-                ev.c.ai_eligible == true(),
-                ev.c.deleted == false(),
-            )
-            .order_by(ev.c.occurred_at, ev.c.id)
-            .limit(1)
-            .scalar_subquery()
-        )
-        collected = (
-            select(ss.c.last_seen_updated_at)
-            .where(
-                ss.c.workspace_id == res.c.workspace_id,
-                ss.c.scope_key == res.c.resource_key,
-                ss.c.source_type == SOURCE_TYPE_LARK_MESSAGES,
-                ss.c.source == SOURCE_LARK,
-            )
-            .limit(1)
-            .scalar_subquery()
-        )
-        rows = self.conn.execute(
-            select(
-                ws,
-                res.c.resource_key,
-                first_after.label("first_at"),
-                collected.label("collected_until"),
-            )
-            .join(res, res.c.workspace_id == ws.c.id)
-            .where(res.c.resource_type == RESOURCE_LARK_CHAT)
-        )
         followed = 0
-        for row in rows:
-            first_at = row.first_at
+        for chat in workspaces.followed_chats(self.conn, since=self.lookback_start):
+            workspace_id = chat.workspace.id
+            first_at = chat.first_after_latest_window
             if first_at is not None and first_at < self.lookback_start:
                 # The chat's latest window is older than the lookback: look from there.
                 first_at = evidence.first_eligible_at_or_after(
-                    self.conn, row.id, row.resource_key, self.lookback_start
+                    self.conn, workspace_id, chat.chat_id, self.lookback_start
                 )
-            self._note_uncovered(row.id, row.resource_key, first_at)
-            if not self._collected(_workspace(row)):
+            self._note_uncovered(workspace_id, chat.chat_id, first_at)
+            if not self._collected(chat.workspace):
                 continue
             followed += 1
             if self.settings.reconciliation_enabled:
-                self._note_collection(row.id, row.resource_key, row.collected_until)
+                self._note_collection(workspace_id, chat.chat_id, chat.collected_until)
         return followed
 
     def _note_collection(
@@ -351,21 +206,7 @@ class _Measurement:
 
     def summary_backlog(self) -> tuple[int, datetime | None]:
         """Finished windows in the horizon whose summary decision is still to be made."""
-        row = self.conn.execute(
-            select(
-                func.count().label("n"), func.min(ss.c.last_seen_updated_at).label("since")
-            ).where(
-                ss.c.source_type == SOURCE_TYPE_WINDOW,
-                ss.c.status.in_(TERMINAL_WINDOW_STATUSES),
-                ss.c.window_start >= self.horizon,
-                ss.c.summary_attempted == false(),
-            )
-        ).one()
-        return int(row.n), row.since
-
-
-def _workspace(row: Row[Any]) -> Workspace:
-    return Workspace(row.id, row.type, row.status, row.title, row.created_at, row.updated_at)
+        return sync_states.summary_backlog(self.conn, horizon=self.horizon)
 
 
 def _listed(row: Any) -> ListedWindow:

@@ -1,4 +1,4 @@
-"""The alert rules over a health measurement (seed 000 section 14: backlog limits with metrics
+"""The alert rules over a health measurement (docs/design.md §9: backlog limits with metrics
 and alerts). Pure.
 
 Two rules are errors, because they mean evidence is not reaching the timeline in time: the

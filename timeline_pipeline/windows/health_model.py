@@ -1,4 +1,4 @@
-"""What a pipeline health measurement found (seed 000 sections 14 and 17). Pure values.
+"""What a pipeline health measurement found (docs/design.md §9, §12). Pure values.
 
 The measurement (`windows.health`) fills these from the database; the checks
 (`windows.health_checks`) and the Dagster asset read them. Ages are derived from the
@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from timeline_pipeline.db.schema import WINDOW_STATUSES
-from timeline_pipeline.domain.states import BACKLOG_WINDOW_STATUSES, WindowStatus
+from timeline_pipeline.domain.states import BACKLOG_WINDOW_STATUSES, WINDOW_STATUSES, WindowStatus
 
 __all__ = [
     "ChatPosition",

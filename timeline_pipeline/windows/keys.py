@@ -3,7 +3,7 @@
 One synthesis window is identified by (workspace, chat, window start, processor namespace).
 The same identity appears in three spellings, all built here so they cannot drift apart:
 
-* the sync-state key of seed 000 section 10.2, `chat/<chat_id>/window/<start>` or, for an
+* the sync-state key of docs/design.md §5, `chat/<chat_id>/window/<start>` or, for an
   explicit full rerun, `chat/<chat_id>/processor/<version>/window/<start>`
   (`domain.keys.window_source_key`);
 * the Dagster dynamic partition key, `<workspace_id>:<chat_id>:<start>[:<version>]`, for example
@@ -57,7 +57,7 @@ def _utc(moment: datetime, what: str) -> datetime:
 
 
 def window_start_of(occurred_at: datetime, size: timedelta) -> datetime:
-    """`floor(occurred_at / size) * size` in UTC (seed 000 section 10.2).
+    """`floor(occurred_at / size) * size` in UTC (docs/design.md §5).
 
     Counted from the Unix epoch, so that with a size dividing an hour (which the settings
     enforce) buckets start on the hour, whatever the host's time zone.
@@ -120,7 +120,7 @@ class WindowRef:
 
     @property
     def source_key(self) -> str:
-        """The sync-state key of seed 000 section 10.2."""
+        """The sync-state key of docs/design.md §5."""
         return window_source_key(self.chat_id, self.window_start, self.processor_version)
 
     @property
@@ -160,7 +160,7 @@ def parse_partition_key(key: str) -> WindowRef:
     return ref
 
 
-# --- the window cursor (seed 000 section 10.2: "the last committed occurred_at + evidence_id") ---
+# --- the window cursor (docs/design.md §5: "the last committed occurred_at + evidence_id") ---
 
 
 def encode_window_cursor(occurred_at: datetime, evidence_id: int) -> str:

@@ -2,7 +2,7 @@
 may be synthesized yet, backlog admission, run identity and the sensor cursor. Pure.
 
 The discovery sensor (`windows.discovery`) reads rows and asks these functions what to do, so
-the rules of seed 000 sections 11 and 14 can be tested as tables without a database or Dagster.
+the rules of docs/design.md §6, §9 can be tested as tables without a database or Dagster.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from enum import StrEnum
 from typing import Any
 
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.windows.keys import WindowRef
 
 __all__ = [
@@ -56,7 +56,7 @@ MAX_MARKS = 64
 
 @dataclass(frozen=True, slots=True)
 class DiscoveryLimits:
-    """The settings discovery obeys (seed 000 section 14), read once per tick."""
+    """The settings discovery obeys (docs/design.md §9), read once per tick."""
 
     window: timedelta
     close_grace: timedelta
@@ -113,7 +113,7 @@ class StateAction(StrEnum):
 
 
 def classify_state(state: SyncState, now: datetime, limits: DiscoveryLimits) -> StateAction:
-    """Seed 000 section 11 steps 3 and 6, and the stale-worker rule, for one state row.
+    """docs/design.md §6 steps 3 and 6, and the stale-worker rule, for one state row.
 
     A pending row whose `next_attempt_at` is set has been requested (the sensor stamps the time
     at which an unanswered request is checked again); a pending row without it was created by
@@ -179,7 +179,7 @@ def collection_covers(
 
 
 class Admission:
-    """Per-workspace and global backlog slots (seed 000 section 14), oldest window first.
+    """Per-workspace and global backlog slots (docs/design.md §9), oldest window first.
 
     A slot is a window that was requested and has not finished: queued or running. New
     windows and due retries take a slot; the caller offers them in window-start order, so the

@@ -1,21 +1,24 @@
-"""An explicit full regeneration under a versioned namespace (seed 000 sections 10.2 and 16).
+"""An explicit full regeneration under a versioned namespace (docs/design.md §5, §11).
 
 After a prompt or schema upgrade an operator reruns a workspace's windows as
 `chat/<chat_id>/processor/<version>/window/<start>`: new state rows beside the old ones, so the
 default namespace keeps its history and the rerun is bounded, resumable and auditable. This
-module finds the non-empty windows (one index seek per window, never a scan of the messages)
-and creates their versioned state rows; the discovery sensor then requests their runs, oldest
-first and within the backlog limits, like any other window.
+module finds the non-empty windows (one index seek per window, never a scan of the messages),
+decides which of them discovery would take now (`held_back`, pure), and creates their versioned
+state rows (`create_versioned_rerun`, the only function here that writes); the discovery
+sensor then requests their runs, oldest first and within the backlog limits, like any other
+window.
 
 A state row created here is requested by the sensor as soon as there is room, so only windows
 that discovery itself would take get one: closed (`window_end + synthesisWindowCloseGrace`) and,
 with reconciliation on, collected past their end. The rules are discovery's own
 (`windows.planning.is_closed`, `collection_covers`); the windows they hold back are counted in
-the plan, and running the rerun again later adds them (existing rows are kept).
+the result, and running the rerun again later adds them (existing rows are kept).
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -31,18 +34,37 @@ from timeline_pipeline.store import evidence, sync_states, workspaces
 from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline.windows.planning import DiscoveryLimits, collection_covers, is_closed
 
-__all__ = ["RerunPlan", "RerunRefused", "plan_versioned_rerun"]
+__all__ = [
+    "Held",
+    "RerunRefused",
+    "RerunResult",
+    "create_versioned_rerun",
+    "find_rerun_windows",
+    "held_back",
+]
 
 
 class RerunRefused(ValueError):
     """The rerun cannot start as asked; the message names what to change."""
 
 
+class Held(enum.Enum):
+    """Why discovery would not take a window yet, so the rerun leaves it for a later call."""
+
+    OPEN = "open"
+    """Not closed yet: its end plus the close grace is still ahead."""
+    COLLECTING = "collecting"
+    """Closed, but its chat history is not collected past its end yet."""
+
+
 @dataclass
-class RerunPlan:
+class RerunResult:
+    """What one call of `create_versioned_rerun` did."""
+
     workspace_id: str
     processor_version: str
     windows: list[WindowRef] = field(default_factory=list)
+    """Windows whose versioned state row this call created."""
     already_present: int = 0
     truncated: bool = False
     held_open: int = 0
@@ -60,30 +82,43 @@ class RerunPlan:
         return [ref.partition_key for ref in self.windows]
 
 
-def plan_versioned_rerun(
+def held_back(
+    ref: WindowRef, covered_until: datetime | None, limits: DiscoveryLimits, now: datetime
+) -> Held | None:
+    """Pure: whether discovery would hold this window back now (its own rules), and why."""
+    end = ref.window_end(limits.window)
+    if not is_closed(end, now, limits.close_grace):
+        return Held.OPEN
+    if not collection_covers(end, covered_until, limits.reconciliation_enabled):
+        return Held.COLLECTING
+    return None
+
+
+@dataclass(frozen=True)
+class RerunWindows:
+    """The non-empty windows of a rerun's range, oldest first, and their chats' coverage."""
+
+    windows: list[WindowRef]
+    coverage: dict[tuple[str, str], datetime | None]
+
+
+def find_rerun_windows(
     engine: Engine,
     *,
     workspace_id: str,
     processor_version: str,
-    settings: LarkTimelineSettings,
+    limits: DiscoveryLimits,
     now: datetime,
     chat_id: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
-    max_windows: int = 500,
-) -> RerunPlan:
-    """Create versioned state rows for the non-empty windows of a workspace (or one chat).
+) -> RerunWindows:
+    """Read only: the non-empty windows of a workspace (or one chat) in the range.
 
-    `since` defaults to the workspace's creation, `until` to now. At most `max_windows` rows
-    are created per call, oldest first; calling again continues, since existing rows are kept.
-    Windows discovery would not take yet (open, or not collected) get no row: see `held`.
+    `since` defaults to the workspace's creation, `until` to now.
     """
-    limits = DiscoveryLimits.from_settings(settings)
     window = limits.window
     check_processor_version(processor_version)
-    if max_windows < 1:
-        raise RerunRefused("max_windows must be at least 1")
-    plan = RerunPlan(workspace_id, processor_version)
     with engine.begin() as conn:
         workspace = workspaces.get(conn, workspace_id)
         if workspace is None:
@@ -112,16 +147,53 @@ def plan_versioned_rerun(
     if limits.reconciliation_enabled and found:
         with engine.connect() as conn:
             coverage = sync_states.checkpoint_coverage(conn, sorted({r.chat_key for r in found}))
-    for ref in found:
-        end = ref.window_end(window)
-        if not is_closed(end, now, limits.close_grace):
-            plan.held_open += 1
+    return RerunWindows(found, coverage)
+
+
+def create_versioned_rerun(
+    engine: Engine,
+    *,
+    workspace_id: str,
+    processor_version: str,
+    settings: LarkTimelineSettings,
+    now: datetime,
+    chat_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    max_windows: int = 500,
+) -> RerunResult:
+    """Create versioned state rows for the non-empty windows of a workspace (or one chat).
+
+    `since` defaults to the workspace's creation, `until` to now. At most `max_windows` rows
+    are created per call, oldest first; calling again continues, since existing rows are kept.
+    Windows discovery would not take yet (open, or not collected) get no row: see `held`.
+    """
+    limits = DiscoveryLimits.from_settings(settings)
+    window = limits.window
+    check_processor_version(processor_version)
+    if max_windows < 1:
+        raise RerunRefused("max_windows must be at least 1")
+    found = find_rerun_windows(
+        engine,
+        workspace_id=workspace_id,
+        processor_version=processor_version,
+        limits=limits,
+        now=now,
+        chat_id=chat_id,
+        since=since,
+        until=until,
+    )
+    result = RerunResult(workspace_id, processor_version)
+    for ref in found.windows:
+        held = held_back(ref, found.coverage.get(ref.chat_key), limits, now)
+        if held is Held.OPEN:
+            result.held_open += 1
             continue
-        if not collection_covers(end, coverage.get(ref.chat_key), limits.reconciliation_enabled):
-            plan.held_collecting += 1
+        if held is Held.COLLECTING:
+            result.held_collecting += 1
             continue
-        if len(plan.windows) >= max_windows:
-            plan.truncated = True
+        if len(result.windows) >= max_windows:
+            result.truncated = True
             break
         with engine.begin() as conn:
             existing = sync_states.get_by_key(
@@ -137,7 +209,7 @@ def plan_versioned_rerun(
                 now=now,
             )
         if existing is not None:
-            plan.already_present += 1
+            result.already_present += 1
         elif state is not None:
-            plan.windows.append(ref)
-    return plan
+            result.windows.append(ref)
+    return result

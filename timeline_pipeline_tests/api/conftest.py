@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from timeline_pipeline.receiver.app import create_app
+from timeline_pipeline.http.app import create_app
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import api_tokens
 from timeline_pipeline_tests.curation.support import incident

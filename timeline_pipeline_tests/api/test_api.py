@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from timeline_pipeline.curation.links import message_applink
 from timeline_pipeline.db.engine import make_engine
-from timeline_pipeline.receiver.app import create_app
+from timeline_pipeline.http.app import create_app
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import api_tokens
 from timeline_pipeline.store import evidence as evidence_store

@@ -1,5 +1,5 @@
 """Curation against a real database (SQLite and PostgreSQL): what a curator decides survives
-automation, and a refused request changes nothing (seed 000 sections 12.4 and 16)."""
+automation, and a refused request changes nothing (docs/design.md §7, §11)."""
 
 from __future__ import annotations
 

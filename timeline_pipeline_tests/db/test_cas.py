@@ -10,8 +10,8 @@ from sqlalchemy import Engine, select
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.states import CheckpointStatus
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.store import sync_states
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline_tests.store.factories import make_workspace
 
 

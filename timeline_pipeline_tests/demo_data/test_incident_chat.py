@@ -17,7 +17,6 @@ from timeline_pipeline.demo_data import (
     EXPECTED_FACTS_FILE,
     chat_path,
     expected_facts_path,
-    generate,
     load_expected_facts,
     load_messages,
     load_records,
@@ -26,6 +25,7 @@ from timeline_pipeline.demo_data import (
 from timeline_pipeline.lark.normalize import normalize_list_item
 from timeline_pipeline.lark.simulator.store import RECALLED_CONTENT, ChatStore
 from timeline_pipeline.synthesis.models import Category
+from tools import generate_demo_chat as generate
 
 MAX_TEXT_CHARS = 4000
 MINUTE_MS = 60_000

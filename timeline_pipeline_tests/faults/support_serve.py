@@ -28,7 +28,7 @@ import httpx
 
 from timeline_pipeline.lark.simulator.events import EventIdentity
 from timeline_pipeline.lark.simulator.signing import sign_payload
-from timeline_pipeline.receiver.app import EVENTS_PATH
+from timeline_pipeline.receiver.router import EVENTS_PATH
 from timeline_pipeline_tests.support.processes import free_port
 
 STARTUP_SECONDS: Final = 120.0

@@ -1,10 +1,10 @@
 """The fault suite, synthesis half: a run killed mid-chunk and an AI outage across many windows
-(seed 000 sections 11, 12.1, 14 and 16), on real processes, a real Dagster instance, the real
+(docs/design.md §6, §7, §9, §11), on real processes, a real Dagster instance, the real
 anthropic SDK against the loopback stand-in, and both databases.
 
 What the product does after a crash, measured here: the stale window is re-queued by the sensor
-and the next run RESUMES AFTER THE LAST COMMITTED CHUNK (the window cursor of section 12.1); the
-window is the unit of scheduling and retry, but its committed chunks are not synthesized again.
+and the next run RESUMES AFTER THE LAST COMMITTED CHUNK (the window cursor, docs/design.md §5);
+the window is the unit of scheduling and retry, but its committed chunks are not synthesized again.
 No entry is duplicated either way: a chunk's drafts commit with the cursor in one transaction.
 """
 

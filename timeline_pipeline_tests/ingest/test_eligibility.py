@@ -1,4 +1,4 @@
-"""Which workspaces a message may become evidence for (seed 000 section 6), as a table."""
+"""Which workspaces a message may become evidence for (docs/design.md §1), as a table."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, MANUAL, Scope, message_skip
 from timeline_pipeline.ingest.writer import plan_records
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage, normalize_event_message
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.workspaces import Workspace
 from timeline_pipeline_tests.receiver.lark_events import NOW, receive
 
 ENABLED: dict[str, Any] = {"enabled": True, "event_ingestion_enabled": True}
@@ -74,7 +74,7 @@ TABLE = [
         workspace={"age": 80 * H}, message={"age": 70 * H}, scope=MANUAL),
     Row("manual refresh still respects the creation time", "before_workspace_created",
         workspace={"status": "archived"}, message={"age": 2 * H}, scope=MANUAL),
-    Row("manual refresh still respects the retention bound", "outside_retention",
+    Row("manual refresh still respects the ingestion lookback", "before_lookback",
         workspace={"age": 100 * H}, message={"age": 73 * H}, scope=MANUAL),
     Row("manual refresh does not override the type flag", "workspace_type_disabled",
         workspace={"type_": "change"}, scope=MANUAL),

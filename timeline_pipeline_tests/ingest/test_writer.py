@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import Engine
 
 from timeline_pipeline.domain.evidence import UpsertSummary
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage, normalize_event_message
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import workspaces
-from timeline_pipeline.store.workspaces import Workspace
 from timeline_pipeline_tests.receiver.conftest import add_workspace, all_rows
 from timeline_pipeline_tests.receiver.lark_events import CHAT, NOW, receive
 

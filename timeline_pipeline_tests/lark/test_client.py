@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import socket
 import threading
 import time
@@ -15,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import structlog.testing
 
 from timeline_pipeline.lark.client import (
     LarkApiError,
@@ -32,6 +32,7 @@ from timeline_pipeline.lark.simulator.server import (
     ROUTE_TOKEN,
     ROUTE_USERS_BATCH,
 )
+from timeline_pipeline.retry import RetryPolicy
 
 START = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 CHAT = "oc_incident_1"
@@ -66,13 +67,24 @@ def sleeps() -> SleepRecorder:
     return SleepRecorder()
 
 
-def make_client(server: SimulatorServer, sleeps: SleepRecorder, **overrides: Any) -> LarkClient:
+def make_client(
+    server: SimulatorServer,
+    sleeps: SleepRecorder,
+    *,
+    max_attempts: int = 5,
+    max_retry_after_seconds: float = 30.0,
+    **overrides: Any,
+) -> LarkClient:
     config = LarkClientConfig(
         app_id=server.app_id,
         app_secret=server.app_secret,
         base_url=server.base_url,
-        backoff_base_seconds=0.001,
-        backoff_cap_seconds=0.01,
+        retry=RetryPolicy(
+            attempts=max_attempts,
+            backoff_base=0.001,
+            backoff_cap=0.01,
+            max_retry_after=max_retry_after_seconds,
+        ),
         timeout_seconds=5.0,
     )
     limiter = overrides.pop("rate_limiter", None)
@@ -342,9 +354,7 @@ def test_a_refused_connection_is_retried_then_reported(app_id: str, sleeps: Slee
         app_id=app_id,
         app_secret=SECRET,
         base_url=f"http://127.0.0.1:{port}",
-        max_attempts=3,
-        backoff_base_seconds=0.001,
-        backoff_cap_seconds=0.01,
+        retry=RetryPolicy(attempts=3, backoff_base=0.001, backoff_cap=0.01, max_retry_after=30.0),
     )
 
     with pytest.raises(LarkApiError) as caught:
@@ -559,21 +569,29 @@ def test_config_rejects_pages_larger_than_lark_allows() -> None:
 
 
 def test_logs_carry_ids_but_never_bodies_or_tokens(
-    sim: SimulatorServer, sleeps: SleepRecorder, caplog: pytest.LogCaptureFixture
+    sim: SimulatorServer, sleeps: SleepRecorder
 ) -> None:
     sim.faults.update(fail_page=2, fail_page_attempts=1)
-    caplog.set_level(logging.DEBUG, logger="timeline_pipeline")
     client = make_client(sim, sleeps)
-    all_items(client)
-    sim.invalidate_tokens()
-    client.send_message(
-        CHAT, msg_type="text", content={"text": "secret words"}, idempotency_uuid="x"
-    )
+    with structlog.testing.capture_logs() as logged:
+        all_items(client)
+        sim.invalidate_tokens()
+        client.send_message(
+            CHAT, msg_type="text", content={"text": "secret words"}, idempotency_uuid="x"
+        )
 
-    ours = [r for r in caplog.records if r.name.startswith("timeline_pipeline")]
-    text = "\n".join(r.getMessage() + repr(r.__dict__) for r in ours)
-    assert any("page=2" in r.getMessage() and CHAT in r.getMessage() for r in ours)
-    assert any("retrying" in r.getMessage() for r in ours)
+    text = "\n".join(repr(entry) for entry in logged)
+    assert any(
+        e["event"] == "lark.history_page.read" and e["chat_id"] == CHAT and e["page_number"] == 2
+        for e in logged
+    )
+    assert any(
+        e["event"] == "lark.call.retry" and e["chat_id"] == CHAT and e["page"] == "2"
+        for e in logged
+    )
+    assert any(
+        e["event"] == "lark.tenant_token.refreshed" and e["app_id"] == sim.app_id for e in logged
+    )
     assert "t-sim-" not in text
     assert "secret words" not in text
     for item in sim.store.messages(CHAT)[:5]:

@@ -1,4 +1,4 @@
-"""The message policy of seed 000 section 7.3, as a table a reviewer can check line by line."""
+"""The message policy of docs/design.md §2, as a table a reviewer can check line by line."""
 
 from __future__ import annotations
 

@@ -30,6 +30,8 @@ from timeline_pipeline.lark.normalize import (
     redact,
     semantic_content,
 )
+from timeline_pipeline.lark.simulator.events import EventIdentity, message_receive_event
+from timeline_pipeline.lark.simulator.fixtures import message_item
 
 APP_ID = "cli_timeline_bot"
 LIMIT = 2000
@@ -62,57 +64,14 @@ class Mention:
     key: str
     open_id: str
     name: str
+    id_type: str = "open_id"
 
 
 ALICE = Mention("@_user_1", "ou_alice", "Alice")
 BOB = Mention("@_user_2", "ou_bob", "Bob")
 
 
-def event_payload(
-    message_type: str,
-    content: Any,
-    *,
-    mentions: tuple[Mention, ...] = (),
-    sender_open_id: str | None = "ou_carol",
-    sender_type: str = "user",
-    chat_type: str = "group",
-    message_id: str = "om_1",
-    thread_id: str | None = None,
-    root_id: str | None = None,
-    parent_id: str | None = None,
-    create_time: Any = str(CREATED_MS),
-    update_time: Any = str(CREATED_MS),
-) -> dict[str, Any]:
-    """The `event` object of a receive_v1 callback, as lark-oapi hands it over."""
-    return {
-        "sender": {
-            "sender_id": {"open_id": sender_open_id, "union_id": "on_carol", "user_id": "carol"},
-            "sender_type": sender_type,
-            "tenant_key": "tenant_1",
-        },
-        "message": {
-            "message_id": message_id,
-            "root_id": root_id,
-            "parent_id": parent_id,
-            "thread_id": thread_id,
-            "create_time": create_time,
-            "update_time": update_time,
-            "chat_id": "oc_incident",
-            "chat_type": chat_type,
-            "message_type": message_type,
-            "content": content if isinstance(content, str) else json.dumps(content),
-            "mentions": [
-                {
-                    "key": m.key,
-                    "id": {"open_id": m.open_id, "union_id": f"on_{m.name}", "user_id": m.name},
-                    "name": m.name,
-                    "tenant_key": "tenant_1",
-                }
-                for m in mentions
-            ],
-            "user_agent": "Mozilla/5.0",
-        },
-    }
+IDENTITY = EventIdentity(tenant_key="tenant_1")
 
 
 def list_item(
@@ -121,47 +80,36 @@ def list_item(
     *,
     mentions: tuple[Mention, ...] = (),
     sender_open_id: str | None = "ou_carol",
-    sender_type: str = "user",
     sender_id_type: str = "open_id",
     message_id: str = "om_1",
-    thread_id: str | None = None,
-    root_id: str | None = None,
-    parent_id: str | None = None,
     create_time: Any = str(CREATED_MS),
     update_time: Any = str(CREATED_MS),
-    deleted: bool = False,
-    updated: bool = False,
+    **fields: Any,
 ) -> dict[str, Any]:
-    """One element of `data.items` from the history list, for the same message."""
-    return {
-        "message_id": message_id,
-        "root_id": root_id,
-        "parent_id": parent_id,
-        "thread_id": thread_id,
-        "msg_type": message_type,
-        "create_time": create_time,
-        "update_time": update_time,
-        "deleted": deleted,
-        "updated": updated,
-        "chat_id": "oc_incident",
-        "sender": {
-            "id": sender_open_id,
-            "id_type": sender_id_type,
-            "sender_type": sender_type,
-            "tenant_key": "tenant_1",
-        },
-        "body": {"content": content if isinstance(content, str) else json.dumps(content)},
-        "mentions": [
-            {
-                "key": m.key,
-                "id": m.open_id,
-                "id_type": "open_id",
-                "name": m.name,
-                "tenant_key": "tenant_1",
-            }
-            for m in mentions
-        ],
-    }
+    """One element of `data.items` from the history list, built by the simulator."""
+    return message_item(
+        message_type,
+        content,
+        message_id=message_id,
+        chat_id="oc_incident",
+        create_time=create_time,
+        update_time=update_time,
+        sender_id=sender_open_id,
+        sender_id_type=sender_id_type,
+        mentions=[(m.key, m.open_id, m.name, m.id_type) for m in mentions],
+        tenant_key="tenant_1",
+        **fields,
+    )
+
+
+def event_payload(
+    message_type: str, content: Any, *, chat_type: str = "group", **fields: Any
+) -> dict[str, Any]:
+    """The `event` object of a receive_v1 callback for the same message, as the simulator
+    derives it from the list item."""
+    item = list_item(message_type, content, **fields)
+    event: dict[str, Any] = message_receive_event(item, IDENTITY, chat_type=chat_type)["event"]
+    return event
 
 
 def from_event(payload: Mapping[str, Any], **kwargs: Any) -> NormalizedLarkMessage:
@@ -491,8 +439,7 @@ def test_text_mentions_resolve_to_names_and_record_open_ids(
 
 
 def test_an_at_all_mention_listed_by_history_is_not_an_open_id() -> None:
-    item = list_item("text", {"text": "@_all go"})
-    item["mentions"] = [{"key": "@_all", "id": "all", "id_type": "open_id", "name": "Everyone"}]
+    item = list_item("text", {"text": "@_all go"}, mentions=(Mention("@_all", "all", "Everyone"),))
 
     message = from_list(item)
 
@@ -501,8 +448,8 @@ def test_an_at_all_mention_listed_by_history_is_not_an_open_id() -> None:
 
 
 def test_mentions_identified_by_something_other_than_open_id_are_not_recorded() -> None:
-    item = list_item("text", {"text": "@_user_1 hi"})
-    item["mentions"] = [{"key": "@_user_1", "id": "u_123", "id_type": "user_id", "name": "Al"}]
+    al = Mention("@_user_1", "u_123", "Al", id_type="user_id")
+    item = list_item("text", {"text": "@_user_1 hi"}, mentions=(al,))
 
     message = from_list(item)
 

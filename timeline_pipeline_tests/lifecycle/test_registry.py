@@ -33,8 +33,9 @@ def test_every_table_with_a_lifecycle_is_registered_by_its_own_store_module() ->
         "sync_states.workspace_timeline_sync_states",
         "entries.workspace_timeline_entries",
         "entries.workspace_timeline_entry_evidence",
-        "curation.workspace_timeline_summaries",
-        "curation.audit_events",
+        "summaries.workspace_timeline_summaries",
+        "audit.audit_events",
+        "reconcile_threads.workspace_timeline_reconcile_threads",
         "lifecycle_runs.lifecycle_runs",
     } <= set(registry.descriptors)
     for key, d in registry.descriptors.items():

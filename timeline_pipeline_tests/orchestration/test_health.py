@@ -15,6 +15,7 @@ from dagster._core.storage.dagster_run import DagsterRun
 from sqlalchemy import Engine
 
 from timeline_pipeline.definitions import defs as code_location
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.orchestration.health import (
     HEALTH_JOB,
     HEALTH_KEY,
@@ -24,7 +25,6 @@ from timeline_pipeline.orchestration.health import (
 )
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.store import sync_states
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.windows.health_checks import (
     BACKLOG_CHECK,
     CHECK_NAMES,

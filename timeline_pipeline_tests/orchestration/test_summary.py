@@ -21,7 +21,7 @@ from timeline_pipeline.orchestration.summary import (
     summary_defs,
 )
 from timeline_pipeline.settings import load_timeline_settings
-from timeline_pipeline.store import curation as store
+from timeline_pipeline.store import summaries as store
 from timeline_pipeline_tests.curation.support import (
     CHATTER,
     IMPACT,

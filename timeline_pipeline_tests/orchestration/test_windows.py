@@ -198,7 +198,7 @@ def test_the_versioned_rerun_job_queues_its_partitions_for_the_sensor(
         instance=instance,
         run_config={
             "ops": {
-                "plan_window_rerun": {
+                "create_rerun_windows": {
                     "config": {"workspace_id": "inc-1", "processor_version": "v2"}
                 }
             }

@@ -20,9 +20,10 @@ from sqlalchemy import Engine, select
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.domain.evidence import EvidenceRow
-from timeline_pipeline.receiver.app import EVENTS_PATH, ReceiverState, create_app
+from timeline_pipeline.http.app import create_app
+from timeline_pipeline.http.resources import ServeResources
 from timeline_pipeline.receiver.bindings import BindingCache
-from timeline_pipeline.receiver.wakeups import WakeupHub
+from timeline_pipeline.receiver.router import EVENTS_PATH
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import evidence, workspaces
 from timeline_pipeline_tests.receiver.lark_events import (
@@ -87,7 +88,7 @@ def all_rows(engine: Engine) -> list[EvidenceRow]:
 class Receiver:
     client: TestClient
     engine: Engine
-    state: ReceiverState
+    state: ServeResources
     clock: FakeClock
 
     def post(self, payload: dict[str, Any], signing: Signing = DEFAULT_SIGNING) -> Any:
@@ -115,7 +116,6 @@ def make_receiver(engine: Engine) -> Iterator[ReceiverFactory]:
         def build(
             *,
             engine_override: Engine | None = None,
-            wakeups: WakeupHub | None = None,
             bindings: BindingCache | None = None,
             clock: FakeClock | None = None,
             encrypt_key: str = ENCRYPT_KEY,
@@ -126,11 +126,10 @@ def make_receiver(engine: Engine) -> Iterator[ReceiverFactory]:
                 make_settings(encrypt_key=encrypt_key, **timeline),
                 engine_override or engine,
                 clock=used_clock,
-                wakeups=wakeups,
                 bindings=bindings,
             )
             client = stack.enter_context(TestClient(app))
-            return Receiver(client, engine, app.state.receiver, used_clock)
+            return Receiver(client, engine, app.state.resources, used_clock)
 
         yield build
 

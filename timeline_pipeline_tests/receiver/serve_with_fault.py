@@ -15,10 +15,10 @@ from typing import Any, Final
 from fastapi import FastAPI, Request
 
 from timeline_pipeline.cli.main import cli
-from timeline_pipeline.receiver import app as receiver_app
+from timeline_pipeline.http import app as http_app
 
 RAISE_PATH: Final = "/test-only/raise"
-_create_app = receiver_app.create_app
+_create_app = http_app.create_app
 
 
 class InjectedFault(RuntimeError):
@@ -38,5 +38,5 @@ def _with_fault(*args: Any, **kwargs: Any) -> FastAPI:
 
 
 if __name__ == "__main__":
-    receiver_app.create_app = _with_fault
+    http_app.create_app = _with_fault
     sys.exit(cli(sys.argv[1:], prog_name="timeline-pipeline"))

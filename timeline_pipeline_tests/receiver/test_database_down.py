@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 
 from timeline_pipeline.db.engine import make_engine
-from timeline_pipeline.receiver.app import EVENTS_PATH, create_app
+from timeline_pipeline.http.app import create_app
+from timeline_pipeline.receiver.router import EVENTS_PATH
 from timeline_pipeline_tests.receiver.conftest import (
     FakeClock,
     ReceiverFactory,

@@ -1,4 +1,4 @@
-"""Display names are filled after the fact, in batches, through a bounded cache (seed 000 §7.1)."""
+"""Display names are filled after the fact, in batches, via a bounded cache (docs/design.md §2)."""
 
 from __future__ import annotations
 

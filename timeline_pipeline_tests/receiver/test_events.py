@@ -1,4 +1,4 @@
-"""The event path end to end: signed callbacks in, evidence rows out (seed 000 §7, §8.3, §16).
+"""The event path end to end: signed callbacks in, evidence rows out (docs/design.md §2, §3, §11).
 
 Every test runs on SQLite and PostgreSQL through the real app; a 200 must mean "committed", so
 each test reads the database right after the answer.
@@ -11,7 +11,6 @@ from datetime import timedelta
 
 from sqlalchemy import Engine
 
-from timeline_pipeline.receiver.wakeups import Wakeup, WakeupHub
 from timeline_pipeline.store import workspaces
 from timeline_pipeline_tests.receiver.conftest import Receiver, ReceiverFactory, add_workspace
 from timeline_pipeline_tests.receiver.lark_events import (
@@ -263,26 +262,6 @@ def test_a_chat_bound_after_start_is_ingested_without_a_restart(
 
     assert receiver.post(receive("om_2")).json() == {"status": "accepted"}
     assert [r.source_key for r in receiver.rows()] == [f"chat/{CHAT}/message/om_2"]
-
-
-def test_stored_messages_wake_subscribers_and_a_full_inbox_drops_and_counts(
-    make_receiver: ReceiverFactory, engine: Engine
-) -> None:
-    add_workspace(engine)
-    hub = WakeupHub()
-    inbox = hub.subscribe(capacity=1)
-    receiver = make_receiver(wakeups=hub)
-
-    receiver.post(receive("om_1"))
-    receiver.post(receive("om_2"))  # the same (workspace, chat) is already pending: coalesced
-    add_workspace(engine, "inc-2", chats=("oc_other",))
-    receiver.post(receive("om_3", chat_id="oc_other"))  # inbox full: dropped
-
-    assert inbox.drain() == [Wakeup("inc-1", CHAT)]
-    assert receiver.metric("timeline_lark_wakeups_total", outcome="sent") == 1
-    assert receiver.metric("timeline_lark_wakeups_total", outcome="coalesced") == 1
-    assert receiver.metric("timeline_lark_wakeups_total", outcome="dropped") == 1
-    assert len(receiver.rows()) == 3
 
 
 def test_healthz_and_metrics(receiver: Receiver) -> None:

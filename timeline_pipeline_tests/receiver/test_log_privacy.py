@@ -1,4 +1,4 @@
-"""Logs carry ids and reasons, never message content (seed 000 §15, §17).
+"""Logs carry ids and reasons, never message content (docs/design.md §10, §12).
 
 Real requests through the real app with one distinctive phrase in every message, on every path
 that logs: stored, edited, recalled, refused, malformed, and a database error whose exception

@@ -22,9 +22,10 @@ from timeline_pipeline.cli.main import cli
 from timeline_pipeline.cli.serve_commands import server_config
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
+from timeline_pipeline.http.app import create_app
 from timeline_pipeline.lark.simulator import EventPusher, LoopbackUvicorn, make_chat_messages
 from timeline_pipeline.lark.simulator.events import message_receive_event
-from timeline_pipeline.receiver.app import EVENTS_PATH, create_app
+from timeline_pipeline.receiver.router import EVENTS_PATH
 from timeline_pipeline_tests.receiver.conftest import (
     FakeClock,
     add_workspace,
@@ -64,7 +65,7 @@ def test_events_pushed_by_the_local_lark_arrive_once_each_despite_duplicates_and
 
     assert report.all_accepted
     assert report.duplicated
-    registry = app.state.receiver.metrics.registry
+    registry = app.state.resources.metrics.registry
 
     def written(outcome: str) -> float:
         value = registry.get_sample_value(
@@ -119,7 +120,7 @@ def test_a_request_in_flight_when_shutdown_begins_is_committed_and_answered(
     port = server.servers[0].sockets[0].getsockname()[1]
     signed = sign(receive("om_1"))
     answers: list[httpx.Response] = []
-    metrics = app.state.receiver.metrics.registry
+    metrics = app.state.resources.metrics.registry
 
     with write_lock(engine):
         client = threading.Thread(

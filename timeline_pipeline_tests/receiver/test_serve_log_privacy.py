@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -25,7 +25,7 @@ import pytest
 
 from timeline_pipeline.db.engine import make_engine, transaction
 from timeline_pipeline.db.migrate import upgrade
-from timeline_pipeline.receiver.app import EVENTS_PATH
+from timeline_pipeline.receiver.router import EVENTS_PATH
 from timeline_pipeline.store import api_tokens
 from timeline_pipeline_tests.faults.support_serve import metric_value, serve_environment
 from timeline_pipeline_tests.receiver.conftest import add_workspace
@@ -117,8 +117,9 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve]:
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
-        time.sleep(0.3)  # uvicorn's own start lines
-        yield Serve(base_url, port, out, err, token, other_token, encrypted=as_json)
+        serving = Serve(base_url, port, out, err, token, other_token, encrypted=as_json)
+        wait_for_logs(serving, lambda text: "Uvicorn running on" in text)  # its start lines
+        yield serving
     finally:
         process.terminate()
         try:
@@ -126,6 +127,15 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=30)
+
+
+def wait_for_logs(serve: Serve, ready: Callable[[str], bool], seconds: float = 30.0) -> str:
+    """The server's logs once `ready` holds for them; fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not ready(logs := serve.logs()):
+        assert time.monotonic() < deadline, "the expected log lines never came"
+        time.sleep(0.05)
+    return logs
 
 
 def send_truncated(port: int, method: str, path: str, headers: dict[str, str]) -> None:
@@ -211,9 +221,15 @@ def test_no_payload_header_or_exception_message_reaches_the_logs(serve: Serve) -
         send_truncated(serve.port, "POST", EVENTS_PATH, bearer)
     send_truncated(serve.port, "PUT", "/api/workspaces/inc-1/summary", {"X-Debug": MARKER})
     failed = sum(1 for status in statuses.values() if status >= 400) + TRUNCATED_REQUESTS + 1
-    time.sleep(1.0)  # uvicorn logs an unhandled exception after the 500 is sent
-
-    logs = serve.logs()
+    # uvicorn logs the unhandled exception after the 500 is sent: wait for its line (the last
+    # thing a leak would be written with) instead of a fixed pause before the absence checks.
+    logs = wait_for_logs(
+        serve,
+        lambda text: (
+            "InjectedFault" in text
+            and text.count("lark_event_client_disconnected") >= TRUNCATED_REQUESTS
+        ),
+    )
     assert MARKER not in logs
     assert "Traceback" not in logs
     assert statuses["surrogate challenge"] == 200

@@ -23,6 +23,8 @@ from timeline_pipeline.domain.keys import (
     SOURCE_TYPE_LARK_MESSAGES,
     chat_checkpoint_key,
 )
+from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, Scope
 from timeline_pipeline.lark.client import LarkClient
 from timeline_pipeline.lark.simulator import ChatStore, SimulatorServer, make_chat_messages
@@ -33,8 +35,6 @@ from timeline_pipeline.reconcile.runner import Reconciler
 from timeline_pipeline.reconcile.targets import Target, automatic_targets
 from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_settings
 from timeline_pipeline.store import evidence, sync_states, workspaces
-from timeline_pipeline.store.sync_states import SyncState
-from timeline_pipeline.store.workspaces import Workspace
 
 NOW = datetime.now(UTC).replace(second=0, microsecond=0)
 CHAT = "oc_incident_main"

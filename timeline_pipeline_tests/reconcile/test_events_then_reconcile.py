@@ -12,13 +12,14 @@ from contextlib import ExitStack
 from datetime import timedelta
 from typing import Any
 
+from timeline_pipeline.http.app import create_app
 from timeline_pipeline.lark.simulator import (
     EventIdentity,
     EventPusher,
     LoopbackUvicorn,
     message_receive_event,
 )
-from timeline_pipeline.receiver.app import EVENTS_PATH, create_app
+from timeline_pipeline.receiver.router import EVENTS_PATH
 from timeline_pipeline.reconcile.planning import MessageKey
 from timeline_pipeline.settings import RuntimeEnvironment, Settings
 from timeline_pipeline_tests.reconcile.conftest import MakeHarness

@@ -1,4 +1,4 @@
-"""Range planning (seed 000 §8.1, §8.2): which range a run reads, as a table of cases."""
+"""Range planning (docs/design.md §3): which range a run reads, as a table of cases."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from timeline_pipeline.domain.sync_states import encode_message_cursor
 from timeline_pipeline.reconcile.planning import (
     MARKER_KEY,
     CheckpointView,
@@ -20,7 +21,6 @@ from timeline_pipeline.reconcile.planning import (
     next_high_water,
     plan_range,
 )
-from timeline_pipeline.store.sync_states import encode_message_cursor
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 H = timedelta(hours=1)
@@ -82,7 +82,7 @@ CASES = [
         ReconcileRange(RangeKind.INCREMENTAL, NOW - 6 * H, NOW, NOW - 6 * H),
     ),
     Case(
-        "a mark older than the lookback is capped by the retention boundary",
+        "a mark older than the lookback is capped by the ingestion lookback",
         NOW - 100 * H,
         CheckpointView(high_water=key(NOW - 80 * H)),
         ReconcileRange(RangeKind.INCREMENTAL, NOW - 72 * H, NOW, NOW - 72 * H),

@@ -1,6 +1,6 @@
 """Reconciliation end to end: the real client against the local Lark, into the real database.
 
-Each test states one behaviour of seed 000 §8 / §16 / §20 and issue 4 and runs on SQLite and
+Each test states one behaviour of docs/design.md §3, §11, §1 and issue 4 and runs on SQLite and
 PostgreSQL (the `engine` fixture).
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from datetime import timedelta
 from typing import Any
+
+import structlog.testing
 
 from timeline_pipeline.ingest.eligibility import MANUAL, Skip
 from timeline_pipeline.lark.simulator.server import ROUTE_LIST_MESSAGES, ROUTE_TOKEN
@@ -506,3 +508,26 @@ def test_a_manual_refresh_reconciles_a_workspace_automatic_scans_skip(
 
     assert manual.chats[0].ok and manual.chats[0].upserts.inserted == 40
     assert h.message_ids() == {i["message_id"] for i in items}
+
+
+def test_each_chat_run_logs_one_structured_event_keyed_by_its_ids(
+    make_harness: MakeHarness,
+) -> None:
+    readable = messages(30, start=NOW - 2 * H)
+    hidden = messages(30, start=NOW - 2 * H, chat_id="oc_hidden", seed=5)
+    h = make_harness(readable + hidden)
+    h.workspace(chats=(CHAT, "oc_hidden"))
+    h.sim.faults.update(permission_denied_chats={"oc_hidden"})
+
+    with structlog.testing.capture_logs() as logged:
+        h.run()
+
+    finished = {e["chat_id"]: e for e in logged if e["event"] == "reconcile.chat.finished"}
+    assert set(finished) == {CHAT, "oc_hidden"}
+    assert finished[CHAT]["messages"] == 30 and finished[CHAT]["failure"] is None
+    assert finished["oc_hidden"]["failure"] == FailureKind.PERMISSION_DENIED
+    failed = [e for e in logged if e["event"] == "reconcile.chat.failed"]
+    assert [(e["chat_id"], e["kind"]) for e in failed] == [("oc_hidden", "permission_denied")]
+    assert all("workspace_id" in e for e in [*finished.values(), *failed])
+    bodies = [item["body"]["content"] for item in readable[:5]]
+    assert not any(body in repr(logged) for body in bodies)

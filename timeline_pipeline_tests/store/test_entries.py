@@ -1,4 +1,4 @@
-"""Timeline entries and evidence bindings (seed 000 sections 12.4, 16 and 21), on both databases."""
+"""Timeline entries and evidence bindings (docs/design.md §7, §11), on both databases."""
 
 from __future__ import annotations
 

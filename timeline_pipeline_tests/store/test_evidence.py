@@ -1,4 +1,4 @@
-"""Evidence store, seed 000 sections 8.3, 9 and 20 (repository tests), on SQLite and PostgreSQL."""
+"""Evidence store, docs/design.md §3, §4, §1 (repository tests), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sync states, seed 000 sections 8.2, 10, 11 and 20 (repository tests)."""
+"""Sync states, docs/design.md §3, §5, §6, §1 (repository tests)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,12 @@ from sqlalchemy import Engine, func, select
 
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.schema import workspace_timeline_sync_states
+from timeline_pipeline.domain.sync_states import (
+    SyncState,
+    decode_message_cursor,
+    encode_message_cursor,
+)
 from timeline_pipeline.store import evidence, sync_states
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline_tests.store.factories import T0, make_workspace, message
 
 W0 = T0  # a window [10:00, 10:10)
@@ -214,7 +218,7 @@ def test_checkpoint_advances_only_forward_and_only_with_the_read_revision(engine
         cp = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
         assert cp.source_key == "chat/oc_chat" and cp.source_type == "lark_messages"
         assert sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat").id == cp.id
-    high = sync_states.encode_message_cursor(1_700_000_000_000, "om_9")
+    high = encode_message_cursor(1_700_000_000_000, "om_9")
     with engine.begin() as conn:
         assert sync_states.advance_checkpoint(
             conn, cp, cursor=high, covered_until=T0, metadata={"pages": 3}
@@ -225,19 +229,19 @@ def test_checkpoint_advances_only_forward_and_only_with_the_read_revision(engine
         )
     with engine.begin() as conn:
         fresh = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-        lower = sync_states.encode_message_cursor(1_600_000_000_000, "om_1")
+        lower = encode_message_cursor(1_600_000_000_000, "om_1")
         assert sync_states.advance_checkpoint(
             conn, fresh, cursor=lower, covered_until=T0, metadata={}
         )
         final = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
     assert final.last_seen_cursor == high  # never moved backwards
     assert final.metadata["pages"] == 3
-    assert sync_states.decode_message_cursor(high) == (1_700_000_000_000, "om_9")
+    assert decode_message_cursor(high) == (1_700_000_000_000, "om_9")
 
 
 def test_a_failed_run_keeps_the_checkpoint(engine: Engine) -> None:
     make_workspace(engine)
-    high = sync_states.encode_message_cursor(1_700_000_000_000, "om_9")
+    high = encode_message_cursor(1_700_000_000_000, "om_9")
     with engine.begin() as conn:
         cp = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
         sync_states.advance_checkpoint(conn, cp, cursor=high, covered_until=T0, metadata={})
@@ -250,7 +254,7 @@ def test_a_failed_run_keeps_the_checkpoint(engine: Engine) -> None:
 @pytest.mark.parametrize("cursor", ["", "abc", "12/", "/om_1", "-1/om"])
 def test_malformed_checkpoint_cursors_are_refused(cursor: str) -> None:
     with pytest.raises(ValueError, match="cursor"):
-        sync_states.decode_message_cursor(cursor)
+        decode_message_cursor(cursor)
 
 
 def test_concurrent_claims_have_exactly_one_winner(db_url: str) -> None:

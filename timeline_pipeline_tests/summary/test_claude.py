@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from timeline_pipeline.llm.forced_tool import build_claude_client
+from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.summary.claude import TOOL_NAME, ClaudeSummarizer
 from timeline_pipeline.summary.models import (
     InvalidSummaryOutput,
@@ -17,7 +19,6 @@ from timeline_pipeline.summary.models import (
     SummaryRejected,
     SummaryUnavailable,
 )
-from timeline_pipeline.synthesis.claude import build_claude_client
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,
     ErrorReply,
@@ -74,10 +75,7 @@ def summarizer(standin: AnthropicStandIn, attempts: int = 3) -> ClaudeSummarizer
         build_claude_client("k", standin.base_url, timeout_seconds=5),
         model="claude-test",
         max_output_tokens=512,
-        max_attempts=attempts,
-        backoff_base_seconds=0,
-        backoff_cap_seconds=0,
-        max_retry_after_seconds=0,
+        retry=RetryPolicy(attempts=attempts, backoff_base=0, backoff_cap=0, max_retry_after=0),
     )
 
 

@@ -1,4 +1,4 @@
-"""The summary policy of seed 000 section 13, as a table, and what the summary is written from."""
+"""The summary policy of docs/design.md §8, as a table, and what the summary is written from."""
 
 from __future__ import annotations
 

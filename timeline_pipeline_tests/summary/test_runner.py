@@ -1,5 +1,5 @@
 """The summary policy against a real database (SQLite and PostgreSQL), with windows that the
-real window runner synthesized: seed 000 sections 13, 16 (human rows) and 21."""
+real window runner synthesized: docs/design.md §8, §11 (human rows) and 21."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.db.engine import transaction
-from timeline_pipeline.store import curation as store
+from timeline_pipeline.store import summaries as store
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
 from timeline_pipeline.summary.models import SummaryInput, SummaryResult, SummaryUnavailable
 from timeline_pipeline.summary.policy import Decision

@@ -11,13 +11,10 @@ from typing import Any
 import anthropic
 import pytest
 
+from timeline_pipeline.llm.forced_tool import build_claude_client, is_transient
+from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
-from timeline_pipeline.synthesis.claude import (
-    PROMPT_VERSION,
-    ClaudeSynthesizer,
-    build_claude_client,
-    is_transient,
-)
+from timeline_pipeline.synthesis.claude import PROMPT_VERSION, ClaudeSynthesizer
 from timeline_pipeline.synthesis.models import (
     Category,
     InvalidSynthesisOutput,
@@ -73,10 +70,12 @@ def _synthesizer(
         build_claude_client(api_key, base_url, timeout_seconds),
         model="claude-test-model",
         max_output_tokens=1024,
-        max_attempts=max_attempts,
-        backoff_base_seconds=0.001,
-        backoff_cap_seconds=0.01,
-        max_retry_after_seconds=max_retry_after_seconds,
+        retry=RetryPolicy(
+            attempts=max_attempts,
+            backoff_base=0.001,
+            backoff_cap=0.01,
+            max_retry_after=max_retry_after_seconds,
+        ),
     )
 
 
@@ -220,10 +219,7 @@ def test_the_sdk_never_retries_on_its_own(standin: AnthropicStandIn, chunk: Synt
         eager,
         model="m",
         max_output_tokens=100,
-        max_attempts=2,
-        backoff_base_seconds=0.001,
-        backoff_cap_seconds=0.001,
-        max_retry_after_seconds=0.001,
+        retry=RetryPolicy(attempts=2, backoff_base=0.001, backoff_cap=0.001, max_retry_after=0.001),
     )
     with pytest.raises(SynthesisUnavailable):
         synthesizer.synthesize(chunk)

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from timeline_pipeline.demo_data import load_expected_facts, load_messages
-from timeline_pipeline.synthesis.evaluation import (
+from bench.quality.evaluation import (
     CategoryScore,
     ProducedFact,
     Score,
@@ -23,7 +22,7 @@ from timeline_pipeline.synthesis.evaluation import (
     run_windows,
     score,
 )
-from timeline_pipeline.synthesis.gold import (
+from bench.quality.gold import (
     ExpectedFact,
     GoldTranscript,
     Split,
@@ -31,6 +30,7 @@ from timeline_pipeline.synthesis.gold import (
     load_splits,
     transcript_from_records,
 )
+from timeline_pipeline.demo_data import load_expected_facts, load_messages
 from timeline_pipeline.synthesis.models import Category
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 

@@ -1,5 +1,5 @@
 """Conversation grouping (thread, then root, then replies, then proximity) and read-only
-context selection (seed 000 section 12.2)."""
+context selection (docs/design.md §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""General incident-chat patterns the rule synthesizer reads (seed 000 section 12.3).
+"""General incident-chat patterns the rule synthesizer reads (docs/design.md §7).
 
 Every sentence here is written for this file, deliberately in the words of no particular chat:
 the rules must recognise how on-call engineers write (past-tense actions on systems, causal and

@@ -1,4 +1,4 @@
-"""One window's synthesis run against a real database (seed 000 sections 12, 16, 20 and 21).
+"""One window's synthesis run against a real database (docs/design.md §7, §11, §1).
 
 The synthesizers here are the real rule-based one, wrapped to record what it was given and,
 where a test needs it, to fail on chosen calls; the Claude path uses the real SDK against the
@@ -15,10 +15,12 @@ from typing import Any
 from sqlalchemy import Engine
 
 from timeline_pipeline.domain.evidence import EvidenceRecord
+from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.llm.forced_tool import build_claude_client
+from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence, sync_states
-from timeline_pipeline.store.sync_states import SyncState
-from timeline_pipeline.synthesis.claude import ClaudeSynthesizer, build_claude_client
+from timeline_pipeline.synthesis.claude import ClaudeSynthesizer
 from timeline_pipeline.synthesis.models import (
     InvalidSynthesisOutput,
     SynthesisChunk,
@@ -27,7 +29,8 @@ from timeline_pipeline.synthesis.models import (
 )
 from timeline_pipeline.synthesis.rules import RULES_PROMPT_VERSION, RuleSynthesizer
 from timeline_pipeline.synthesis.tokens import estimate_total_tokens
-from timeline_pipeline.synthesis_run.lineage import aggregate_hash, chunk_limits
+from timeline_pipeline.synthesis_run.bounds import chunk_limits
+from timeline_pipeline.synthesis_run.lineage import aggregate_hash
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
 from timeline_pipeline.windows.keys import WindowRef, decode_window_cursor
 from timeline_pipeline_tests.support.anthropic_standin import (
@@ -468,10 +471,9 @@ def test_an_ai_failure_then_a_retry_binds_the_drafts(engine: Engine) -> None:
             client,
             model="claude-standin",
             max_output_tokens=1024,
-            max_attempts=1,
-            backoff_base_seconds=0.01,
-            backoff_cap_seconds=0.02,
-            max_retry_after_seconds=0.05,
+            retry=RetryPolicy(
+                attempts=1, backoff_base=0.01, backoff_cap=0.02, max_retry_after=0.05
+            ),
         )
         deferred = runner(engine, claude, config).run(REF, owner="run-1")
         assert deferred.status is RunStatus.DEFERRED

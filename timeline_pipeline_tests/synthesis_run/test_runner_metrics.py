@@ -1,4 +1,4 @@
-"""What a window run reports about its model calls (seed 000 section 17: AI chunks, evidence
+"""What a window run reports about its model calls (docs/design.md §12: AI chunks, evidence
 per chunk, tokens, latency, retries and validation errors), on a real database with the real
 rule synthesizer; the clock that times the calls is a counter, so the latency is exact."""
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states, workspaces
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup, TickOutcome
 from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline.windows.planning import DiscoveryCursor

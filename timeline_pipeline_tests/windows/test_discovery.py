@@ -1,4 +1,4 @@
-"""Window discovery against a real database (seed 000 sections 10.2, 11, 14, 16, 20 and 21).
+"""Window discovery against a real database (docs/design.md §5, §6, §9, §11, §1).
 
 Each test runs on SQLite and on PostgreSQL. "Runs" are played by the real state transitions
 (claim, finish, fail), so what is asserted is what the sensor would request of Dagster.

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.store import sync_states
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.windows.planning import DiscoveryCursor
 from timeline_pipeline_tests.windows.support import (
     MIN,

@@ -1,4 +1,4 @@
-"""Pipeline health measured from a real database (seed 000 sections 14 and 17).
+"""Pipeline health measured from a real database (docs/design.md §9, §12).
 
 Each test runs on SQLite and on PostgreSQL; windows get their states through the real store
 transitions (create, claim, finish, fail), as discovery and the synthesis runs make them.
@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import Engine, event, text
 
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.store import sync_states
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.windows.health import measure_health
 from timeline_pipeline.windows.health_model import PipelineHealth, WorkspaceHealth
 from timeline_pipeline_tests.windows.support import (

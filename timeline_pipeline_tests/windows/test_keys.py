@@ -1,4 +1,4 @@
-"""Window keys (seed 000 section 10.2, section 20 "derive stable 10-minute UTC window keys")."""
+"""Window keys (docs/design.md §5, §1 "derive stable 10-minute UTC window keys")."""
 
 from __future__ import annotations
 

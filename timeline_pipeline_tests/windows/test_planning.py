@@ -1,4 +1,4 @@
-"""Discovery rules without a database (seed 000 sections 11 and 14)."""
+"""Discovery rules without a database (docs/design.md §6, §9)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store.sync_states import SyncState
 from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline.windows.planning import (
     COMMIT_MARGIN,

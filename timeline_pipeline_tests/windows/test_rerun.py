@@ -5,22 +5,25 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
 from sqlalchemy import Engine
 
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import sync_states
-from timeline_pipeline.windows.rerun import RerunPlan, plan_versioned_rerun
+from timeline_pipeline.windows.keys import WindowRef
+from timeline_pipeline.windows.planning import DiscoveryLimits
+from timeline_pipeline.windows.rerun import Held, RerunResult, create_versioned_rerun, held_back
 from timeline_pipeline_tests.windows.support import MIN, T0, WINDOW, post, settings, workspace
 
 
-def rerun(engine: Engine, config: LarkTimelineSettings, now: datetime) -> RerunPlan:
-    return plan_versioned_rerun(
+def rerun(engine: Engine, config: LarkTimelineSettings, now: datetime) -> RerunResult:
+    return create_versioned_rerun(
         engine, workspace_id="inc-1", processor_version="v2", settings=config, now=now
     )
 
 
-def starts(plan: RerunPlan) -> list[datetime]:
-    return [ref.window_start for ref in plan.windows]
+def starts(result: RerunResult) -> list[datetime]:
+    return [ref.window_start for ref in result.windows]
 
 
 def covered_until(engine: Engine, at: datetime) -> None:
@@ -36,9 +39,9 @@ def test_a_window_inside_its_close_grace_gets_no_row_until_it_has_closed(engine:
     post(engine, [T0 + MIN, T0 + WINDOW + MIN, T0 + 2 * WINDOW + MIN])
     config = settings()  # 10-minute windows, 3-minute close grace
     # 10:00 and 10:10 are closed at 10:25; 10:20 ends at 10:30, closes at 10:33.
-    plan = rerun(engine, config, T0 + 25 * MIN)
-    assert starts(plan) == [T0, T0 + WINDOW]
-    assert (plan.held_open, plan.held_collecting, plan.held) == (1, 0, 1)
+    result = rerun(engine, config, T0 + 25 * MIN)
+    assert starts(result) == [T0, T0 + WINDOW]
+    assert (result.held_open, result.held_collecting, result.held) == (1, 0, 1)
     # Past 10:30 but inside the grace: still held. Once closed, running again adds it.
     assert starts(rerun(engine, config, T0 + 32 * MIN)) == []
     later = rerun(engine, config, T0 + 33 * MIN)
@@ -65,7 +68,7 @@ def test_with_reconciliation_on_a_window_waits_until_its_chat_is_collected_past_
 def test_held_windows_do_not_use_up_the_per_call_limit(engine: Engine) -> None:
     workspace(engine)
     post(engine, [T0 + MIN, T0 + WINDOW + MIN, T0 + 2 * WINDOW + MIN])
-    plan = plan_versioned_rerun(
+    result = create_versioned_rerun(
         engine,
         workspace_id="inc-1",
         processor_version="v2",
@@ -73,5 +76,27 @@ def test_held_windows_do_not_use_up_the_per_call_limit(engine: Engine) -> None:
         now=T0 + 2 * WINDOW + 5 * MIN,
         max_windows=2,
     )
-    assert starts(plan) == [T0, T0 + WINDOW]
-    assert not plan.truncated and plan.held_open == 1
+    assert starts(result) == [T0, T0 + WINDOW]
+    assert not result.truncated and result.held_open == 1
+
+
+@pytest.mark.parametrize(
+    ("reconciliation", "now", "covered_until", "expected"),
+    [
+        pytest.param(False, T0 + WINDOW + 2 * MIN, None, Held.OPEN, id="inside the close grace"),
+        pytest.param(False, T0 + WINDOW + 3 * MIN, None, None, id="closed at end plus grace"),
+        pytest.param(True, T0 + WINDOW + 3 * MIN, None, Held.COLLECTING, id="never collected"),
+        pytest.param(
+            True, T0 + WINDOW + 3 * MIN, T0 + WINDOW - MIN, Held.COLLECTING,
+            id="collected short of its end",
+        ),
+        pytest.param(True, T0 + WINDOW + 3 * MIN, T0 + WINDOW, None, id="collected to its end"),
+    ],
+)  # fmt: skip
+def test_held_back_applies_discoverys_own_rules_without_touching_the_database(
+    reconciliation: bool, now: datetime, covered_until: datetime | None, expected: Held | None
+) -> None:
+    limits = DiscoveryLimits.from_settings(settings(reconciliation_enabled=reconciliation))
+    ref = WindowRef("inc-1", "oc_chat", T0, "v2")
+
+    assert held_back(ref, covered_until, limits, now) is expected

@@ -65,6 +65,14 @@ def user_ids(open_id: str) -> dict[str, str]:
     return {"open_id": open_id, "union_id": f"on_{digest[:32]}", "user_id": digest[:8]}
 
 
+def _ms_text(value: Any) -> Any:
+    """Events carry epoch milliseconds as strings; anything else (a malformed value a test
+    builds on purpose) is passed through unchanged."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
 def _envelope(
     event_type: str, event: dict[str, Any], identity: EventIdentity, event_id: str | None
 ) -> dict[str, Any]:
@@ -104,8 +112,8 @@ def message_receive_event(
         "message_id": item["message_id"],
         "root_id": item.get("root_id", ""),
         "parent_id": item.get("parent_id", ""),
-        "create_time": str(item.get("create_time", "")),
-        "update_time": str(item.get("update_time", item.get("create_time", ""))),
+        "create_time": _ms_text(item.get("create_time", "")),
+        "update_time": _ms_text(item.get("update_time", item.get("create_time", ""))),
         "chat_id": item.get("chat_id", ""),
         "thread_id": item.get("thread_id", ""),
         "chat_type": chat_type,

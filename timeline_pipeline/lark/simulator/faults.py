@@ -1,6 +1,6 @@
 """What can go wrong in the local Lark, settable up front or while a test is running.
 
-Each fault mirrors a failure seed 000 section 16 asks the product to survive: flaky pages,
+Each fault mirrors a failure docs/design.md §11 asks the product to survive: flaky pages,
 throttling with a retry hint, slowness, a chat the bot cannot read, and an item the normalizer
 has to reject without losing the rest of its page.
 """

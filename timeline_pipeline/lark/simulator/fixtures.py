@@ -41,6 +41,62 @@ _LINES: Final = (
 )
 
 
+def _mention(
+    key: str, id_: str, name: str, id_type: str = "open_id", *, tenant_key: str
+) -> dict[str, str]:
+    return {"key": key, "id": id_, "id_type": id_type, "name": name, "tenant_key": tenant_key}
+
+
+def message_item(
+    message_type: str,
+    content: Any,
+    *,
+    message_id: str,
+    chat_id: str,
+    create_time: Any,
+    update_time: Any = None,
+    sender_id: str | None,
+    sender_id_type: str = "open_id",
+    sender_type: str = "user",
+    mentions: Iterable[tuple[str, str, str] | tuple[str, str, str, str]] = (),
+    root_id: str | None = None,
+    parent_id: str | None = None,
+    thread_id: str | None = None,
+    deleted: bool = False,
+    updated: bool = False,
+    tenant_key: str = "sim_tenant",
+) -> dict[str, Any]:
+    """One history list item (`data.items[]`), in Lark's field names.
+
+    `content` is the message body: a string is taken as it is (already JSON, or deliberately
+    not), anything else is JSON-encoded. `mentions` are `(key, id, name)` with an open_id,
+    or `(key, id, name, id_type)`. Times are passed
+    through unchanged so that tests can build the malformed ones Lark must never send; thread
+    fields are present only when given, as in a real listing.
+    """
+    item: dict[str, Any] = {
+        "message_id": message_id,
+        "msg_type": message_type,
+        "create_time": create_time,
+        "update_time": create_time if update_time is None else update_time,
+        "deleted": deleted,
+        "updated": updated,
+        "chat_id": chat_id,
+        "sender": {
+            "id": sender_id,
+            "id_type": sender_id_type,
+            "sender_type": sender_type,
+            "tenant_key": tenant_key,
+        },
+        "body": {"content": content if isinstance(content, str) else json.dumps(content)},
+        "mentions": [_mention(*mention, tenant_key=tenant_key) for mention in mentions],
+    }
+    for key, value in (("root_id", root_id), ("parent_id", parent_id), ("thread_id", thread_id)):
+        if value is not None:
+            item[key] = value
+    return item
+
+
 def _id(prefix: str, *parts: object) -> str:
     digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).hexdigest()
     return f"{prefix}{digest[:32]}"
@@ -107,23 +163,16 @@ def make_chat_messages(
             line = f"@_user_1 {line}"
         is_post = bool(post_every) and index % post_every == post_every - 1
         content = _post_content(rng, line) if is_post else json.dumps({"text": line})
-        item: dict[str, Any] = {
-            "message_id": _id("om_", chat_id, seed, index),
-            "msg_type": "post" if is_post else "text",
-            "create_time": str(created),
-            "update_time": str(created),
-            "deleted": False,
-            "updated": False,
-            "chat_id": chat_id,
-            "sender": {
-                "id": sender_id,
-                "id_type": "open_id",
-                "sender_type": "user",
-                "tenant_key": tenant_key,
-            },
-            "body": {"content": content},
-            "mentions": mentions,
-        }
+        item = message_item(
+            "post" if is_post else "text",
+            content,
+            message_id=_id("om_", chat_id, seed, index),
+            chat_id=chat_id,
+            create_time=str(created),
+            sender_id=sender_id,
+            mentions=[(m["key"], m["id"], m["name"]) for m in mentions],
+            tenant_key=tenant_key,
+        )
         if thread_every and thread_every > 1:
             offset = index % thread_every
             if offset == thread_every - 1:

@@ -1,4 +1,5 @@
-"""The statements reconciliation adds: the progress marker's CAS, thread lookup and listings."""
+"""The statements reconciliation needs: the progress marker's CAS (sync-state store), the
+threads seen in evidence (evidence store) and the thread listings (their own store)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.domain.evidence import EvidenceRecord
 from timeline_pipeline.reconcile.planning import MARKER_KEY
-from timeline_pipeline.reconcile.store import (
+from timeline_pipeline.store import evidence, sync_states
+from timeline_pipeline.store.evidence import thread_first_seen
+from timeline_pipeline.store.reconcile_threads import (
     mark_thread_listed,
     prune_thread_listings,
-    record_progress,
-    thread_first_seen,
     threads_last_listed,
 )
-from timeline_pipeline.store import evidence, sync_states
+from timeline_pipeline.store.sync_states import record_progress
 from timeline_pipeline_tests.store.factories import T0, make_workspace, message
 
 

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from bench.quality.gold import ExpectedFact
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
-from timeline_pipeline.synthesis.gold import ExpectedFact
 from timeline_pipeline.synthesis.models import (
     Category,
     DraftEntry,

@@ -1,6 +1,6 @@
 """Write the demo incident chat and its expected timeline, deterministically.
 
-    python -m timeline_pipeline.demo_data.generate [--out DIRECTORY]
+    python -m tools.generate_demo_chat [--out DIRECTORY]
 
 The story is hand-written below as one linear script in chat order (thread replies included, at
 the moment they were sent); this module only adds what a real export would carry: message and
@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from timeline_pipeline.demo_data import CHAT_FILE, CHAT_ID, EXPECTED_FACTS_FILE
+from timeline_pipeline.demo_data import CHAT_FILE, CHAT_ID, EXPECTED_FACTS_FILE, chat_path
 from timeline_pipeline.lark.simulator.store import RECALLED_CONTENT
 
 __all__ = ["SEED", "START", "build", "expected_facts", "main", "render", "write"]
@@ -1546,7 +1546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path(__file__).resolve().parent,
+        default=chat_path().parent,
         help="directory to write into (default: the package's own demo_data directory)",
     )
     args = parser.parse_args(argv)

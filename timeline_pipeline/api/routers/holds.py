@@ -19,12 +19,13 @@ from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, Header, Path, Response, status
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Engine
 
 from timeline_pipeline.api.auth import workspace_guard
-from timeline_pipeline.api.errors import database_errors, problem
+from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors, problem
+from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.models import ErrorOut
 from timeline_pipeline.db.engine import transaction
+from timeline_pipeline.http.deps import EngineDep
 from timeline_pipeline.lifecycle.errors import LifecycleError
 from timeline_pipeline.lifecycle.holds import (
     MAX_REASON,
@@ -122,68 +123,71 @@ def _doc(code: int, description: str) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorOut, "description": description}}
 
 
-def add_lifecycle_routes(router: APIRouter, engine: Engine) -> None:
-    """Add the legal-hold routes to the API's router (so the gate and the schema cover them)."""
-    Creator = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_CREATE))]
-    Releaser = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_RELEASE))]
+router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
+Creator = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_CREATE))]
+Releaser = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_RELEASE))]
 
-    @router.post(
-        "/workspaces/{workspace_id}/lifecycle/holds",
-        response_model=HoldOut,
-        status_code=status.HTTP_201_CREATED,
-        responses={
-            **_doc(400, "No Idempotency-Key, or an unknown descriptor."),
-            **_doc(404, "No such workspace."),
-            **_doc(409, "The Idempotency-Key was used with another body."),
-        },
-        tags=["lifecycle"],
-        summary="Place a legal hold (scope lifecycle:hold:create)",
-    )
-    def create(
-        workspace_id: Creator,
-        body: HoldCreateIn,
-        response: Response,
-        idempotency_key: IdempotencyKey = None,
-    ) -> HoldOut:
-        key = _require_key(idempotency_key)
-        with _lifecycle_errors(), transaction(engine) as conn:
-            result = create_hold(
-                conn,
-                load_registry(),
-                workspace_id=workspace_id,
-                descriptor_key=body.descriptor_key,
-                reason=body.reason,
-                idempotency_key=key,
-                actor=_ACTOR,
-                review_at=body.review_at,
-            )
-        if not result.changed:
-            response.status_code = status.HTTP_200_OK
-        return _out(result.hold)
 
-    @router.post(
-        "/workspaces/{workspace_id}/lifecycle/holds/{hold_id}/release",
-        response_model=HoldOut,
-        responses={
-            **_doc(400, "No Idempotency-Key."),
-            **_doc(404, "No such hold in this workspace."),
-            **_doc(409, "Already released, or the Idempotency-Key was used with another body."),
-        },
-        tags=["lifecycle"],
-        summary="Release a legal hold (scope lifecycle:hold:release)",
-    )
-    def release(
-        workspace_id: Releaser,
-        hold_id: HoldId,
-        body: HoldReleaseIn,
-        idempotency_key: IdempotencyKey = None,
-    ) -> HoldOut:
-        key = _require_key(idempotency_key)
-        with _lifecycle_errors(), transaction(engine) as conn:
-            found = legal_holds.get(conn, hold_id)
-            if found is None or found.workspace_id != workspace_id:
-                raise problem(404, "hold_not_found", f"no hold {hold_id!r} in this workspace")
-            result = release_hold(
-                conn, hold_id=hold_id, reason=body.reason, idempotency_key=key, actor=_ACTOR
-            )
-        return _out(result.hold)
+@router.post(
+    "/workspaces/{workspace_id}/lifecycle/holds",
+    response_model=HoldOut,
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        **_doc(400, "No Idempotency-Key, or an unknown descriptor."),
+        **_doc(404, "No such workspace."),
+        **_doc(409, "The Idempotency-Key was used with another body."),
+    },
+    tags=["lifecycle"],
+    summary="Place a legal hold (scope lifecycle:hold:create)",
+)
+def create_hold_route(
+    workspace_id: Creator,
+    body: HoldCreateIn,
+    response: Response,
+    engine: EngineDep,
+    idempotency_key: IdempotencyKey = None,
+) -> HoldOut:
+    key = _require_key(idempotency_key)
+    with _lifecycle_errors(), transaction(engine) as conn:
+        result = create_hold(
+            conn,
+            load_registry(),
+            workspace_id=workspace_id,
+            descriptor_key=body.descriptor_key,
+            reason=body.reason,
+            idempotency_key=key,
+            actor=_ACTOR,
+            review_at=body.review_at,
+        )
+    if not result.changed:
+        response.status_code = status.HTTP_200_OK
+    return _out(result.hold)
+
+
+@router.post(
+    "/workspaces/{workspace_id}/lifecycle/holds/{hold_id}/release",
+    response_model=HoldOut,
+    responses={
+        **_doc(400, "No Idempotency-Key."),
+        **_doc(404, "No such hold in this workspace."),
+        **_doc(409, "Already released, or the Idempotency-Key was used with another body."),
+    },
+    tags=["lifecycle"],
+    summary="Release a legal hold (scope lifecycle:hold:release)",
+)
+def release_hold_route(
+    workspace_id: Releaser,
+    hold_id: HoldId,
+    body: HoldReleaseIn,
+    engine: EngineDep,
+    idempotency_key: IdempotencyKey = None,
+) -> HoldOut:
+    key = _require_key(idempotency_key)
+    with _lifecycle_errors(), transaction(engine) as conn:
+        found = legal_holds.get(conn, hold_id)
+        if found is None or found.workspace_id != workspace_id:
+            raise problem(404, "hold_not_found", f"no hold {hold_id!r} in this workspace")
+        result = release_hold(
+            conn, hold_id=hold_id, reason=body.reason, idempotency_key=key, actor=_ACTOR
+        )
+    return _out(result.hold)

@@ -1,0 +1,1 @@
+"""The API's routers, one per resource; `api/router.py` mounts them under `/api`."""

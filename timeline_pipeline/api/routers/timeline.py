@@ -1,0 +1,58 @@
+"""`GET /api/workspaces/{id}/timeline`: entries (status filter, keyset pages) with their
+evidence ids and Lark links, and the summary.
+
+Handlers are plain `def`: they run in the thread pool, where blocking database calls belong.
+No `from __future__ import annotations`: FastAPI reads the handlers' annotations.
+"""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
+from timeline_pipeline.api.gate import GatedRoute
+from timeline_pipeline.api.models import EntryStatus, TimelineOut
+from timeline_pipeline.api.params import DEFAULT_LIMIT, DOC_400, MAX_LIMIT, After, Limit
+from timeline_pipeline.api.params import decode_cursor as decode
+from timeline_pipeline.api.presenters import entry_out, summary_out
+from timeline_pipeline.curation.rules import VISIBLE_STATUSES
+from timeline_pipeline.http.deps import AuthorizedWorkspace, CurationServiceDep, CursorsDep
+
+router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
+
+
+@router.get(
+    "/workspaces/{workspace_id}/timeline",
+    response_model=TimelineOut,
+    responses=DOC_400,
+    tags=["timeline"],
+    summary="The curated timeline: entries with evidence links, and the summary",
+)
+def get_timeline(
+    workspace_id: AuthorizedWorkspace,
+    service: CurationServiceDep,
+    cursors: CursorsDep,
+    status_: Annotated[
+        list[EntryStatus] | None,
+        Query(alias="status", description="Statuses to include; default draft, confirmed."),
+    ] = None,
+    after: After = None,
+    limit: Limit = DEFAULT_LIMIT,
+) -> TimelineOut:
+    statuses = tuple(dict.fromkeys(status_ or VISIBLE_STATUSES))
+    listing = "timeline:" + ",".join(sorted(statuses))
+    position = decode(cursors, listing, workspace_id, after)
+    with curation_errors():
+        view = service.timeline(
+            workspace_id, statuses=statuses, after=position, limit=min(limit, MAX_LIMIT)
+        )
+    next_cursor = (
+        cursors.encode(listing, workspace_id, *view.next_after) if view.next_after else None
+    )
+    return TimelineOut(
+        workspace_id=workspace_id,
+        statuses=list(view.statuses),
+        entries=[entry_out(e) for e in view.entries],
+        summary=summary_out(view.summary),
+        next_cursor=next_cursor,
+    )

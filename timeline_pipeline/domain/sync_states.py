@@ -1,0 +1,71 @@
+"""A sync-state row as the planners see it, and the checkpoint cursor's text form.
+
+Values only: the stores read and write them (`store/sync_states.py`), the pure planners
+(`windows/planning.py`, `reconcile/planning.py`) decide on them without importing a store
+(README, "Package layout").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from timeline_pipeline.domain.states import WindowStatus
+
+__all__ = ["SyncState", "decode_message_cursor", "encode_message_cursor"]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncState:
+    id: int
+    workspace_id: str
+    source: str
+    source_type: str
+    source_key: str
+    status: str
+    attempt_count: int
+    revision: int
+    processing_started_at: datetime | None
+    last_seen_updated_at: datetime | None
+    last_seen_cursor: str | None
+    last_seen_content_hash: str | None
+    metadata: dict[str, Any]
+    scope_key: str | None
+    processor_version: str | None
+    window_start: datetime | None
+    window_end: datetime | None
+    lease_owner: str | None
+    next_attempt_at: datetime | None
+    summary_attempted: bool
+    last_error: str | None
+    deferral_count: int = 0
+    """Consecutive deferrals while the model service was unavailable (not attempts)."""
+    deferred: bool = False
+    """Waiting out a window-level backoff: `pending` until `next_attempt_at`."""
+    unclaimed_runs: int = 0
+    """Requested runs that finished without claiming the window."""
+
+    def is_exhausted(self, max_attempts: int) -> bool:
+        return self.status == WindowStatus.FAILED and self.attempt_count >= max_attempts
+
+    def is_stale(self, now: datetime, stale_timeout: timedelta) -> bool:
+        return (
+            self.status == WindowStatus.PROCESSING
+            and self.processing_started_at is not None
+            and self.processing_started_at <= now - stale_timeout
+        )
+
+
+def encode_message_cursor(create_time_ms: int, message_id: str) -> str:
+    """A durable high-water mark that sorts as text in (create_time_ms, message_id) order."""
+    if create_time_ms < 0:
+        raise ValueError("negative create time")
+    return f"{create_time_ms:015d}/{message_id}"
+
+
+def decode_message_cursor(cursor: str) -> tuple[int, str]:
+    millis, sep, message_id = cursor.partition("/")
+    if not sep or not millis.isdigit() or not message_id:
+        raise ValueError(f"malformed checkpoint cursor {cursor!r}")
+    return int(millis), message_id

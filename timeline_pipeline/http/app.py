@@ -1,0 +1,136 @@
+"""The composition root of `timeline-pipeline serve`: one FastAPI app, its resources, its routers.
+
+    app = create_app(settings, engine)
+
+`create_app` builds the resources (http/resources.py: the evidence writer, the binding cache,
+the Lark event service and its handler registry, the curation and evidence services, the cursor
+codec), puts them on `app.state.resources` for the dependencies in http/deps.py, and hands them
+to the lifespan, which tears them down once uvicorn has let in-flight requests finish.
+
+Adding a router is one line in `_include_routers`: write a module with a module-level
+`router = APIRouter(...)` whose routes ask for what they need through http/deps.py
+(`Annotated[..., Depends(...)]` aliases; add a provider there for a new resource), then
+`app.include_router(module.router)`. A router under `/api` goes into api/router.py instead, so
+that it is gated and documented with the API. A new Lark callback type is not a router: it is a
+handler registered in receiver/handlers.py (see receiver/registry.py). A separate app (e.g. a
+maintenance listener) gets its own `create_..._app` here, including only its routers.
+
+Every JSON body, the API's included, is encoded by `SafeJSONResponse`, and the exception
+handlers installed here answer with it too, so that no response can fail to encode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
+
+from fastapi import FastAPI, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.utils import is_body_allowed_for_status_code
+from prometheus_client import CollectorRegistry
+from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+
+from timeline_pipeline.api.router import api_router
+from timeline_pipeline.http import health
+from timeline_pipeline.http.resources import ServeResources, build_resources
+from timeline_pipeline.observability.logs import get_logger
+from timeline_pipeline.receiver import router as lark_events
+from timeline_pipeline.receiver.bindings import BindingCache
+from timeline_pipeline.receiver.responses import SafeJSONResponse
+from timeline_pipeline.settings import Settings
+
+__all__ = ["create_app"]
+
+log = get_logger("timeline_pipeline.http")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def create_app(
+    settings: Settings,
+    engine: Engine,
+    *,
+    clock: Callable[[], datetime] = _utc_now,
+    registry: CollectorRegistry | None = None,
+    bindings: BindingCache | None = None,
+    cursor_secret: bytes | None = None,
+) -> FastAPI:
+    """Build `serve`'s app; raises ValueError when LARK_VERIFICATION_TOKEN is not set.
+
+    `registry` receives the app's Prometheus metrics (a fresh one by default); `cursor_secret`
+    signs paging cursors (by default TIMELINE_API_CURSOR_SECRET or a random key per process,
+    see api/cursors.py).
+    """
+    resources = build_resources(
+        settings,
+        engine,
+        clock=clock,
+        registry=registry,
+        bindings=bindings,
+        cursor_key=cursor_secret,
+    )
+    app = FastAPI(
+        title="timeline-pipeline receiver",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=_lifespan(resources),
+        default_response_class=SafeJSONResponse,
+    )
+    app.state.resources = resources
+    _install_exception_handlers(app)
+    _include_routers(app)
+    return app
+
+
+def _include_routers(app: FastAPI) -> None:
+    app.include_router(lark_events.router)  # POST /lark/events
+    app.include_router(health.router)  # GET /healthz, GET /metrics
+    app.include_router(api_router)  # the timeline API, GET /api/openapi.json
+
+
+def _lifespan(
+    resources: ServeResources,
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        # Runs after uvicorn has let in-flight requests finish: write what is queued, then stop.
+        await run_in_threadpool(resources.close)
+
+    return lifespan
+
+
+def _install_exception_handlers(app: FastAPI) -> None:
+    """FastAPI's default handlers, answering with the safe encoding; nothing here logs a body.
+
+    A client that goes away in the middle of its body (anywhere but `/lark/events`, which counts
+    it itself) is logged once, by route, and gets an answer it will never read.
+    """
+
+    async def http_error(_request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        headers = dict(exc.headers or {})
+        if not is_body_allowed_for_status_code(exc.status_code):
+            return Response(status_code=exc.status_code, headers=headers)
+        return SafeJSONResponse({"detail": exc.detail}, exc.status_code, headers=headers)
+
+    async def validation_error(_request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return SafeJSONResponse({"detail": jsonable_encoder(exc.errors())}, 422)
+
+    async def client_disconnected(request: Request, _exc: Exception) -> Response:
+        route = getattr(request.scope.get("route"), "path", None)
+        log.info("client_disconnected", method=request.method, route=route)
+        return Response(status_code=400)
+
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(ClientDisconnect, client_disconnected)

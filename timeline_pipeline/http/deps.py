@@ -1,0 +1,102 @@
+"""The dependencies of `serve`'s routes, in one place: `Annotated[..., Depends(...)]` aliases.
+
+Every provider reads the app's `ServeResources` (built by http/app.py). A test swaps one with
+`app.dependency_overrides[get_curation_service] = lambda: fake`, as FastAPI documents. The few
+places that run before FastAPI's dependency solving (the API's gate, the plain `/lark/events`
+route, kept plain because solving would cost more than verifying a callback) ask `resolve`,
+which honours the same overrides.
+
+No `from __future__ import annotations`: FastAPI reads these annotations at route definition.
+"""
+
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar, cast
+
+from fastapi import Depends, Request
+from sqlalchemy import Engine
+
+from timeline_pipeline.api.auth import workspace_guard
+from timeline_pipeline.api.cursors import CursorCodec
+from timeline_pipeline.curation.evidence import EvidenceService
+from timeline_pipeline.curation.service import CurationService
+from timeline_pipeline.http.resources import ServeResources
+from timeline_pipeline.observability.metrics import ReceiverMetrics
+from timeline_pipeline.receiver.service import EventService
+from timeline_pipeline.settings import Settings
+
+__all__ = [
+    "AuthorizedWorkspace",
+    "CurationServiceDep",
+    "CursorsDep",
+    "EngineDep",
+    "EventServiceDep",
+    "EvidenceServiceDep",
+    "MetricsDep",
+    "SettingsDep",
+    "get_curation_service",
+    "get_cursors",
+    "get_engine",
+    "get_event_service",
+    "get_evidence_service",
+    "get_metrics",
+    "get_resources",
+    "get_settings",
+    "resolve",
+]
+
+T = TypeVar("T")
+
+
+def get_resources(request: Request) -> ServeResources:
+    return cast(ServeResources, request.app.state.resources)
+
+
+def get_settings(request: Request) -> Settings:
+    return get_resources(request).settings
+
+
+def get_engine(request: Request) -> Engine:
+    return get_resources(request).engine
+
+
+def get_metrics(request: Request) -> ReceiverMetrics:
+    return get_resources(request).metrics
+
+
+def get_event_service(request: Request) -> EventService:
+    return get_resources(request).events
+
+
+def get_curation_service(request: Request) -> CurationService:
+    return get_resources(request).curation
+
+
+def get_evidence_service(request: Request) -> EvidenceService:
+    return get_resources(request).evidence
+
+
+def get_cursors(request: Request) -> CursorCodec:
+    return get_resources(request).cursors
+
+
+def resolve(request: Request, provider: Callable[[Request], T]) -> T:
+    """`provider(request)`, or its override in `app.dependency_overrides` (called with the
+    request when it takes an argument), for code that runs outside dependency solving."""
+    override: Callable[..., Any] | None = request.app.dependency_overrides.get(provider)
+    if override is None:
+        return provider(request)
+    if inspect.signature(override).parameters:
+        return cast(T, override(request))
+    return cast(T, override())
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+EngineDep = Annotated[Engine, Depends(get_engine)]
+MetricsDep = Annotated[ReceiverMetrics, Depends(get_metrics)]
+EventServiceDep = Annotated[EventService, Depends(get_event_service)]
+CurationServiceDep = Annotated[CurationService, Depends(get_curation_service)]
+EvidenceServiceDep = Annotated[EvidenceService, Depends(get_evidence_service)]
+CursorsDep = Annotated[CursorCodec, Depends(get_cursors)]
+AuthorizedWorkspace = Annotated[str, Depends(workspace_guard())]
+"""The path's workspace id, once the API's gate let its bearer token pass (api/auth.py)."""

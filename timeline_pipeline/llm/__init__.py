@@ -1,0 +1,1 @@
+"""Calls to the Anthropic Messages API, shared by every Claude caller of the product."""
