@@ -10,8 +10,11 @@ PostgreSQL the connecting role must also hold the DELETE privilege.
 
 from __future__ import annotations
 
+from typing import Final
+
 from sqlalchemy import Connection, inspect, text
 
+from timeline_pipeline.db.schema import metadata
 from timeline_pipeline.lifecycle.descriptor import LifecycleDescriptor, RegistryError
 from timeline_pipeline.lifecycle.registry import check_declarations, declarations
 
@@ -89,10 +92,36 @@ def check_live(conn: Connection, d: LifecycleDescriptor) -> list[RegistryError]:
     return errors
 
 
+NOT_REGISTERED: Final = {
+    "workspaces": "the workspace itself: deleting one cascades to all its rows, an owner's act",
+    "workspace_collaboration_resources": "chat bindings: one row per bound chat, no growth",
+    "workspace_curators": "who may curate: one row per person and workspace, no growth",
+    "api_tokens": "credentials: revoked, never aged out, one row per token",
+    "legal_holds": "the record of what had to be preserved: never purged",
+}
+"""Tables of the schema that need no descriptor, each with its reason; any other table without
+one fails the check, so a new table cannot land without a retention decision."""
+
+
+def unregistered(found: list[tuple[str, LifecycleDescriptor]]) -> list[RegistryError]:
+    registered = {d.table_name for _, d in found}
+    return [
+        RegistryError(
+            table,
+            "descriptor",
+            "no lifecycle descriptor: declare one in the table's store module "
+            "(or state why none is needed in lifecycle/live_check.py NOT_REGISTERED)",
+        )
+        for table in sorted(metadata.tables)
+        if table not in registered and table not in NOT_REGISTERED
+    ]
+
+
 def registry_check(conn: Connection) -> tuple[int, list[RegistryError]]:
     """(descriptors checked, every error) for the registry as declared by the store modules."""
     found = declarations()
     errors = check_declarations(found)
+    errors.extend(unregistered(found))
     for _, d in found:
         errors.extend(check_live(conn, d))
     return len(found), errors

@@ -79,3 +79,22 @@ def test_an_invalid_registry_refuses_to_load_and_names_every_problem() -> None:
 def test_an_unknown_descriptor_key_is_refused_listing_the_known_ones() -> None:
     with pytest.raises(UnknownDescriptor, match=r"unknown key 'evidence\.nope'"):
         load_registry().get("evidence.nope")
+
+
+def test_every_table_of_the_schema_has_a_descriptor_or_a_stated_reason_for_none() -> None:
+    from sqlalchemy import Column, Integer, Table
+
+    from timeline_pipeline.db.schema import metadata
+    from timeline_pipeline.lifecycle.live_check import unregistered
+    from timeline_pipeline.lifecycle.registry import declarations
+
+    assert unregistered(declarations()) == []
+    newcomer = Table(
+        "interaction_requests_probe", metadata, Column("id", Integer, primary_key=True)
+    )
+    try:
+        (error,) = unregistered(declarations())
+        assert error.key == "interaction_requests_probe"
+        assert "no lifecycle descriptor" in error.reason
+    finally:
+        metadata.remove(newcomer)
