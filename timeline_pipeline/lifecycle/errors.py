@@ -17,10 +17,12 @@ class LifecycleError(Exception):
 
 class InvalidLifecycleInput(LifecycleError):
     code = "invalid_input"
+    http_status = 422
 
 
 class UnknownDescriptorKey(LifecycleError):
     code = "unknown_descriptor"
+    http_status = 422
 
 
 class RetentionOverrideOutOfRange(LifecycleError):

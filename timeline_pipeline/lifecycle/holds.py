@@ -15,7 +15,7 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from sqlalchemy import Connection
@@ -67,6 +67,22 @@ def _check_reason(reason: str | None, minimum: int, option: str) -> str:
     return text
 
 
+REVIEW_FROM: Final = datetime(2000, 1, 1, tzinfo=UTC)
+REVIEW_UNTIL: Final = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+def _check_review_at(review_at: datetime | None) -> datetime | None:
+    if review_at is None:
+        return None
+    try:
+        moment = review_at.astimezone(UTC)
+    except (OverflowError, ValueError):
+        moment = REVIEW_FROM - timedelta(days=1)
+    if review_at.tzinfo is None or not REVIEW_FROM <= moment < REVIEW_UNTIL:
+        raise InvalidLifecycleInput("review_at: give a time with a zone, from 2000 to 2099 UTC")
+    return moment
+
+
 def create_hold(
     conn: Connection,
     registry: Registry,
@@ -81,6 +97,7 @@ def create_hold(
 ) -> HoldResult:
     key = _check_key(idempotency_key, "idempotency key")
     text = _check_reason(reason, MIN_CREATE_REASON, "reason")
+    review_at = _check_review_at(review_at)
     if descriptor_key is not None and descriptor_key not in registry.descriptors:
         raise UnknownDescriptorKey(f"descriptor: unknown key {descriptor_key!r}")
     request_hash = _digest(

@@ -71,7 +71,8 @@ def populated(engine: Engine) -> str:
     synthesize(engine, W1)
     synthesize(engine, W2)
     with engine.begin() as conn:
-        return api_tokens.create(conn, "inc-1").token
+        # Every scope, so the legal-hold operations are reached too.
+        return api_tokens.create(conn, "inc-1", api_tokens.SCOPES).token
 
 
 @pytest.mark.slow

@@ -14,22 +14,18 @@ No `from __future__ import annotations`: FastAPI reads the handlers' annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, Header, Path, Response, status
-from pydantic import BaseModel, ConfigDict, Field
 
 from timeline_pipeline.api.auth import workspace_guard
 from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors, problem
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.models import ErrorOut
+from timeline_pipeline.api.models import ErrorOut, HoldCreateIn, HoldOut, HoldReleaseIn
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.http.deps import EngineDep
 from timeline_pipeline.lifecycle.errors import LifecycleError
 from timeline_pipeline.lifecycle.holds import (
-    MAX_REASON,
-    MIN_RELEASE_REASON,
     create_hold,
     release_hold,
 )
@@ -41,8 +37,6 @@ from timeline_pipeline.store.workspaces import WorkspaceNotFound
 
 _ACTOR: Final = "api"
 _KEY_PATTERN: Final = r"^[A-Za-z0-9._:-]{1,256}$"
-_INPUT = ConfigDict(extra="forbid")
-
 IdempotencyKey = Annotated[
     str | None,
     Header(
@@ -53,39 +47,6 @@ IdempotencyKey = Annotated[
     ),
 ]
 HoldId = Annotated[str, Path(max_length=64, pattern=r"^hold_[0-9a-f]{1,59}$")]
-
-
-class HoldCreateIn(BaseModel):
-    model_config = _INPUT
-
-    descriptor_key: str | None = Field(
-        default=None,
-        max_length=128,
-        pattern=r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$",
-        description="Hold one descriptor (and its chain); default: every table of the workspace.",
-    )
-    reason: str = Field(min_length=10, max_length=MAX_REASON, pattern=r"\S")
-    review_at: datetime | None = Field(
-        default=None, description="A date to review the hold on; it never releases the hold."
-    )
-
-
-class HoldReleaseIn(BaseModel):
-    model_config = _INPUT
-
-    reason: str = Field(min_length=MIN_RELEASE_REASON, max_length=MAX_REASON, pattern=r"\S")
-
-
-class HoldOut(BaseModel):
-    id: str
-    workspace_id: str
-    descriptor_key: str | None
-    status: str
-    reason: str
-    review_at: datetime | None
-    created_at: datetime
-    released_at: datetime | None
-    release_reason: str | None
 
 
 def _out(hold: HoldRow) -> HoldOut:
@@ -133,7 +94,7 @@ Releaser = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_RELEASE))]
     response_model=HoldOut,
     status_code=status.HTTP_201_CREATED,
     responses={
-        **_doc(400, "No Idempotency-Key, or an unknown descriptor."),
+        **_doc(400, "No Idempotency-Key."),
         **_doc(404, "No such workspace."),
         **_doc(409, "The Idempotency-Key was used with another body."),
     },
