@@ -75,6 +75,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     ),
     Benchmark("quality"),
     Benchmark("purge", quick_args=("--size", "50000")),
+    Benchmark("ui", quick_args=("--entries", "50", "--evidence", "2000", "--repeat", "3")),
 )
 
 

@@ -200,6 +200,12 @@ class LarkTimelineSettings(BaseSettings):
     binding_cache_ttl: NonNegativeDuration = timedelta(seconds=10)
     """How long a receiver caches a chat's workspace bindings; a new binding reaches every
     replica within this time."""
+    ui_session_ttl: PositiveDuration = timedelta(hours=12)
+    """How long a timeline page session lasts after its sign-in link was opened (README, "The
+    timeline page"); `ui revoke` or `token revoke --workspace W --all` ends them earlier."""
+    ui_poll_interval: Annotated[Duration, Field(ge=timedelta(seconds=1))] = timedelta(seconds=5)
+    """How often an open timeline page asks whether entries changed (an unchanged answer is an
+    empty 204)."""
     display_name_cache_size: int = Field(default=10_000, ge=0)
     """Sender display names cached per receiver process (0 turns the cache off)."""
     display_name_cache_ttl: PositiveDuration = timedelta(hours=1)

@@ -6,7 +6,7 @@ the old (entry_id, evidence_id) key stays unique. API tokens gain scopes: tokens
 keep the timeline scopes they always had, and the legal-hold scopes are granted explicitly.
 
 Revision ID: 0006_lifecycle
-Revises: 0004_build_only_what_runs
+Revises: 0008_ui_sessions
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sqlalchemy.dialects import postgresql
 import timeline_pipeline.db.types
 
 revision: str = "0006_lifecycle"
-down_revision: str | None = "0004_build_only_what_runs"
+down_revision: str | None = "0008_ui_sessions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -36,7 +36,7 @@ def _bindings_pg() -> None:
     op.execute(f"ALTER TABLE {BINDINGS} ADD CONSTRAINT pk_{BINDINGS} PRIMARY KEY (id)")
     op.execute(f"ALTER TABLE {BINDINGS} ADD COLUMN workspace_id VARCHAR(128)")
     op.execute(
-        f"UPDATE {BINDINGS} b SET workspace_id = e.workspace_id "
+        "UPDATE workspace_timeline_entry_evidence b SET workspace_id = e.workspace_id "
         "FROM workspace_timeline_entries e WHERE e.id = b.entry_id"
     )
     op.execute(f"ALTER TABLE {BINDINGS} ALTER COLUMN workspace_id SET NOT NULL")
@@ -86,8 +86,10 @@ def _bindings_sqlite() -> None:
         sa.UniqueConstraint("entry_id", "evidence_id", name=f"uq_{BINDINGS}_entry_id_evidence_id"),
     )
     op.execute(
-        f"INSERT INTO {BINDINGS} (workspace_id, entry_id, evidence_id, created_at) "
-        f"SELECT e.workspace_id, o.entry_id, o.evidence_id, o.created_at FROM {BINDINGS}_old o "
+        "INSERT INTO workspace_timeline_entry_evidence "
+        "(workspace_id, entry_id, evidence_id, created_at) "
+        "SELECT e.workspace_id, o.entry_id, o.evidence_id, o.created_at "
+        "FROM workspace_timeline_entry_evidence_old o "
         "JOIN workspace_timeline_entries e ON e.id = o.entry_id "
         "ORDER BY o.created_at, o.entry_id, o.evidence_id"
     )
@@ -187,9 +189,23 @@ def upgrade() -> None:
         sa.UniqueConstraint("run_key", name=op.f("uq_lifecycle_runs_run_key")),
     )
     op.create_index("ix_lifecycle_runs_started_at_id", "lifecycle_runs", ["started_at", "id"])
+    op.create_index(
+        "ix_ui_signin_links_workspace_id_expires_at_id",
+        "ui_signin_links",
+        ["workspace_id", "expires_at", "id"],
+    )
+    op.create_index(
+        "ix_ui_sessions_workspace_id_expires_at_id",
+        "ui_sessions",
+        ["workspace_id", "expires_at", "id"],
+    )
+    op.create_index("ix_ui_sessions_link_id", "ui_sessions", ["link_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_ui_sessions_link_id", table_name="ui_sessions")
+    op.drop_index("ix_ui_sessions_workspace_id_expires_at_id", table_name="ui_sessions")
+    op.drop_index("ix_ui_signin_links_workspace_id_expires_at_id", table_name="ui_signin_links")
     op.drop_index("ix_lifecycle_runs_started_at_id", table_name="lifecycle_runs")
     op.drop_table("lifecycle_runs")
     op.drop_index("ix_legal_holds_status_workspace_id", table_name="legal_holds")

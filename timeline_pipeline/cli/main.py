@@ -289,6 +289,7 @@ def _register_subcommands() -> None:
     from timeline_pipeline.cli.serve_commands import serve
     from timeline_pipeline.cli.timeline_commands import timeline_group
     from timeline_pipeline.cli.token_commands import token_group
+    from timeline_pipeline.cli.ui_commands import ui_group
 
     cli.add_command(config_group)
     cli.add_command(demo)
@@ -298,6 +299,7 @@ def _register_subcommands() -> None:
     cli.add_command(reconcile)
     cli.add_command(serve)
     cli.add_command(timeline_group)
+    cli.add_command(ui_group)
 
 
 _register_subcommands()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
 from timeline_pipeline.cli.output import emit, json_option
 from timeline_pipeline.db.engine import connection, transaction
-from timeline_pipeline.store import api_tokens
+from timeline_pipeline.store import api_tokens, ui_sessions
 
 
 @click.group("token")
@@ -46,13 +48,38 @@ def token_create(
 
 
 @token_group.command("revoke")
+@click.option("--id", "token_id", help="Token id (tok_...), as `token create` printed.")
 @click.option(
-    "--id", "token_id", required=True, help="Token id (tok_...), as `token create` printed."
+    "--workspace",
+    "workspace_id",
+    help="With --all: the workspace whose every token and timeline page session ends.",
 )
+@click.option("--all", "revoke_all", is_flag=True, help="Revoke all of --workspace's credentials.")
 @json_option
 @pass_app
-def token_revoke(app: AppContext, token_id: str, as_json: bool) -> None:
-    """Revoke a token; requests carrying it get 401 from then on."""
+def token_revoke(
+    app: AppContext, token_id: str | None, workspace_id: str | None, revoke_all: bool, as_json: bool
+) -> None:
+    """Revoke a token (requests carrying it get 401 from then on), or with `--workspace W --all`
+    every token of the workspace and every session of its timeline page."""
+    if revoke_all:
+        if token_id is not None or workspace_id is None:
+            raise click.UsageError("give either --id, or --workspace with --all")
+        with transaction(app.engine) as conn:
+            tokens = api_tokens.revoke_all(conn, workspace_id)
+            sessions = ui_sessions.revoke_for_workspace(conn, workspace_id, now=datetime.now(UTC))
+        data = {"workspace": workspace_id, "tokens_revoked": tokens, "sessions_revoked": sessions}
+        emit(
+            as_json,
+            data,
+            lambda: click.echo(
+                f"workspace {workspace_id}: {tokens} token(s) and {sessions} page session(s) "
+                "revoked"
+            ),
+        )
+        return
+    if token_id is None or workspace_id is not None:
+        raise click.UsageError("give either --id, or --workspace with --all")
     with transaction(app.engine) as conn:
         info = api_tokens.revoke(conn, token_id)
     emit(as_json, info, lambda: click.echo(f"token {info.id} revoked"))

@@ -43,3 +43,9 @@ class EvidenceService:
         more = len(rows) > limit
         rows = rows[:limit]
         return EvidencePageView(rows, (rows[-1].occurred_at, rows[-1].id) if more else None)
+
+    def rows(self, workspace_id: str, ids: list[int]) -> list[EvidenceRow]:
+        """The workspace's rows among `ids` (one bounded page of an entry's evidence, for the
+        timeline page); rows of other workspaces are never returned."""
+        with connection(self._engine) as conn:
+            return evidence_store.get_many(conn, workspace_id, ids)

@@ -345,3 +345,32 @@ lifecycle_runs = Table(
     CheckConstraint(_in("mode", LIFECYCLE_RUN_MODES), name="mode"),
     Index(None, "started_at", "id"),
 )
+
+ui_signin_links = Table(
+    "ui_signin_links",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    _workspace_fk(),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("used_at", UTCDateTime(), nullable=True),
+    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0006_lifecycle)
+)
+
+ui_sessions = Table(
+    "ui_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    _workspace_fk(),
+    Column("session_hash", String(64), nullable=False, unique=True),
+    Column(
+        "link_id", String(64), ForeignKey("ui_signin_links.id", ondelete="CASCADE"), nullable=True
+    ),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("revoked_at", UTCDateTime(), nullable=True),
+    Index(None, "workspace_id", "revoked_at"),
+    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0006_lifecycle)
+    Index(None, "link_id"),
+)

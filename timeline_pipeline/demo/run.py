@@ -296,3 +296,25 @@ def run_demo(
 
     _run_dagster(engine.url.render_as_string(hide_password=False), home, result, progress)
     return result, engine
+
+
+def serve_demo(engine: Engine, port: int) -> None:
+    """`serve` on 127.0.0.1 for `demo --serve`, until Ctrl-C: the timeline page and the API.
+
+    It gets fresh Lark credentials of its own (the receiver needs a verification token); the
+    demo's chat is already stored, so nothing needs to reach it."""
+    import uvicorn
+
+    from timeline_pipeline.cli.serve_commands import DEFAULT_GRACEFUL_TIMEOUT_SECONDS, server_config
+
+    settings = Settings(
+        load_timeline_settings(**DEMO_FLAGS), _demo_runtime(load_runtime_environment())
+    )
+    config = server_config(
+        create_app(settings, engine),
+        host="127.0.0.1",
+        port=port,
+        graceful_timeout=DEFAULT_GRACEFUL_TIMEOUT_SECONDS,
+        log_level="warning",
+    )
+    uvicorn.Server(config).run()

@@ -113,6 +113,18 @@ def revoke(conn: Connection, token_id: str) -> TokenInfo:
     return info
 
 
+def revoke_all(conn: Connection, workspace_id: str) -> int:
+    """Revokes every live token of the workspace (its timeline page sessions are ended beside
+    this, by store/ui_sessions.py); how many were live."""
+    workspaces.require(conn, workspace_id)
+    result = conn.execute(
+        api_tokens.update()
+        .where(api_tokens.c.workspace_id == workspace_id, api_tokens.c.revoked_at.is_(None))
+        .values(revoked_at=datetime.now(UTC))
+    )
+    return int(result.rowcount or 0)
+
+
 def get(conn: Connection, token_id: str) -> TokenInfo | None:
     row = conn.execute(select(api_tokens).where(api_tokens.c.id == token_id)).first()
     if row is None:

@@ -1,0 +1,231 @@
+"""Sign-in links and sessions of the timeline page (`ui_signin_links`, `ui_sessions`).
+
+The only module with these tables' SQL. Secrets are stored as SHA-256 hashes only: a link is
+256 random bits that works once within its TTL, a session cookie 256 random bits too, so a plain
+hash makes a leaked table useless (README, "The timeline page"). Redeeming a link is one
+conditional UPDATE, so two tabs opening the same link cannot both sign in.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, select
+
+from timeline_pipeline.db.schema import ui_sessions as ses
+from timeline_pipeline.db.schema import ui_signin_links as links
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ChildLink,
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
+from timeline_pipeline.store import workspaces
+from timeline_pipeline.ui.credentials import hash_secret, new_secret
+
+__all__ = [
+    "IssuedLink",
+    "IssuedSession",
+    "SessionInfo",
+    "create_link",
+    "end_session",
+    "open_session",
+    "redeem_link",
+    "revoke_for_workspace",
+    "session_for",
+    "sessions_of",
+]
+
+MAX_SECRET_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedLink:
+    id: str
+    workspace_id: str
+    token: str  # shown once, never stored
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedSession:
+    id: str
+    workspace_id: str
+    secret: str  # the cookie value, never stored
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    workspace_id: str
+    created_at: datetime
+    expires_at: datetime
+    revoked_at: datetime | None
+
+
+def create_link(
+    conn: Connection, workspace_id: str, *, now: datetime, ttl: timedelta
+) -> IssuedLink:
+    workspaces.require(conn, workspace_id)
+    token = new_secret()
+    issued = IssuedLink(f"uil_{uuid.uuid4().hex[:16]}", workspace_id, token, now + ttl)
+    conn.execute(
+        links.insert().values(
+            id=issued.id,
+            workspace_id=workspace_id,
+            token_hash=hash_secret(token),
+            created_at=now,
+            expires_at=issued.expires_at,
+        )
+    )
+    return issued
+
+
+def redeem_link(conn: Connection, token: str, *, now: datetime) -> tuple[str, str] | None:
+    """(link id, workspace id) when the link is unused and unexpired, marking it used; else None.
+
+    One conditional UPDATE: of two concurrent redemptions exactly one sees a row."""
+    if not token or len(token) > MAX_SECRET_CHARS:
+        return None
+    row = conn.execute(
+        links.update()
+        .where(
+            links.c.token_hash == hash_secret(token),
+            links.c.used_at.is_(None),
+            links.c.expires_at > now,
+        )
+        .values(used_at=now)
+        .returning(links.c.id, links.c.workspace_id)
+    ).first()
+    return (row.id, row.workspace_id) if row is not None else None
+
+
+def open_session(
+    conn: Connection, workspace_id: str, *, link_id: str | None, now: datetime, ttl: timedelta
+) -> IssuedSession:
+    secret = new_secret()
+    issued = IssuedSession(f"uis_{uuid.uuid4().hex[:16]}", workspace_id, secret, now + ttl)
+    conn.execute(
+        ses.insert().values(
+            id=issued.id,
+            workspace_id=workspace_id,
+            session_hash=hash_secret(secret),
+            link_id=link_id,
+            created_at=now,
+            expires_at=issued.expires_at,
+        )
+    )
+    return issued
+
+
+def _info(row: object) -> SessionInfo:
+    return SessionInfo(
+        row.id,  # type: ignore[attr-defined]
+        row.workspace_id,  # type: ignore[attr-defined]
+        row.created_at,  # type: ignore[attr-defined]
+        row.expires_at,  # type: ignore[attr-defined]
+        row.revoked_at,  # type: ignore[attr-defined]
+    )
+
+
+def session_for(conn: Connection, secret: str, *, now: datetime) -> SessionInfo | None:
+    """The live session of this cookie value: not revoked, not expired; else None."""
+    if not secret or len(secret) > MAX_SECRET_CHARS:
+        return None
+    row = conn.execute(
+        select(ses).where(
+            ses.c.session_hash == hash_secret(secret),
+            ses.c.revoked_at.is_(None),
+            ses.c.expires_at > now,
+        )
+    ).first()
+    return _info(row) if row is not None else None
+
+
+def sessions_of(conn: Connection, workspace_id: str) -> list[SessionInfo]:
+    rows = conn.execute(
+        select(ses).where(ses.c.workspace_id == workspace_id).order_by(ses.c.created_at, ses.c.id)
+    )
+    return [_info(row) for row in rows]
+
+
+def revoke_for_workspace(conn: Connection, workspace_id: str, *, now: datetime) -> int:
+    """Ends every live session of the workspace and voids its unused links; sessions ended."""
+    conn.execute(
+        links.update()
+        .where(links.c.workspace_id == workspace_id, links.c.used_at.is_(None))
+        .values(used_at=now)
+    )
+    result = conn.execute(
+        ses.update()
+        .where(ses.c.workspace_id == workspace_id, ses.c.revoked_at.is_(None))
+        .values(revoked_at=now)
+    )
+    return int(result.rowcount or 0)
+
+
+def end_session(conn: Connection, secret: str, *, now: datetime) -> bool:
+    """Signs one session out; False when it had already ended."""
+    result = conn.execute(
+        ses.update()
+        .where(ses.c.session_hash == hash_secret(secret), ses.c.revoked_at.is_(None))
+        .values(revoked_at=now)
+    )
+    return bool(result.rowcount)
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+_UI_COMMON = {
+    "scope": Scope.WORKSPACE,
+    "cursor_column": "expires_at",
+    "retention_class": RetentionClass.AUDIT_SECURITY,
+    "retention_min_days": 1,
+    "retention_max_days": 365,
+    "default_retention_days": 30,
+    "partition": NOT_PARTITIONED,
+    "archive": NOT_ARCHIVED,
+    "deletion": HARD_DELETE,
+    "legal_hold": LegalHoldNote(),
+    "batch_limit": 5_000,
+    "backup_restore_notes": BACKUP_NOTES,
+    "execution_mode": ExecutionMode.GENERIC,
+}
+
+DESCRIPTORS = (
+    LifecycleDescriptor(
+        key="ui_sessions.ui_signin_links",
+        table_name="ui_signin_links",
+        owner="ui_sessions",
+        required_indexes=(
+            RequiredIndex(("workspace_id", "expires_at", "id"), "the purge's keyset"),
+        ),
+        children=(ChildLink("ui_sessions.ui_sessions", "link_id"),),
+        notes="One-time sign-in links (hashes only): useless once expired; kept 30 days after "
+        "expiry to answer who signed in when.",
+        **_UI_COMMON,  # type: ignore[arg-type]
+    ),
+    LifecycleDescriptor(
+        key="ui_sessions.ui_sessions",
+        table_name="ui_sessions",
+        owner="ui_sessions",
+        required_indexes=(
+            RequiredIndex(("workspace_id", "expires_at", "id"), "the purge's keyset"),
+            RequiredIndex(("link_id",), "the sign-in links' live-child probe"),
+        ),
+        notes="Page sessions (hashes only), purged 30 days after they expire.",
+        **_UI_COMMON,  # type: ignore[arg-type]
+    ),
+)

@@ -1,0 +1,75 @@
+"""The demo's incident as the pipeline leaves it, without the demo's servers: the bundled chat
+stored as evidence (display names filled as the contact lookup fills them), every window
+synthesized by the real window runner with the rule synthesizer, and the summary written by the
+deterministic summarizer. Plus what a signed-in browser holds: a session cookie and its CSRF
+token, minted the way `ui link` and the sign-in route mint them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Engine
+
+from timeline_pipeline import demo_data
+from timeline_pipeline.demo.scenario import demo_end, shifted
+from timeline_pipeline.ingest.records import evidence_record
+from timeline_pipeline.lark.normalize import normalize_list_item
+from timeline_pipeline.store import evidence, ui_sessions, workspaces
+from timeline_pipeline.summary.deterministic import DeterministicSummarizer
+from timeline_pipeline.summary.runner import SummaryRunner
+from timeline_pipeline.synthesis.rules import RuleSynthesizer
+from timeline_pipeline.synthesis_run.runner import WindowRunner
+from timeline_pipeline.ui.credentials import csrf_token
+from timeline_pipeline.windows.keys import WindowRef, window_start_of
+from timeline_pipeline_tests.windows.support import settings
+
+DEMO_TITLE = "Checkout latency and 5xx after a payment-gateway config change"
+WINDOW = timedelta(minutes=10)
+
+
+def demo_incident(engine: Engine, workspace_id: str = "demo-ui") -> int:
+    """Stores and synthesizes the demo chat in a new workspace; returns the message count."""
+    now = datetime.now(UTC)
+    timeline = settings(summary_enabled=True)
+    end = demo_end(now, timeline.synthesis_window, timeline.synthesis_window_close_grace)
+    scenario = shifted(demo_data.load_messages(), end)
+    with engine.begin() as conn:
+        workspaces.create(
+            conn, workspace_id, created_at=scenario.workspace_created_at, title=DEMO_TITLE
+        )
+        workspaces.bind_chat(conn, workspace_id, demo_data.CHAT_ID)
+        records = [
+            evidence_record(normalize_list_item(item, max_text_chars=4000), workspace_id)
+            for item in scenario.messages
+        ]
+        evidence.upsert_many(conn, records, now=now)
+        evidence.fill_display_names(conn, workspace_id, demo_data.load_users())
+    runner = WindowRunner(engine, timeline, RuleSynthesizer())
+    for start in sorted({window_start_of(r.occurred_at, WINDOW) for r in records}):
+        runner.run(WindowRef(workspace_id, demo_data.CHAT_ID, start), owner="test")
+    SummaryRunner(
+        engine, DeterministicSummarizer(), enabled=True, lookback=timedelta(hours=73)
+    ).run(workspace_id)
+    return len(records)
+
+
+def sign_in_token(
+    engine: Engine,
+    workspace_id: str,
+    *,
+    ttl: timedelta = timedelta(minutes=10),
+    now: datetime | None = None,
+) -> str:
+    with engine.begin() as conn:
+        return ui_sessions.create_link(
+            conn, workspace_id, now=now or datetime.now(UTC), ttl=ttl
+        ).token
+
+
+def session(engine: Engine, workspace_id: str) -> tuple[str, str]:
+    """(cookie value, CSRF token) of a fresh session of the workspace."""
+    with engine.begin() as conn:
+        issued = ui_sessions.open_session(
+            conn, workspace_id, link_id=None, now=datetime.now(UTC), ttl=timedelta(hours=1)
+        )
+    return issued.secret, csrf_token(issued.secret)

@@ -1,0 +1,295 @@
+"""The timeline page in a real browser: Debian's chromium driven by Playwright against one real
+`serve` (uvicorn on 127.0.0.1, port 0) over the demo's incident, shared by every test here.
+
+Every browser context aborts and records any request that would leave loopback, so each test
+also proves the page needs nothing from elsewhere. The screenshot of the demo's timeline is
+written to `test-results/ui/` (README, "The timeline page").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
+from playwright import sync_api as playwright_api
+from sqlalchemy import Engine
+
+from timeline_pipeline.curation.service import CurationService, NewEntry
+from timeline_pipeline.db.engine import make_engine
+from timeline_pipeline.db.migrate import upgrade
+from timeline_pipeline.http.app import create_app
+from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn
+from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
+from timeline_pipeline.store import workspaces
+from timeline_pipeline_tests.ui.support import demo_incident, sign_in_token
+
+CHROMIUM = Path("/usr/bin/chromium")
+DEMO = "demo-ui"
+OTHER = "other-ui"
+SCREENSHOT_DIR = Path(__file__).resolve().parents[2] / "test-results" / "ui"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Served:
+    base_url: str
+    engine: Engine
+    service: CurationService
+
+
+@dataclass
+class Visit:
+    """One browser context (its own cookies) and every request it made."""
+
+    context: object
+    page: object
+    requests: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('ui-browser') / 'timeline.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    demo_incident(engine, DEMO)
+    with engine.begin() as conn:
+        workspaces.create(conn, OTHER, title="Another team's incident")
+    service = CurationService(engine)
+    service.add(OTHER, NewEntry(datetime.now(UTC), "Secret of the other team", "impact"), actor="t")
+    settings = Settings(
+        LarkTimelineSettings(ui_poll_interval="1s"),
+        RuntimeEnvironment(LARK_VERIFICATION_TOKEN="vt"),
+    )
+    server = LoopbackUvicorn(create_app(settings, engine)).start()
+    try:
+        yield Served(server.base_url, engine, service)
+    finally:
+        server.stop()
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not CHROMIUM.exists():
+        pytest.fail("chromium is missing: scripts/bootstrap installs it with apt")
+    with playwright_api.sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def visit(browser: object) -> Iterator[Visit]:
+    # A viewer far from UTC, so that the local times beside the UTC ones differ from them.
+    context = browser.new_context(  # type: ignore[attr-defined]
+        viewport={"width": 1200, "height": 900}, timezone_id="Asia/Singapore", locale="en-GB"
+    )
+    page = context.new_page()
+    seen = Visit(context, page)
+
+    def guard(route: object) -> None:
+        url = route.request.url  # type: ignore[attr-defined]
+        seen.requests.append(url)
+        if urlsplit(url).hostname not in LOOPBACK:
+            seen.blocked.append(url)
+            route.abort()  # type: ignore[attr-defined]
+        else:
+            route.continue_()  # type: ignore[attr-defined]
+
+    context.route("**/*", guard)
+    page.set_default_timeout(10_000)
+    try:
+        yield seen
+    finally:
+        context.close()
+    assert not seen.blocked, seen.blocked
+
+
+def sign_in(served: Served, visit: Visit, workspace_id: str = DEMO) -> str:
+    link = f"{served.base_url}/ui/sign-in?token={sign_in_token(served.engine, workspace_id)}"
+    visit.page.goto(link)  # type: ignore[attr-defined]
+    return link
+
+
+def entries(visit: Visit) -> object:
+    return visit.page.locator("[data-entry-id]")  # type: ignore[attr-defined]
+
+
+def test_a_screenshot_of_the_demo_timeline_is_written_before_anything_changes_it(
+    served: Served, visit: Visit
+) -> None:
+    sign_in(served, visit)
+    page = visit.page
+    entries(visit).first.get_by_text("Evidence").click()  # type: ignore[attr-defined]
+    playwright_api.expect(page.locator(".messages li").first).to_be_visible()  # type: ignore[attr-defined]
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    shot = SCREENSHOT_DIR / "timeline-page.png"
+    page.set_viewport_size({"width": 1200, "height": 1800})  # type: ignore[attr-defined]
+    page.evaluate("window.scrollTo(0, 0)")  # type: ignore[attr-defined]
+    page.screenshot(path=str(shot))  # type: ignore[attr-defined]
+    assert shot.stat().st_size > 10_000
+
+
+def test_a_sign_in_link_opens_the_page_with_an_httponly_strict_cookie(
+    served: Served, visit: Visit
+) -> None:
+    link = sign_in(served, visit)
+    page = visit.page
+    assert page.url == f"{served.base_url}/ui/workspaces/{DEMO}"  # type: ignore[attr-defined]
+    assert "token" not in page.url  # type: ignore[attr-defined]
+    [cookie] = visit.context.cookies()  # type: ignore[attr-defined]
+    assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+    assert cookie["secure"] is False  # plain http on loopback; https sets Secure (test_routes)
+    visible = served.service.timeline(DEMO).entries
+    playwright_api.expect(entries(visit)).to_have_count(len(visible))
+    assert page.locator("h1").inner_text().startswith("Checkout latency")  # type: ignore[attr-defined]
+    assert link not in page.content()  # type: ignore[attr-defined]
+
+
+def test_a_used_or_expired_link_is_refused(served: Served, browser: object, visit: Visit) -> None:
+    link = sign_in(served, visit)
+    again = browser.new_context()  # type: ignore[attr-defined]
+    try:
+        answer = again.new_page().goto(link)
+        assert answer.status == 403
+        assert "does not work" in answer.text()
+        assert again.cookies() == []
+        expired = sign_in_token(served.engine, DEMO, now=datetime.now(UTC) - timedelta(minutes=11))
+        late = again.new_page().goto(f"{served.base_url}/ui/sign-in?token={expired}")
+        assert late.status == 403
+        assert again.cookies() == []
+    finally:
+        again.close()
+
+
+def test_entries_open_to_their_messages_with_links_to_lark(served: Served, visit: Visit) -> None:
+    sign_in(served, visit)
+    page = visit.page
+    first = entries(visit).first  # type: ignore[attr-defined]
+    first.get_by_text("Evidence").click()
+    message = first.locator(".messages li").first
+    playwright_api.expect(message).to_be_visible()
+    link = message.get_by_role("link", name="Open in Lark")
+    assert link.get_attribute("href").startswith("https://applink.larksuite.com/client/chat/open?")
+    assert message.locator(".sender").inner_text() not in ("", "Unknown sender")
+    assert page.evaluate("typeof window.htmx") == "object"  # type: ignore[attr-defined]
+    # Times in UTC, and in the viewer's local time beside them.
+    shown = first.locator("[data-local-time]").first
+    moment = datetime.fromisoformat(shown.get_attribute("data-local-time").replace("Z", "+00:00"))
+    singapore = (moment + timedelta(hours=8)).strftime("%H:%M")
+    assert shown.inner_text() == f"({singapore} GMT+8 local)"
+
+
+def test_confirming_a_draft_by_clicking_is_stored_and_survives_a_reload(
+    served: Served, visit: Visit
+) -> None:
+    sign_in(served, visit)
+    page = visit.page
+    draft = page.locator('[data-status="draft"]').first  # type: ignore[attr-defined]
+    entry_id = int(draft.get_attribute("data-entry-id"))
+    draft.get_by_role("button", name="Confirm").click()
+    same = page.locator(f'[data-entry-id="{entry_id}"]')  # type: ignore[attr-defined]
+    playwright_api.expect(same).to_have_attribute("data-status", "confirmed")
+    playwright_api.expect(page.locator("#live")).to_contain_text("Entry confirmed")  # type: ignore[attr-defined]
+    assert served.service.entry(DEMO, entry_id).status == "confirmed"
+    page.reload()  # type: ignore[attr-defined]
+    playwright_api.expect(same).to_have_attribute("data-status", "confirmed")
+    playwright_api.expect(same.get_by_role("button", name="Confirm")).to_have_count(0)
+    playwright_api.expect(same.get_by_role("button", name="Hide")).to_have_count(1)
+
+
+def test_a_stale_edit_is_refused_with_its_message(served: Served, visit: Visit) -> None:
+    sign_in(served, visit)
+    page = visit.page
+    entry = entries(visit).nth(2)  # type: ignore[attr-defined]
+    entry_id = int(entry.get_attribute("data-entry-id"))
+    entry.get_by_role("button", name="Edit").click()
+    title = page.get_by_label("Title").first  # type: ignore[attr-defined]
+    playwright_api.expect(title).to_be_focused()
+    current = served.service.entry(DEMO, entry_id)
+    served.service.edit(DEMO, entry_id, {"title": "Edited elsewhere meanwhile"},
+                        expected_revision=current.revision, actor="someone")  # fmt: skip
+    title.fill("My version of the title")
+    page.get_by_role("button", name="Save").click()  # type: ignore[attr-defined]
+    shown = page.locator(f'[data-entry-id="{entry_id}"]')  # type: ignore[attr-defined]
+    playwright_api.expect(shown.get_by_role("alert")).to_contain_text("changed by someone else")
+    playwright_api.expect(shown.locator(".entry-title")).to_have_text("Edited elsewhere meanwhile")
+    assert served.service.entry(DEMO, entry_id).title == "Edited elsewhere meanwhile"
+
+
+def test_another_workspaces_page_is_refused_and_shows_nothing(served: Served, visit: Visit) -> None:
+    sign_in(served, visit)
+    answer = visit.page.goto(f"{served.base_url}/ui/workspaces/{OTHER}")  # type: ignore[attr-defined]
+    assert answer.status == 403
+    text = visit.page.content()  # type: ignore[attr-defined]
+    assert "Secret of the other team" not in text and "Another team" not in text
+    playwright_api.expect(entries(visit)).to_have_count(0)
+
+
+def test_a_csrf_attempt_from_another_origin_is_refused(served: Served, visit: Visit) -> None:
+    sign_in(served, visit)
+    draft = served.service.timeline(DEMO, statuses=("draft",)).entries[-1]
+    target = f"{served.base_url}/ui/workspaces/{DEMO}/entries/{draft.id}/hide"
+    evil = FastAPI()
+
+    @evil.get("/")
+    def lure() -> HTMLResponse:
+        return HTMLResponse(
+            f'<form method="post" action="{target}"><input name="revision" '
+            f'value="{draft.revision}"><button>Win a prize</button></form>'
+        )
+
+    with LoopbackUvicorn(evil) as attacker:  # same site (127.0.0.1), another origin (port)
+        visit.page.goto(attacker.base_url)  # type: ignore[attr-defined]
+        with visit.page.expect_response(target) as answer:  # type: ignore[attr-defined]
+            visit.page.get_by_role("button", name="Win a prize").click()  # type: ignore[attr-defined]
+        assert answer.value.status == 403
+    assert served.service.entry(DEMO, draft.id).status == "draft"
+
+
+def test_the_page_loads_with_no_request_leaving_loopback(served: Served, visit: Visit) -> None:
+    sign_in(served, visit)
+    page = visit.page
+    entries(visit).first.get_by_text("Evidence").click()  # type: ignore[attr-defined]
+    playwright_api.expect(page.locator(".messages li").first).to_be_visible()  # type: ignore[attr-defined]
+    page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+    hosts = {urlsplit(url).hostname for url in visit.requests}
+    assert hosts == {"127.0.0.1"}
+    assert any("/ui/static/htmx-" in url for url in visit.requests)
+    assert any(url.endswith("/evidence") for url in visit.requests)
+
+
+def test_new_entries_appear_without_a_reload(served: Served, visit: Visit) -> None:
+    sign_in(served, visit)
+    served.service.add(
+        DEMO, NewEntry(datetime.now(UTC), "Status page updated for EU", "impact"), actor="t"
+    )
+    appeared = visit.page.get_by_role("heading", name="Status page updated for EU")  # type: ignore[attr-defined]
+    playwright_api.expect(appeared).to_be_visible(timeout=12_000)
+
+
+def test_the_actions_work_from_the_keyboard_and_are_announced(served: Served, visit: Visit) -> None:
+    sign_in(served, visit)
+    page = visit.page
+    page.keyboard.press("Tab")  # type: ignore[attr-defined]
+    skip = page.get_by_role("link", name="Skip to the timeline")  # type: ignore[attr-defined]
+    playwright_api.expect(skip).to_be_focused()
+    draft = page.locator('[data-status="draft"]').nth(1)  # type: ignore[attr-defined]
+    entry_id = int(draft.get_attribute("data-entry-id"))
+    draft.get_by_role("button", name="Hide").focus()
+    page.keyboard.press("Enter")  # type: ignore[attr-defined]
+    same = page.locator(f'[data-entry-id="{entry_id}"]')  # type: ignore[attr-defined]
+    playwright_api.expect(same).to_have_attribute("data-status", "hidden")
+    playwright_api.expect(page.locator("#live")).to_contain_text("Entry hidden")  # type: ignore[attr-defined]
+    assert served.service.entry(DEMO, entry_id).status == "hidden"
