@@ -72,8 +72,8 @@ def test_a_release_without_a_reason_or_a_key_is_refused_and_changes_nothing(
     hold_id = served.client.post(HOLDS, json=REASON, headers={**creator, **key("k1")}).json()["id"]
     release = f"{HOLDS}/{hold_id}/release"
     no_key = served.client.post(release, json=RELEASE, headers=releaser)
-    assert no_key.status_code == 400
-    assert no_key.json()["detail"]["code"] == "idempotency_key_required"
+    assert no_key.status_code == 422
+    assert no_key.json()["detail"][0]["loc"] == ["header", "Idempotency-Key"]
     short = served.client.post(release, json={"reason": "done"}, headers={**releaser, **key("r")})
     assert short.status_code == 422
     foreign = scoped(served.engine, api_tokens.SCOPE_HOLD_RELEASE, workspace_id="inc-2")

@@ -38,12 +38,13 @@ from timeline_pipeline.store.workspaces import WorkspaceNotFound
 _ACTOR: Final = "api"
 _KEY_PATTERN: Final = r"^[A-Za-z0-9._:-]{1,256}$"
 IdempotencyKey = Annotated[
-    str | None,
+    str,
     Header(
         alias="Idempotency-Key",
         max_length=256,
         pattern=_KEY_PATTERN,
-        description="Required: the same key with the same body gives the first answer again.",
+        description="Required (422 without it): the same key with the same body gives the "
+        "first answer again, with another body 409.",
     ),
 ]
 HoldId = Annotated[str, Path(max_length=64, pattern=r"^hold_[0-9a-f]{1,59}$")]
@@ -74,12 +75,6 @@ def _lifecycle_errors() -> Iterator[None]:
             raise problem(exc.http_status, exc.code, str(exc)) from None
 
 
-def _require_key(key: str | None) -> str:
-    if not key:
-        raise problem(400, "idempotency_key_required", "send an Idempotency-Key header")
-    return key
-
-
 def _doc(code: int, description: str) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorOut, "description": description}}
 
@@ -94,7 +89,6 @@ Releaser = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_RELEASE))]
     response_model=HoldOut,
     status_code=status.HTTP_201_CREATED,
     responses={
-        **_doc(400, "No Idempotency-Key."),
         **_doc(404, "No such workspace."),
         **_doc(409, "The Idempotency-Key was used with another body."),
     },
@@ -106,9 +100,9 @@ def create_hold_route(
     body: HoldCreateIn,
     response: Response,
     engine: EngineDep,
-    idempotency_key: IdempotencyKey = None,
+    idempotency_key: IdempotencyKey,
 ) -> HoldOut:
-    key = _require_key(idempotency_key)
+    key = idempotency_key
     with _lifecycle_errors(), transaction(engine) as conn:
         result = create_hold(
             conn,
@@ -129,7 +123,6 @@ def create_hold_route(
     "/workspaces/{workspace_id}/lifecycle/holds/{hold_id}/release",
     response_model=HoldOut,
     responses={
-        **_doc(400, "No Idempotency-Key."),
         **_doc(404, "No such hold in this workspace."),
         **_doc(409, "Already released, or the Idempotency-Key was used with another body."),
     },
@@ -141,9 +134,9 @@ def release_hold_route(
     hold_id: HoldId,
     body: HoldReleaseIn,
     engine: EngineDep,
-    idempotency_key: IdempotencyKey = None,
+    idempotency_key: IdempotencyKey,
 ) -> HoldOut:
-    key = _require_key(idempotency_key)
+    key = idempotency_key
     with _lifecycle_errors(), transaction(engine) as conn:
         found = legal_holds.get(conn, hold_id)
         if found is None or found.workspace_id != workspace_id:
