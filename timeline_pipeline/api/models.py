@@ -200,6 +200,13 @@ class SummaryIn(BaseModel):
 
 # --- legal holds (api/routers/holds.py) ------------------------------------------------------
 
+
+def _descriptor_keys() -> list[str]:
+    from timeline_pipeline.lifecycle.registry import load_registry
+
+    return sorted(load_registry().descriptors)
+
+
 HOLD_REASON_MIN: Final = 10
 HOLD_REASON_MAX: Final = 1000
 
@@ -214,8 +221,9 @@ class HoldCreateIn(BaseModel):
     descriptor_key: str | None = Field(
         default=None,
         max_length=128,
-        pattern=r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$",
-        description="Hold one descriptor (and its chain); default: every table of the workspace.",
+        description="Hold one descriptor (and its chain); default: every table of the workspace. "
+        "One of the registered keys; another is 422 `unknown_descriptor`.",
+        json_schema_extra={"enum": [*_descriptor_keys(), None]},
     )
     reason: str = Field(min_length=HOLD_REASON_MIN, max_length=HOLD_REASON_MAX, pattern=_REASON)
     review_at: AwareDatetime | None = Field(
