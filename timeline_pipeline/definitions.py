@@ -20,6 +20,7 @@ import dagster as dg
 from timeline_pipeline.orchestration.collection import collection_defs
 from timeline_pipeline.orchestration.health import health_defs
 from timeline_pipeline.orchestration.lifecycle import lifecycle_defs
+from timeline_pipeline.orchestration.maintenance import maintenance_defs
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.summary import SummarizerResource, summary_defs
 from timeline_pipeline.orchestration.windows import SynthesizerResource, window_defs
@@ -60,4 +61,5 @@ defs = dg.Definitions.merge(
     summary_defs(summarizer=summarizer),
     health_defs(),
     lifecycle_defs(),
+    maintenance_defs(),
 )

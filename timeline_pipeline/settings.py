@@ -40,6 +40,7 @@ YAML_SECTION = "services.workspace.timeline.lark"
 ENV_PREFIX = "TIMELINE_LARK_"
 DEFAULT_DATABASE_URL = "sqlite:///.timeline/timeline.db"
 MAX_INGESTION_LOOKBACK = timedelta(hours=72)
+MAX_REVIEW_CARD_TTL = timedelta(hours=24)
 
 
 class SettingsError(Exception):
@@ -227,6 +228,28 @@ class LarkTimelineSettings(BaseSettings):
     reconcile_max_threads: int = Field(default=200, ge=0)
     """Threads whose replies one reconciliation run fetches at most (0: none)."""
 
+    # Review cards (README, "Review cards").
+    review_cards_enabled: bool = False
+    """Post an interactive review card to the chat of a window that created drafts, and apply
+    curators' decisions from it."""
+    review_card_ttl: PositiveDuration = timedelta(hours=24)
+    """How long a review card accepts decisions, persisted with the card; at most 24h."""
+    review_card_admission_limit_per_workspace: int = Field(default=200, ge=1, le=100_000)
+    """Admitted card decisions per workspace waiting for the worker; a callback beyond it is
+    refused with a toast (try again shortly)."""
+    review_card_worker_concurrency: int = Field(default=4, ge=1, le=64)
+    """Decisions the card worker applies at once per process, bounded apart from admission."""
+    review_card_lease: PositiveDuration = timedelta(seconds=30)
+    """How long a worker holds an admitted decision or a card delivery; an expired lease is
+    taken over by another worker or replica."""
+    review_card_poll_interval: PositiveDuration = timedelta(seconds=1)
+    """How often an idle card worker looks for queued work."""
+    review_card_link_base_url: str = ""
+    """Public origin of `serve`; when set, each draft on a card links to its entry on the
+    timeline page (`/ui/workspaces/{id}`)."""
+    interaction_retention: PositiveDuration = timedelta(days=30)
+    """How long finished review cards and their admitted decisions are kept (lifecycle)."""
+
     @model_validator(mode="after")
     def _check_relations(self) -> LarkTimelineSettings:
         hour = timedelta(hours=1)
@@ -246,6 +269,8 @@ class LarkTimelineSettings(BaseSettings):
             raise ValueError(
                 "synthesisOutageBackoffCap: must not be shorter than synthesisOutageBackoffBase"
             )
+        if self.review_card_ttl > MAX_REVIEW_CARD_TTL:
+            raise ValueError("reviewCardTtl: must not exceed 24h")
         if self.window_backlog_limit_per_workspace > self.window_backlog_limit_global:
             raise ValueError(
                 "windowBacklogLimitPerWorkspace: must not exceed windowBacklogLimitGlobal"
@@ -317,10 +342,12 @@ class RuntimeEnvironment(BaseSettings):
     )
     """Signs API paging cursors (a random key per process when unset); several `serve`
     replicas behind one balancer must share it."""
-    maintenance_port: int | None = Field(
-        default=None, ge=1, le=65535, validation_alias=AliasChoices("MAINTENANCE_PORT")
+    maintenance_port: str | None = Field(
+        default=None, validation_alias=AliasChoices("MAINTENANCE_PORT")
     )
-    """Port of the loopback-only maintenance listener."""
+    """Port (1 .. 65535) of the loopback-only maintenance listener that `serve` starts; unset
+    disables it. Read as text: an invalid value disables only the listener, with a logged
+    error, and never stops `serve` or any other command."""
 
 
 class Settings:

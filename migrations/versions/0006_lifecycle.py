@@ -6,7 +6,7 @@ the old (entry_id, evidence_id) key stays unique. API tokens gain scopes: tokens
 keep the timeline scopes they always had, and the legal-hold scopes are granted explicitly.
 
 Revision ID: 0006_lifecycle
-Revises: 0008_ui_sessions
+Revises: 0005_interactions
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sqlalchemy.dialects import postgresql
 import timeline_pipeline.db.types
 
 revision: str = "0006_lifecycle"
-down_revision: str | None = "0008_ui_sessions"
+down_revision: str | None = "0005_interactions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -200,9 +200,28 @@ def upgrade() -> None:
         ["workspace_id", "expires_at", "id"],
     )
     op.create_index("ix_ui_sessions_link_id", "ui_sessions", ["link_id"])
+    op.create_index(
+        "ix_interaction_requests_workspace_id_expires_at_id",
+        "interaction_requests",
+        ["workspace_id", "expires_at", "id"],
+    )
+    op.create_index(
+        "ix_interaction_admissions_workspace_id_admitted_at_id",
+        "interaction_admissions",
+        ["workspace_id", "admitted_at", "id"],
+    )
+    op.create_index("ix_maintenance_jobs_updated_at_id", "maintenance_jobs", ["updated_at", "id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_maintenance_jobs_updated_at_id", table_name="maintenance_jobs")
+    op.drop_index(
+        "ix_interaction_admissions_workspace_id_admitted_at_id",
+        table_name="interaction_admissions",
+    )
+    op.drop_index(
+        "ix_interaction_requests_workspace_id_expires_at_id", table_name="interaction_requests"
+    )
     op.drop_index("ix_ui_sessions_link_id", table_name="ui_sessions")
     op.drop_index("ix_ui_sessions_workspace_id_expires_at_id", table_name="ui_sessions")
     op.drop_index("ix_ui_signin_links_workspace_id_expires_at_id", table_name="ui_signin_links")

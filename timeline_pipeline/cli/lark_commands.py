@@ -19,11 +19,12 @@ import click
 
 from timeline_pipeline.lark.simulator.events import (
     EventIdentity,
+    card_action_event,
     message_recalled_event,
     message_receive_event,
 )
 from timeline_pipeline.lark.simulator.faults import SimulatorFaults
-from timeline_pipeline.lark.simulator.pusher import EventPusher
+from timeline_pipeline.lark.simulator.pusher import EventPusher, send_signed
 from timeline_pipeline.lark.simulator.runner import (
     DEFAULT_APP_ID,
     DEFAULT_APP_SECRET,
@@ -209,3 +210,70 @@ def push(
         )
     if not report.all_accepted:
         sys.exit(1)
+
+
+@lark_group.command("push-card-action")
+@click.option(
+    "--receiver", required=True, help="Receiver URL, e.g. http://127.0.0.1:8080/lark/events"
+)
+@click.option("--message-id", required=True, help="The card's message id (open_message_id).")
+@click.option("--chat", "chat_id", required=True, help="The card's chat (open_chat_id).")
+@click.option("--operator", required=True, help="The open_id of the person who clicked.")
+@click.option(
+    "--value", "value_json", required=True, help="The control's value as JSON (from the card)."
+)
+@click.option("--option", default=None, help="The option picked in a select.")
+@click.option("--form-value", "form_json", default=None, help="A form's values as JSON.")
+@click.option("--event-id", default=None, help="Reuse an event id (a redelivery).")
+@click.option("--encrypt-key", envvar="LARK_ENCRYPT_KEY", default=None)
+@click.option("--verification-token", envvar="LARK_VERIFICATION_TOKEN", default="")
+@click.option("--app-id", envvar="LARK_APP_ID", default=DEFAULT_APP_ID, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the receiver's answer as JSON.")
+def push_card_action(
+    receiver: str,
+    message_id: str,
+    chat_id: str,
+    operator: str,
+    value_json: str,
+    option: str | None,
+    form_json: str | None,
+    event_id: str | None,
+    encrypt_key: str | None,
+    verification_token: str,
+    app_id: str,
+    as_json: bool,
+) -> None:
+    """Send one signed card.action.trigger callback, as Lark does when someone clicks a card."""
+    if not is_loopback_host(urlsplit(receiver).hostname or ""):
+        _refuse(f"--receiver {receiver} is not a loopback URL")
+    value = _json_object(value_json, "--value")
+    payload = card_action_event(
+        EventIdentity(app_id=app_id, verification_token=verification_token),
+        operator_open_id=operator,
+        open_message_id=message_id,
+        open_chat_id=chat_id,
+        action_value=value,
+        event_id=event_id,
+    )
+    if option is not None:
+        payload["event"]["action"]["option"] = option
+    if form_json is not None:
+        payload["event"]["action"]["form_value"] = _json_object(form_json, "--form-value")
+    answer = send_signed(receiver, payload, encrypt_key=encrypt_key or None)
+    if as_json:
+        click.echo(json.dumps(answer.body))
+    else:
+        toast = (answer.body.get("toast") or {}).get("content") if answer.body else None
+        click.echo(f"HTTP {answer.status}: {toast or answer.body}")
+    if answer.status != 200:
+        sys.exit(1)
+
+
+def _json_object(raw: str, option: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        _refuse(f"{option} is not JSON")
+    if not isinstance(value, dict):
+        _refuse(f"{option} must be a JSON object")
+    return value

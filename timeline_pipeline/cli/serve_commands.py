@@ -42,9 +42,21 @@ LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 )
 @click.option("--log-level", default="info", show_default=True, type=click.Choice(LOG_LEVELS))
 @click.option("--json", "as_json", is_flag=True, help="Write logs as JSON lines.")
+@click.option(
+    "--card-worker/--no-card-worker",
+    default=True,
+    show_default=True,
+    help="Run the review-card worker in this process (with reviewCardsEnabled).",
+)
 @pass_app
 def serve(
-    app: AppContext, host: str, port: int, graceful_timeout: int, log_level: str, as_json: bool
+    app: AppContext,
+    host: str,
+    port: int,
+    graceful_timeout: int,
+    log_level: str,
+    as_json: bool,
+    card_worker: bool,
 ) -> None:
     """Run the Lark event receiver: POST /lark/events, GET /healthz, GET /metrics.
 
@@ -66,7 +78,7 @@ def serve(
     if current != head:
         _fail(f"schema is at {current or 'empty'}, code expects {head}: run `db upgrade` first")
     try:
-        application = create_app(settings, app.engine)
+        application = create_app(settings, app.engine, card_worker=card_worker)
     except ValueError as exc:
         _fail(str(exc))
     # After importing the receiver: lark-oapi installs its own handler at import, which this drops.
@@ -83,6 +95,7 @@ def serve(
     import uvicorn
 
     config.load()  # imports the protocol and loop modules now, so that they are frozen too
+    listener = _maintenance_listener(application, app, graceful_timeout)
     # Last, once everything the server needs is imported and built: see receiver/heap.py.
     frozen = freeze_startup_heap()
     log = get_logger("timeline_pipeline.serve")
@@ -107,7 +120,31 @@ def serve(
     # interval (5 ms by default) per round trip. 1 ms keeps commits, and so acks, flowing;
     # shorter intervals measured worse (the switching itself costs CPU).
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
-    uvicorn.Server(config).run()
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        # The receiver has drained; the maintenance listener drains next (a batch in flight
+        # commits), and only then does the database pool close.
+        if listener is not None:
+            listener.stop()
+        app.engine.dispose()
+
+
+def _maintenance_listener(application: Any, app: AppContext, graceful_timeout: int) -> Any:
+    """The loopback maintenance listener when MAINTENANCE_PORT is set, else None; a bad port or
+    a failed bind is logged and disables this listener only (README, "Maintenance jobs")."""
+    raw_port = app.settings.runtime.maintenance_port
+    if raw_port is None:
+        return None
+    from timeline_pipeline.maintenance.listener import start_listener
+    from timeline_pipeline.maintenance.processors import default_registry
+    from timeline_pipeline.maintenance.service import JobService
+    from timeline_pipeline.observability.metrics import MaintenanceMetrics
+
+    # Its counters join the receiver's registry, so the public /metrics shows them.
+    metrics = MaintenanceMetrics(application.state.resources.metrics.registry)
+    service = JobService(app.engine, default_registry(app.settings.timeline), metrics=metrics)
+    return start_listener(service, raw_port, graceful_timeout=graceful_timeout)
 
 
 def server_config(

@@ -12,7 +12,8 @@ it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -189,10 +190,15 @@ class CurationService:
         *,
         expected_revision: int | None,
         actor: str,
+        conn: Connection | None = None,
     ) -> EntryView:
-        """Confirm, hide or restore; `expected_revision` None means "whatever is current"."""
+        """Confirm, hide or restore; `expected_revision` None means "whatever is current".
+
+        With `conn`, the change joins the caller's transaction (a review-card decision is applied
+        in the same transaction that marks it applied: README, "Review cards").
+        """
         now = self.clock()
-        with transaction(self.engine) as conn:
+        with self._writing(conn) as conn:
             entry = self._require_entry(conn, workspace_id, entry_id)
             check_revision(expected_revision, entry.revision)
             status = target_status(action, entry.status, entry.source)
@@ -210,11 +216,15 @@ class CurationService:
         *,
         expected_revision: int | None,
         actor: str,
+        conn: Connection | None = None,
     ) -> EntryView:
-        """Rewrite title, detail (None or "" clears it), category or time; marks human_edited."""
+        """Rewrite title, detail (None or "" clears it), category or time; marks human_edited.
+
+        With `conn`, the change joins the caller's transaction, as in `transition`.
+        """
         values = self._edit_values(changes)
         now = self.clock()
-        with transaction(self.engine) as conn:
+        with self._writing(conn) as conn:
             entry = self._require_entry(conn, workspace_id, entry_id)
             check_revision(expected_revision, entry.revision)
             changed = entries.edit_entry(conn, entry, values, now=now)
@@ -315,6 +325,17 @@ class CurationService:
             return view
 
     # --- helpers -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _writing(self, conn: Connection | None) -> Iterator[Connection]:
+        """A transaction of its own, or a savepoint in the caller's: a refusal changes nothing
+        either way."""
+        if conn is None:
+            with transaction(self.engine) as own:
+                yield own
+            return
+        with conn.begin_nested():
+            yield conn
 
     def _require_entry(self, conn: Connection, workspace_id: str, entry_id: int) -> EntryRow:
         workspaces.require(conn, workspace_id)

@@ -24,6 +24,12 @@ from sqlalchemy import (
 )
 
 from timeline_pipeline.db.types import BigIntId, JSONType, UTCDateTime
+from timeline_pipeline.domain.interactions import AdmissionStatus, CardStatus, DeliveryStatus
+from timeline_pipeline.domain.maintenance import (
+    OPEN_MAINTENANCE_STATUSES,
+    MaintenancePhase,
+    MaintenanceStatus,
+)
 from timeline_pipeline.domain.states import WINDOW_STATUSES
 
 metadata = MetaData(
@@ -122,6 +128,8 @@ workspace_timeline_evidence = Table(
     Index(None, "workspace_id", "scope_key", "occurred_at", "id"),
     # The lifecycle purge's keyset (migration 0006_lifecycle).
     Index(None, "workspace_id", "occurred_at", "id"),
+    # Maintenance processors page a workspace's rows by id (migration 0007_maintenance).
+    Index(None, "workspace_id", "id"),
 )
 
 workspace_timeline_sync_states = Table(
@@ -344,6 +352,158 @@ lifecycle_runs = Table(
     CheckConstraint(_in("status", LIFECYCLE_RUN_STATUSES), name="status"),
     CheckConstraint(_in("mode", LIFECYCLE_RUN_MODES), name="mode"),
     Index(None, "started_at", "id"),
+)
+
+# Operator-driven maintenance jobs (README, "Maintenance jobs"): one row per job, kept after it
+# completes or is cancelled. Limits are real columns with the documented ranges as checks, so a
+# row can never hold a limit the service would refuse; the partial unique index allows one open
+# (ready or paused) job per type and scope, whatever its mode.
+MAINTENANCE_STATUSES = tuple(status.value for status in MaintenanceStatus)
+MAINTENANCE_PHASES = tuple(phase.value for phase in MaintenancePhase)
+MAINTENANCE_OPEN_PREDICATE = _in("status", tuple(s.value for s in OPEN_MAINTENANCE_STATUSES))
+
+maintenance_jobs = Table(
+    "maintenance_jobs",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("job_type", String(64), nullable=False),
+    Column("processor_version", String(32), nullable=False),
+    Column("scope_key", String(256), nullable=False),
+    Column("idempotency_key", String(256), nullable=False, unique=True),
+    Column("input_hash", String(64), nullable=False),
+    Column("parameters_json", JSONType, nullable=False),
+    Column("apply", Boolean(), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("phase", String(16), nullable=False),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("batch_size", Integer(), nullable=False),
+    Column("delay_ms", Integer(), nullable=False),
+    Column("lock_timeout_ms", Integer(), nullable=False),
+    Column("statement_timeout_ms", Integer(), nullable=False),
+    Column("checkpoint_json", JSONType, nullable=False),
+    Column("progress_json", JSONType, nullable=False),
+    Column("result_json", JSONType, nullable=True),
+    Column("error_json", JSONType, nullable=True),
+    Column("batches", Integer(), nullable=False, server_default=text("0")),
+    Column("not_before", UTCDateTime(), nullable=True),
+    *_timestamps(),
+    Column("finished_at", UTCDateTime(), nullable=True),
+    CheckConstraint(_in("status", MAINTENANCE_STATUSES), name="status"),
+    CheckConstraint(_in("phase", MAINTENANCE_PHASES), name="phase"),
+    CheckConstraint("batch_size BETWEEN 1 AND 5000", name="batch_size"),
+    CheckConstraint("delay_ms BETWEEN 1 AND 60000", name="delay_ms"),
+    CheckConstraint(
+        "lock_timeout_ms >= 1 AND lock_timeout_ms <= statement_timeout_ms "
+        "AND statement_timeout_ms <= 5000",
+        name="timeouts",
+    ),
+    Index(
+        "uq_maintenance_jobs_one_open_per_scope",
+        "job_type",
+        "scope_key",
+        unique=True,
+        sqlite_where=text(MAINTENANCE_OPEN_PREDICATE),
+        postgresql_where=text(MAINTENANCE_OPEN_PREDICATE),
+    ),
+    Index(None, "updated_at", "id"),  # the lifecycle purge (0006_lifecycle)
+)
+
+# --- review cards (migration 0005_interactions; README, "Review cards") -----------------------
+
+CARD_STATUSES = tuple(s.value for s in CardStatus)
+DELIVERY_STATUSES = tuple(s.value for s in DeliveryStatus)
+ADMISSION_STATUSES = tuple(s.value for s in AdmissionStatus)
+
+# One interactive card per window and processor version: the authoritative record of what the
+# card offered (entries and their revisions, field types, option values), where it was delivered,
+# by which bot, its status and its persisted expiry. A callback is checked against this row only.
+interaction_requests = Table(
+    "interaction_requests",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _workspace_fk(),
+    Column("kind", String(32), nullable=False),
+    # The window whose drafts the card shows; no foreign key: the card outlives a purged window.
+    Column("window_state_id", BigIntId, nullable=True),
+    Column("processor_version", String(64), nullable=False),
+    Column("idempotency_uuid", String(50), nullable=False, unique=True),
+    Column("bot_app_id", String(128), nullable=True),  # the app that delivered it
+    Column("chat_id", String(256), nullable=False),
+    Column("reply_to_message_id", String(256), nullable=True),
+    Column("message_id", String(256), nullable=True),
+    Column("thread_id", String(256), nullable=True),
+    Column("delivery_status", String(16), nullable=False),
+    Column("delivery_attempts", Integer(), nullable=False, server_default=text("0")),
+    Column("delivery_owner", String(128), nullable=True),
+    Column("delivery_due_at", UTCDateTime(), nullable=True),
+    Column("delivered_at", UTCDateTime(), nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("request_json", JSONType, nullable=False),
+    Column("decisions_json", JSONType, nullable=False),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    *_timestamps(),
+    CheckConstraint(_in("status", CARD_STATUSES), name="status"),
+    CheckConstraint(_in("delivery_status", DELIVERY_STATUSES), name="delivery_status"),
+    UniqueConstraint("message_id"),
+    Index(None, "status", "expires_at"),
+    Index(None, "delivery_status", "delivery_due_at"),
+    Index(None, "workspace_id", "created_at"),
+    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0006_lifecycle)
+)
+
+# Callback tokens, stored only as SHA-256 hashes. A card gets a new token each time the product
+# draws it (delivery, every patch); each stays valid until the card's expiry, so a patch that
+# never reached Lark cannot disable the card people still see.
+interaction_tokens = Table(
+    "interaction_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column(
+        "request_id",
+        BigIntId,
+        ForeignKey("interaction_requests.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Index(None, "request_id"),
+)
+
+# The durable admission queue: a callback is admitted (idempotently on its event id, and on
+# the decision it asks for) in the same transaction as its resume intent; the worker takes rows
+# with a lease and applies each decision once.
+interaction_admissions = Table(
+    "interaction_admissions",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column(
+        "request_id",
+        BigIntId,
+        ForeignKey("interaction_requests.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    _workspace_fk(),
+    Column("event_id", String(128), nullable=False, unique=True),
+    Column("decision_key", String(256), nullable=False, unique=True),
+    Column("entry_id", BigIntId, nullable=False),
+    Column("entry_revision", Integer(), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("value_json", JSONType, nullable=False),
+    Column("actor_open_id", String(128), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer(), nullable=False, server_default=text("0")),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("lease_owner", String(128), nullable=True),
+    Column("lease_expires_at", UTCDateTime(), nullable=True),
+    Column("outcome", String(64), nullable=True),
+    Column("admitted_at", UTCDateTime(), nullable=False),
+    Column("applied_at", UTCDateTime(), nullable=True),
+    Column("finished_at", UTCDateTime(), nullable=True),
+    CheckConstraint(_in("status", ADMISSION_STATUSES), name="status"),
+    Index(None, "status", "lease_expires_at", "id"),
+    Index(None, "workspace_id", "status"),
+    Index(None, "request_id"),
+    Index(None, "workspace_id", "admitted_at", "id"),  # the lifecycle purge (0006_lifecycle)
 )
 
 ui_signin_links = Table(

@@ -25,6 +25,7 @@ from sqlalchemy import Engine
 from timeline_pipeline import demo_data
 from timeline_pipeline.db.engine import make_engine, redacted_url, transaction
 from timeline_pipeline.db.migrate import upgrade
+from timeline_pipeline.demo.review import ReviewResult, confirm_from_chat
 from timeline_pipeline.demo.scenario import Scenario, demo_end, shifted
 from timeline_pipeline.http.app import create_app
 from timeline_pipeline.ingest.eligibility import AUTOMATIC
@@ -57,6 +58,7 @@ DEMO_FLAGS: dict[str, Any] = {
     "event_ingestion_enabled": True,
     "reconciliation_enabled": True,
     "summary_enabled": True,
+    "review_cards_enabled": True,
 }
 DROP_FRACTION = 0.12
 DUPLICATE_FRACTION = 0.08
@@ -79,6 +81,7 @@ class DemoResult:
     windows_run: int = 0
     windows_failed: int = 0
     summaries_run: int = 0
+    review: ReviewResult = field(default_factory=ReviewResult)
 
 
 def _demo_runtime(base: RuntimeEnvironment) -> RuntimeEnvironment:
@@ -295,6 +298,9 @@ def run_demo(
         )
 
     _run_dagster(engine.url.render_as_string(hide_password=False), home, result, progress)
+    result.review = confirm_from_chat(
+        engine, Settings(timeline, runtime), store, workspace_id, next(iter(users)), progress
+    )
     return result, engine
 
 

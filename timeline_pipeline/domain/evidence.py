@@ -81,3 +81,14 @@ class UpsertSummary:
             self.updated + other.updated,
             self.duplicate + other.duplicate,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class HashInput:
+    """What a row's content hash is computed from, and the hash it holds."""
+
+    id: int
+    content: str
+    content_hash: str
+    metadata: dict[str, Any]
+    deleted: bool

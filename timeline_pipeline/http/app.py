@@ -38,6 +38,8 @@ from starlette.requests import ClientDisconnect
 from timeline_pipeline.api.router import api_router
 from timeline_pipeline.http import health
 from timeline_pipeline.http.resources import ServeResources, build_resources
+from timeline_pipeline.maintenance import routes as maintenance_routes
+from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.receiver import router as lark_events
 from timeline_pipeline.receiver.bindings import BindingCache
@@ -45,7 +47,7 @@ from timeline_pipeline.receiver.responses import SafeJSONResponse
 from timeline_pipeline.settings import Settings
 from timeline_pipeline.ui import routes as timeline_page
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "create_maintenance_app"]
 
 log = get_logger("timeline_pipeline.http")
 
@@ -62,6 +64,7 @@ def create_app(
     registry: CollectorRegistry | None = None,
     bindings: BindingCache | None = None,
     cursor_secret: bytes | None = None,
+    card_worker: bool = True,
 ) -> FastAPI:
     """Build `serve`'s app; raises ValueError when LARK_VERIFICATION_TOKEN is not set.
 
@@ -82,12 +85,28 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
-        lifespan=_lifespan(resources),
+        lifespan=_lifespan(resources, card_worker=card_worker),
         default_response_class=SafeJSONResponse,
     )
     app.state.resources = resources
     _install_exception_handlers(app)
     _include_routers(app)
+    return app
+
+
+def create_maintenance_app(service: JobService) -> FastAPI:
+    """The maintenance listener's app (README, "Maintenance jobs"): its own routes only, never
+    the public ones, and none of them on `create_app`'s router; loopback peers only."""
+    app = FastAPI(
+        title="timeline-pipeline maintenance",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        default_response_class=SafeJSONResponse,
+    )
+    app.state.maintenance = service
+    maintenance_routes.install(app)
+    app.include_router(maintenance_routes.router)
     return app
 
 
@@ -99,10 +118,14 @@ def _include_routers(app: FastAPI) -> None:
 
 
 def _lifespan(
-    resources: ServeResources,
+    resources: ServeResources, *, card_worker: bool
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # The review-card worker runs with the server (README, "Review cards"), unless the
+        # deployment runs `interactions work` apart (`serve --no-card-worker`).
+        if card_worker and resources.review_cards is not None:
+            resources.review_cards.start_worker()
         yield
         # Runs after uvicorn has let in-flight requests finish: write what is queued, then stop.
         await run_in_threadpool(resources.close)

@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from timeline_pipeline.api.cursors import CursorCodec, cursor_secret
 from timeline_pipeline.curation.evidence import EvidenceService
 from timeline_pipeline.curation.service import CurationService
+from timeline_pipeline.interactions.runtime import ReviewCards
 from timeline_pipeline.observability.metrics import ReceiverMetrics
 from timeline_pipeline.receiver.batching import WriteBatcher
 from timeline_pipeline.receiver.bindings import BindingCache
@@ -43,9 +44,14 @@ class ServeResources:
     curation: CurationService
     evidence: EvidenceService
     cursors: CursorCodec
+    review_cards: ReviewCards | None = None
+    """Review cards' callback handler and worker, when `reviewCardsEnabled` is on."""
 
     def close(self) -> None:
-        """Write what is queued, then stop the writer (the engine belongs to the caller)."""
+        """Stop the card worker, write what is queued, then stop the writer (the engine
+        belongs to the caller)."""
+        if self.review_cards is not None:
+            self.review_cards.stop_worker()
         self.writer.close()
 
 
@@ -66,11 +72,17 @@ def build_resources(
     metrics = ReceiverMetrics(registry)
     cache = bindings if bindings is not None else BindingCache(timeline.binding_cache_ttl)
     writer = WriteBatcher(engine)
+    cards = (
+        ReviewCards.build(settings, engine, metrics.registry)
+        if timeline.review_cards_enabled
+        else None
+    )
     handlers = register_lark_handlers(
         EventHandlerRegistry(),
         EventHandlers(timeline, cache, app_id=runtime.lark_app_id, clock=clock),
         ingestion_enabled=timeline.enabled and timeline.event_ingestion_enabled,
         clock=clock,
+        card_actions=(lambda payload: cards.callbacks.handle(payload).body) if cards else None,
     )
     events = EventService(
         verifier=CallbackVerifier(credentials, max_skew=timeline.event_timestamp_skew, clock=clock),
@@ -91,4 +103,5 @@ def build_resources(
         curation=CurationService(engine),
         evidence=EvidenceService(engine),
         cursors=CursorCodec(cursor_key or cursor_secret(configured)),
+        review_cards=cards,
     )

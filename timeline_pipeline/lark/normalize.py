@@ -185,14 +185,25 @@ def semantic_content(message: NormalizedLarkMessage) -> str:
     `update_time` alone is not a new fact. So is bookkeeping such as the recall time, which
     differs between the event and the history path for the same recall.
     """
-    metadata = {
-        key: value for key, value in message.metadata.items() if key not in VOLATILE_METADATA_KEYS
-    }
+    return semantic_document(
+        deleted=message.deleted,
+        message_type=message.message_type,
+        metadata=message.metadata,
+        text=message.text,
+    )
+
+
+def semantic_document(
+    *, deleted: bool, message_type: str, metadata: Mapping[str, Any], text: str
+) -> str:
+    """`semantic_content` from its parts: what a maintenance backfill recomputes from a stored
+    row without rebuilding the whole message."""
+    kept = {key: value for key, value in metadata.items() if key not in VOLATILE_METADATA_KEYS}
     document = {
-        "deleted": message.deleted,
-        "message_type": message.message_type,
-        "metadata": metadata,
-        "text": message.text,
+        "deleted": deleted,
+        "message_type": message_type,
+        "metadata": kept,
+        "text": text,
     }
     return json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 

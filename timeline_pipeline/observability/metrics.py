@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 KNOWN_EVENT_TYPES: Final = frozenset(
     {"url_verification", "im.message.receive_v1", "im.message.recalled_v1", "card.action.trigger"}
@@ -100,4 +100,91 @@ class LifecycleMetrics:
             "Lifecycle runs that failed, by refusal code.",
             ["reason"],
             registry=self.registry,
+        )
+
+
+class MaintenanceMetrics:
+    """Counters of the maintenance job service (README, "Maintenance jobs"): label values are
+    processor types and fixed outcome codes, never job ids."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.advances = Counter(
+            "timeline_maintenance_advances",
+            "Advance requests by processor type and outcome (advanced, completed, paused, "
+            "busy, stale, delay, refused).",
+            ["job_type", "outcome"],
+            registry=self.registry,
+        )
+        self.batch_seconds = Histogram(
+            "timeline_maintenance_batch_seconds",
+            "Time a maintenance batch held its transaction, by processor type and phase.",
+            ["job_type", "phase"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+
+
+class ReviewCardMetrics:
+    """Review cards (README, "Review cards"): callbacks by outcome and refusal reason, answer
+    and processing latency, and the gauges the worker refreshes from the database (pending
+    cards, callback backlog and its oldest age). Registered on the receiver's registry when
+    `serve` runs, so `/metrics` shows both."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.callbacks = Counter(
+            "timeline_review_card_callbacks",
+            "card.action.trigger callbacks by outcome: admitted, duplicate, refused.",
+            ["outcome"],
+            registry=r,
+        )
+        self.refused = Counter(
+            "timeline_review_card_callbacks_refused",
+            "Card callbacks refused with a toast (HTTP 200), by reason; `expired` counts "
+            "callbacks on expired cards.",
+            ["reason"],
+            registry=r,
+        )
+        self.answer_seconds = Histogram(
+            "timeline_review_card_answer_seconds",
+            "Time to answer a card callback (admission committed), by outcome.",
+            ["outcome"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.processing_seconds = Histogram(
+            "timeline_review_card_processing_seconds",
+            "Time from a decision's admission to its curation being applied.",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.decisions = Counter(
+            "timeline_review_card_decisions",
+            "Admitted decisions the worker finished, by outcome (applied, or why not).",
+            ["outcome"],
+            registry=r,
+        )
+        self.cards = Counter(
+            "timeline_review_cards",
+            "Card lifecycle events: planned, sent, send_failed, patched, patch_failed, expired.",
+            ["event"],
+            registry=r,
+        )
+        self.pending_cards = Gauge(
+            "timeline_review_cards_pending",
+            "Cards waiting for decisions (status pending), as last read by the worker.",
+            registry=r,
+        )
+        self.backlog = Gauge(
+            "timeline_review_card_backlog",
+            "Admitted decisions not finished by the worker, by status (queued, applied).",
+            ["status"],
+            registry=r,
+        )
+        self.backlog_age = Gauge(
+            "timeline_review_card_backlog_oldest_seconds",
+            "Age of the oldest admitted decision not finished by the worker.",
+            registry=r,
         )

@@ -21,6 +21,7 @@ from typing import Any
 
 import dagster as dg
 
+from timeline_pipeline.interactions.health import review_card_figures
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.windows.health import measure_health
 from timeline_pipeline.windows.health_checks import (
@@ -189,13 +190,17 @@ def timeline_pipeline_health(
     timeline_settings: TimelineSettingsResource,
 ) -> dg.MaterializeResult:  # type: ignore[type-arg]
     settings = timeline_settings.timeline
-    health = measure_health(database.engine, settings, datetime.now(UTC))
+    now = datetime.now(UTC)
+    health = measure_health(database.engine, settings, now)
     outcomes = evaluate(health, HealthLimits.from_settings(settings))
+    metadata = health_metadata(health)
+    if settings.review_cards_enabled:
+        metadata.update(review_card_figures(database.engine, now))
     for outcome in outcomes:
         if not outcome.passed:
             context.log.warning("%s: %s", outcome.name, outcome.description)
     return dg.MaterializeResult(
-        metadata=health_metadata(health),
+        metadata=metadata,
         check_results=[_check_result(outcome) for outcome in outcomes],
     )
 

@@ -17,7 +17,8 @@
   whole (the launchpad's default config is `replay: true`; set it to false to resume instead).
   A run with tag `timeline/replay=true` replays as well. Re-executing a failed sensor run keeps
   its config (`replay: false`) and so resumes. Job `rerun_windows` starts an explicit full
-  regeneration under a new processor version (partitions with the `:<version>` suffix).
+  regeneration under a new processor version (partitions with the `:<version>` suffix): it
+  creates and drives a `window_rerun` maintenance job in checkpointed batches.
 
 No `from __future__ import annotations`: Dagster reads the annotations of assets, ops and
 sensors at definition time.
@@ -29,8 +30,10 @@ from typing import Any
 
 import dagster as dg
 
-from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.durations import format_duration
+from timeline_pipeline.maintenance.errors import MaintenanceError, OpenJobExists
+from timeline_pipeline.maintenance.limits import Limits, check_limits
+from timeline_pipeline.orchestration.maintenance import DriveBudgetConfig, drive_job, job_service
 from timeline_pipeline.orchestration.partition_runs import runs_with_new_partitions
 from timeline_pipeline.orchestration.resources import (
     DatabaseResource,
@@ -44,12 +47,12 @@ from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, Wind
 from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup
 from timeline_pipeline.windows.keys import InvalidPartitionKey, WindowRef, parse_partition_key
 from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE, DiscoveryCursor
-from timeline_pipeline.windows.rerun import RerunRefused, create_versioned_rerun
 
 WINDOW_PARTITIONS = "timeline_windows"
 WINDOW_DRAFTS_KEY = dg.AssetKey("timeline_window_drafts")
 SYNTHESIS_JOB = "synthesize_windows"
 RERUN_JOB = "rerun_windows"
+WINDOW_RERUN = "window_rerun"
 DISCOVERY_SENSOR = "timeline_window_sensor"
 REPLAY_TAG = "timeline/replay"
 RUN_KEY_TAG = "dagster/run_key"
@@ -92,7 +95,10 @@ class WindowSynthesisConfig(dg.Config):
     """Reset the window and synthesize it again from its first chunk (an explicit rerun)."""
 
 
-class WindowRerunConfig(dg.Config):
+class WindowRerunConfig(DriveBudgetConfig):
+    """A `window_rerun` maintenance job and the budgets to drive it with (README,
+    "Prompt/schema upgrade")."""
+
     workspace_id: str
     processor_version: str
     """The new namespace, e.g. `v2`: state keys chat/<chat>/processor/v2/window/<start>."""
@@ -100,8 +106,12 @@ class WindowRerunConfig(dg.Config):
     since: str | None = None
     """ISO 8601; default: the workspace's creation."""
     until: str | None = None
-    """ISO 8601; default: now."""
-    max_windows: int = 500
+    """ISO 8601; default: the time of the first batch."""
+    batch_size: int = 100
+    """Windows per batch (one short transaction each)."""
+    delay_ms: int = 10
+    lock_timeout_ms: int = 500
+    statement_timeout_ms: int = 3000
 
 
 # --- run tags: the per-workspace limit must hold however a run is launched --------------------
@@ -332,55 +342,60 @@ def _discovery_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
 # --- the versioned rerun -------------------------------------------------------------------------
 
 
-def _parse_time(value: str | None, name: str) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise dg.Failure(description=f"invalid {name} {value!r}: use ISO 8601") from None
-    if parsed.tzinfo is None:
-        raise dg.Failure(description=f"invalid {name} {value!r}: give a timezone, e.g. Z")
-    return parsed.astimezone(UTC)
-
-
-@dg.op(description="Create versioned window states and partitions for an explicit full rerun.")
+@dg.op(
+    description="Create versioned window states for an explicit full rerun, in checkpointed "
+    "batches of a window_rerun maintenance job."
+)
 def create_rerun_windows(
     context: dg.OpExecutionContext,
     config: WindowRerunConfig,
     database: DatabaseResource,
     timeline_settings: TimelineSettingsResource,
-) -> None:
-    settings = timeline_settings.timeline
+) -> dg.Output[dict[str, Any]]:
+    """Create (or continue) the `window_rerun` apply job of these parameters and drive it.
+
+    A new run creates a new job; when an open job of the workspace has the same parameters
+    (a run that stopped on its budget, or was interrupted) it is continued instead, resumed
+    first only with `resume: true`. The sensor then adds the `:<version>` partitions and runs
+    them oldest first within the backlog limits.
+    """
+    service = job_service(database, timeline_settings)
+    parameters = {
+        key: value
+        for key, value in {
+            "workspace_id": config.workspace_id,
+            "processor_version": config.processor_version,
+            "chat_id": config.chat_id,
+            "since": config.since,
+            "until": config.until,
+        }.items()
+        if value is not None
+    }
     try:
-        result = create_versioned_rerun(
-            database.engine,
-            workspace_id=config.workspace_id,
-            processor_version=config.processor_version,
-            settings=settings,
-            now=datetime.now(UTC),
-            chat_id=config.chat_id,
-            since=_parse_time(config.since, "since"),
-            until=_parse_time(config.until, "until"),
-            max_windows=config.max_windows,
+        limits = check_limits(
+            Limits(
+                config.batch_size,
+                config.delay_ms,
+                config.lock_timeout_ms,
+                config.statement_timeout_ms,
+            )
         )
-    except (RerunRefused, InvalidKey) as exc:
+        job, _ = service.create(
+            job_type=WINDOW_RERUN,
+            idempotency_key=f"{RERUN_JOB}-{context.run_id}",
+            parameters=parameters,
+            limits=limits,
+            apply=True,
+        )
+    except OpenJobExists as exc:
+        wanted = service.registry.latest(WINDOW_RERUN).validate(parameters).parameters
+        if exc.job is None or exc.job.parameters != wanted or not exc.job.apply:
+            raise dg.Failure(description=str(exc)) from None
+        job = exc.job
+        context.log.info("continuing the open window_rerun job %s", job.id)
+    except MaintenanceError as exc:
         raise dg.Failure(description=str(exc)) from None
-    if result.partition_keys:
-        context.instance.add_dynamic_partitions(WINDOW_PARTITIONS, result.partition_keys)
-    context.log.info(
-        "rerun %s of %s: %d window(s) queued for %s, %d already present, truncated=%s, "
-        "%d held (%d not closed, %d not collected yet: run the rerun again later for them)",
-        config.processor_version,
-        config.workspace_id,
-        len(result.windows),
-        DISCOVERY_SENSOR,
-        result.already_present,
-        result.truncated,
-        result.held,
-        result.held_open,
-        result.held_collecting,
-    )
+    return drive_job(context, service, job.id, config.budget())
 
 
 @dg.job(

@@ -35,7 +35,12 @@ from timeline_pipeline.receiver import event_types, recall
 from timeline_pipeline.receiver.batching import GroupWriter
 from timeline_pipeline.receiver.bindings import BindingCache
 from timeline_pipeline.receiver.outcomes import Reason, Rejected
-from timeline_pipeline.receiver.registry import EventHandlerRegistry, HandlerReply, HandlerResult
+from timeline_pipeline.receiver.registry import (
+    BlockingReply,
+    EventHandlerRegistry,
+    HandlerReply,
+    HandlerResult,
+)
 from timeline_pipeline.receiver.verification import VerifiedCallback
 from timeline_pipeline.settings import LarkTimelineSettings
 
@@ -220,8 +225,13 @@ def register_lark_handlers(
     *,
     ingestion_enabled: bool,
     clock: Callable[[], datetime],
+    card_actions: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> EventHandlerRegistry:
     """Today's callbacks: the URL check, received and recalled messages, card actions.
+
+    `card_actions` answers a verified `card.action.trigger` payload with its toast (and card)
+    body; None while review cards are off (README, "Review cards"). Its answer is always a 200,
+    so that Lark never redelivers a refused click.
 
     A new event type is one more `registry.register(...)` here (see receiver/registry.py).
     """
@@ -238,9 +248,12 @@ def register_lark_handlers(
         # Applied even with ingestion off: stored content must still be forgotten.
         return handlers.recall(callback.payload["event"], clock())
 
-    def card_action(_callback: VerifiedCallback) -> HandlerResult:
-        # Interactions are a later issue; acknowledged so that Lark does not retry.
-        return Outcome(ignored=Reason.NOT_IMPLEMENTED)
+    def card_action(callback: VerifiedCallback) -> HandlerResult:
+        if card_actions is None:
+            # Acknowledged so that Lark does not retry.
+            return Outcome(ignored=Reason.REVIEW_CARDS_DISABLED)
+        answer = card_actions
+        return BlockingReply(lambda: HandlerReply(200, answer(callback.payload)))
 
     return (
         registry.register(event_types.URL_VERIFICATION, url_verification)

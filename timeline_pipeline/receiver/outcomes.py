@@ -33,7 +33,7 @@ class Reason(enum.StrEnum):
     # 200, counted as ignored.
     UNKNOWN_EVENT_TYPE = "unknown_event_type"
     INGESTION_DISABLED = "ingestion_disabled"
-    NOT_IMPLEMENTED = "not_implemented"
+    REVIEW_CARDS_DISABLED = "review_cards_disabled"
     NOT_GROUP_CHAT = "not_group_chat"
     UNKNOWN_CHAT_TYPE = "unknown_chat_type"
     SELF_GENERATED = "self_generated"

@@ -7,7 +7,9 @@ dispatcher itself is not used). A handler gets the verified callback and returns
 * an `Outcome`: settled on the request (stored nothing, or was ignored with a reason);
 * a `Pending`: a database write for the group-commit writer; answered once it is committed;
 * a `HandlerReply`: an answer with its own JSON body, e.g. a card callback's
-  `{"toast": ..., "card": ...}` (Lark shows whatever the body says).
+  `{"toast": ..., "card": ...}` (Lark shows whatever the body says);
+* a `BlockingReply`: a `HandlerReply` that needs blocking I/O of its own (a card callback's
+  admission transaction): the receiver runs it in the thread pool, off the event loop.
 
 Adding an event type is one `registry.register(EVENT_TYPE, handler)` in
 `receiver/handlers.py::register_lark_handlers`; an event type nobody registered is answered as
@@ -25,7 +27,13 @@ if TYPE_CHECKING:  # handlers.py registers today's handlers here, so it imports 
     from timeline_pipeline.receiver.handlers import Outcome, Pending
     from timeline_pipeline.receiver.verification import VerifiedCallback
 
-__all__ = ["EventHandler", "EventHandlerRegistry", "HandlerReply", "HandlerResult"]
+__all__ = [
+    "BlockingReply",
+    "EventHandler",
+    "EventHandlerRegistry",
+    "HandlerReply",
+    "HandlerResult",
+]
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,14 @@ class HandlerReply:
     reason: str = "handler_refused"
 
 
-HandlerResult: TypeAlias = "Outcome | Pending | HandlerReply"
+@dataclass(frozen=True)
+class BlockingReply:
+    """`call()` gives the answer; it may block (database I/O), so it runs off the event loop."""
+
+    call: Callable[[], HandlerReply]
+
+
+HandlerResult: TypeAlias = "Outcome | Pending | HandlerReply | BlockingReply"
 EventHandler: TypeAlias = "Callable[[VerifiedCallback], HandlerResult]"
 
 

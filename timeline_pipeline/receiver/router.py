@@ -25,7 +25,7 @@ from timeline_pipeline.http.deps import get_event_service, get_settings, resolve
 from timeline_pipeline.receiver.body import BodyTooLarge, read_bounded_body
 from timeline_pipeline.receiver.outcomes import ACCEPTED, Reply
 from timeline_pipeline.receiver.responses import SafeJSONResponse, encode_json
-from timeline_pipeline.receiver.service import EventService
+from timeline_pipeline.receiver.service import BlockingStep, EventService
 
 __all__ = ["EVENTS_PATH", "INLINE_BODY_BYTES", "router"]
 
@@ -63,6 +63,8 @@ async def _receive(request: Request, service: EventService, limit: int) -> Reply
         step = await run_in_threadpool(partial(service.begin, body, headers))
     if isinstance(step, Reply):
         return step
+    if isinstance(step, BlockingStep):
+        return await run_in_threadpool(service.run_blocking, step)
     try:
         outcome = await asyncio.wrap_future(service.submit(step))
     except Exception as error:

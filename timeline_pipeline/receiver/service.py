@@ -4,7 +4,9 @@ This is the only place that turns outcomes and exceptions into HTTP statuses, me
 lines, so the three always agree. A callback is handled in two steps: `begin` does the CPU work
 (verification, normalization) and either answers at once or returns a `Step`, whose write
 `submit` hands to the group-commit writer; `finish` (or `fail`) turns the committed outcome (or
-the failure) into the answer. `handle` chains them for callers without an event loop.
+the failure) into the answer. A handler that answers with blocking I/O of its own (a card
+callback) gives a `BlockingStep` instead, which `run_blocking` answers in a worker thread.
+`handle` chains them for callers without an event loop.
 
 Logs carry ids and reason codes only; an exception is logged by its type, never its text,
 because database errors can quote the statement's parameters.
@@ -25,7 +27,7 @@ from timeline_pipeline.receiver.batching import CONFLICT_ERRORS, UNAVAILABLE_ERR
 from timeline_pipeline.receiver.bindings import BindingCache
 from timeline_pipeline.receiver.handlers import Outcome, Pending
 from timeline_pipeline.receiver.outcomes import ACCEPTED, Reason, Rejected, Reply
-from timeline_pipeline.receiver.registry import EventHandlerRegistry, HandlerReply
+from timeline_pipeline.receiver.registry import BlockingReply, EventHandlerRegistry, HandlerReply
 from timeline_pipeline.receiver.verification import CallbackVerifier, LarkHeaders
 
 LOGGER_NAME: Final = "timeline_pipeline.receiver"
@@ -41,6 +43,16 @@ class Step:
 
     event_type: str
     pending: Pending
+    ids: dict[str, Any]
+    started: float
+
+
+@dataclass
+class BlockingStep:
+    """A callback whose handler answers with blocking I/O: `run_blocking` it off the loop."""
+
+    event_type: str
+    blocking: BlockingReply
     ids: dict[str, Any]
     started: float
 
@@ -71,6 +83,8 @@ class EventService:
         step = self.begin(body, headers)
         if isinstance(step, Reply):
             return step
+        if isinstance(step, BlockingStep):
+            return self.run_blocking(step)
         try:
             outcome = self.submit(step).result()
         except Exception as error:
@@ -82,8 +96,9 @@ class EventService:
         pending = step.pending
         return self._writer.submit_to_group(pending.writer, pending.item, pending.group)
 
-    def begin(self, body: bytes, headers: Mapping[str, str]) -> Reply | Step:
-        """Never raises: an answer, or a Step to write and then `finish` (or `fail`)."""
+    def begin(self, body: bytes, headers: Mapping[str, str]) -> Reply | Step | BlockingStep:
+        """Never raises: an answer, a Step to write and then `finish` (or `fail`), or a
+        BlockingStep to `run_blocking`."""
         started = time.perf_counter()
         self._received.inc()
         ids: dict[str, Any] = {}
@@ -94,7 +109,17 @@ class EventService:
         if isinstance(result, Pending):
             ids.update(message_id=result.message_id, chat_id=result.chat_id)
             return Step(ids["event_type"], result, ids, started)
+        if isinstance(result, BlockingReply):
+            return BlockingStep(ids["event_type"], result, ids, started)
         return self._observe(result, started)
+
+    def run_blocking(self, step: BlockingStep) -> Reply:
+        """Never raises: the handler's own answer, counted like any other."""
+        try:
+            reply = self._answer(step.event_type, step.blocking.call(), step.ids)
+        except Exception as error:
+            return self._answer_failure(error, step.ids, step.started)
+        return self._observe(reply, step.started)
 
     def finish(self, step: Step, outcome: Outcome) -> Reply:
         return self._observe(self._conclude(step.event_type, outcome, step.ids), step.started)
@@ -120,7 +145,9 @@ class EventService:
 
     # --- the steps ------------------------------------------------------------------------
 
-    def _begin(self, body: bytes, headers: LarkHeaders, ids: dict[str, Any]) -> Reply | Pending:
+    def _begin(
+        self, body: bytes, headers: LarkHeaders, ids: dict[str, Any]
+    ) -> Reply | Pending | BlockingReply:
         verified = self._verifier.verify(body, headers)
         ids["event_type"] = verified.event_type
         if verified.event_id is not None:
@@ -129,7 +156,7 @@ class EventService:
         if handler is None:
             return self._ignore(verified.event_type, Reason.UNKNOWN_EVENT_TYPE, ids)
         handled = handler(verified)
-        if isinstance(handled, Pending):
+        if isinstance(handled, Pending | BlockingReply):
             return handled
         if isinstance(handled, HandlerReply):
             return self._answer(verified.event_type, handled, ids)

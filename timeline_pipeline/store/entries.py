@@ -68,6 +68,7 @@ __all__ = [
     "UpsertResult",
     "bound_evidence",
     "create_human_entry",
+    "drafts_of_window",
     "edit_entry",
     "edit_text",
     "evidence_ids_of",
@@ -78,6 +79,7 @@ __all__ = [
     "list_for_workspace",
     "nearest_entry",
     "plan_draft_write",
+    "revision_of",
     "set_status",
     "upsert_draft",
     "upsert_drafts",
@@ -333,6 +335,12 @@ def evidence_ids_of(conn: Connection, entry_ids: Sequence[int]) -> dict[int, lis
     return found
 
 
+def revision_of(conn: Connection, entry_id: int) -> tuple[str, int] | None:
+    """(workspace_id, revision) of an entry in one indexed read: what a stale check needs."""
+    row = conn.execute(select(en.c.workspace_id, en.c.revision).where(en.c.id == entry_id)).first()
+    return (row.workspace_id, row.revision) if row else None
+
+
 def get(conn: Connection, entry_id: int) -> EntryRow | None:
     row = conn.execute(select(en).where(en.c.id == entry_id)).first()
     if row is None:
@@ -381,6 +389,19 @@ def list_for_workspace(
     if after is not None:
         stmt = stmt.where(tuple_(en.c.occurred_at, en.c.id) > tuple_(after[0], after[1]))
     rows = conn.execute(stmt.order_by(en.c.occurred_at, en.c.id).limit(limit)).all()
+    bound = evidence_ids_of(conn, [row.id for row in rows])
+    return [_to_entry(row, bound[row.id]) for row in rows]
+
+
+def drafts_of_window(conn: Connection, window_state_id: int, *, limit: int) -> list[EntryRow]:
+    """The drafts a window last created or changed, in time order, with bound evidence ids
+    (what its review card offers)."""
+    rows = conn.execute(
+        select(en)
+        .where(en.c.window_state_id == window_state_id, en.c.status == "draft")
+        .order_by(en.c.occurred_at, en.c.id)
+        .limit(limit)
+    ).all()
     bound = evidence_ids_of(conn, [row.id for row in rows])
     return [_to_entry(row, bound[row.id]) for row in rows]
 

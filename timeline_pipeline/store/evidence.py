@@ -31,6 +31,7 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    text,
     true,
     tuple_,
 )
@@ -42,6 +43,7 @@ from timeline_pipeline.domain.evidence import (
     EvidenceCursor,
     EvidenceRecord,
     EvidenceRow,
+    HashInput,
     UpsertOutcome,
     UpsertSummary,
 )
@@ -531,6 +533,152 @@ def first_eligible_at(
 def occurred_at_param(name: str, value: datetime) -> ColumnElement[Any]:
     """A bound parameter typed like `occurred_at` (a timezone-aware time on every dialect)."""
     return bindparam(name, value, type_=ev.c.occurred_at.type)
+
+
+# --- maintenance processors (README, "Maintenance jobs"): id keyset pages and batch rewrites ---
+
+
+def id_page(
+    conn: Connection,
+    workspace_id: str,
+    *,
+    after_id: int,
+    limit: int,
+    source_type: str | None = None,
+    deleted: bool | None = None,
+) -> list[EvidenceRow]:
+    """A workspace's rows with id > `after_id`, in id order: one range of the (workspace_id, id)
+    index, never an OFFSET, so each page costs the same however far the scan has come."""
+    stmt = select(ev).where(ev.c.workspace_id == workspace_id, ev.c.id > after_id)
+    if source_type is not None:
+        stmt = stmt.where(ev.c.source_type == source_type)
+    if deleted is not None:
+        stmt = stmt.where(ev.c.deleted == (true() if deleted else false()))
+    rows = conn.execute(stmt.order_by(ev.c.id).limit(limit))
+    return [_to_row(r) for r in rows]
+
+
+def hash_input_page(
+    conn: Connection, workspace_id: str, *, after_id: int, limit: int, source_type: str
+) -> list[HashInput]:
+    """`id_page` narrowed to the columns a content hash depends on: a backfill reads every row
+    of the workspace, and the other columns would only be decoded to be dropped."""
+    rows = conn.execute(
+        select(ev.c.id, ev.c.content, ev.c.content_hash, ev.c.metadata_json, ev.c.deleted)
+        .where(
+            ev.c.workspace_id == workspace_id,
+            ev.c.id > after_id,
+            ev.c.source_type == source_type,
+        )
+        .order_by(ev.c.id)
+        .limit(limit)
+    ).all()
+    return [
+        HashInput(r.id, r.content, r.content_hash, dict(r.metadata_json or {}), bool(r.deleted))
+        for r in rows
+    ]
+
+
+@cache
+def _rehash_statement() -> Any:
+    return (
+        ev.update()
+        .where(ev.c.id == bindparam("row_id"), ev.c.content_hash == bindparam("old_hash"))
+        .values(content_hash=bindparam("new_hash"), updated_at=bindparam("now"))
+    )
+
+
+_PG_REHASH = text(
+    "UPDATE workspace_timeline_evidence AS ev SET content_hash = v.new_hash, updated_at = :now "
+    "FROM unnest(CAST(:ids AS bigint[]), CAST(:old AS text[]), CAST(:new AS text[])) "
+    "AS v(id, old_hash, new_hash) WHERE ev.id = v.id AND ev.content_hash = v.old_hash"
+).bindparams(bindparam("now", type_=ev.c.updated_at.type))
+
+
+def replace_content_hashes(
+    conn: Connection, changes: Sequence[tuple[int, str, str]], *, now: datetime
+) -> int:
+    """Set each row's hash from `old` to `new`, only where it still holds `old` (a concurrent
+    write already moved it otherwise); the number of rows changed. One statement on PostgreSQL
+    (arrays unnested into a join), a prepared executemany on SQLite."""
+    if not changes:
+        return 0
+    if conn.dialect.name == "postgresql":
+        ids, old, new = (list(column) for column in zip(*changes, strict=True))
+        result = conn.execute(_PG_REHASH, {"ids": ids, "old": old, "new": new, "now": now})
+        return int(result.rowcount)
+    result = conn.execute(
+        _rehash_statement(),
+        [{"row_id": i, "old_hash": old, "new_hash": new, "now": now} for i, old, new in changes],
+    )
+    return int(result.rowcount)
+
+
+@cache
+def _redact_statement() -> Any:
+    return (
+        ev.update()
+        .where(ev.c.id == bindparam("row_id"), ev.c.revision == bindparam("expected_revision"))
+        .values(
+            content=bindparam("new_content"),
+            content_hash=bindparam("new_hash"),
+            metadata_json=bindparam("new_metadata", type_=ev.c.metadata_json.type),
+            source_updated_at=bindparam("new_updated", type_=ev.c.source_updated_at.type),
+            deleted=true(),
+            ai_eligible=false(),
+            revision=ev.c.revision + 1,
+            updated_at=bindparam("now", type_=ev.c.updated_at.type),
+        )
+    )
+
+
+def redact_rows(
+    conn: Connection,
+    rows: Sequence[EvidenceRecord],
+    ids: Sequence[tuple[int, int]],
+    *,
+    now: datetime,
+) -> int:
+    """Overwrite rows with their redacted records, each only if still at the revision it was
+    read at (`ids` holds (id, revision) pairs, parallel to `rows`); the number changed."""
+    if not rows:
+        return 0
+    result = conn.execute(
+        _redact_statement(),
+        [
+            {
+                "row_id": row_id,
+                "expected_revision": revision,
+                "new_content": record.content,
+                "new_hash": record.content_hash,
+                "new_metadata": record.metadata,
+                "new_updated": record.source_updated_at,
+                "now": now,
+            }
+            for record, (row_id, revision) in zip(rows, ids, strict=True)
+        ],
+    )
+    return int(result.rowcount)
+
+
+def count_eligible_in(
+    conn: Connection, workspace_id: str, scope_key: str, start: datetime, end: datetime
+) -> int:
+    """Eligible rows of one chat in [start, end): one range of the scope index."""
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(ev)
+            .where(
+                ev.c.workspace_id == workspace_id,
+                ev.c.scope_key == scope_key,
+                ev.c.occurred_at >= start,
+                ev.c.occurred_at < end,
+                ev.c.ai_eligible == true(),
+                ev.c.deleted == false(),
+            )
+        ).scalar_one()
+    )
 
 
 # --- lifecycle -------------------------------------------------------------------------------

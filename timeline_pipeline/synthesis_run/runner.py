@@ -33,6 +33,7 @@ from timeline_pipeline.domain.keys import (
 )
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
 from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.interactions.planner import plan_review_card
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence, sync_states
@@ -461,6 +462,10 @@ class WindowRunner:
                     },
                     now=self.clock(),
                 )
+                if finished is not None and status is WindowStatus.COMPLETED:
+                    # With the window, in its transaction: its drafts' review card is queued
+                    # for the card worker (README, "Review cards"); off unless enabled.
+                    plan_review_card(conn, finished, self.settings, now=self.clock())
             break
         if finished is None:
             raise LeaseLost("lease lost: another run took over the window before it finished")

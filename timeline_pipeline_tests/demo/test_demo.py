@@ -64,3 +64,11 @@ def test_demo_builds_a_traceable_timeline_from_the_bundled_chat(
     for entry in entries:
         assert entry["evidence"], entry["title"]
         assert all(item["link"].startswith("https://") for item in entry["evidence"])
+
+    # The commander confirmed a draft from its review card in the chat.
+    review = run["review"]
+    assert review["cards_posted"] >= 1
+    assert review["confirmed_entry"] is not None
+    assert review["card_redrawn"] is True
+    confirmed = [e for e in entries if e["status"] == "confirmed"]
+    assert [e["id"] for e in confirmed] == [review["confirmed_entry"]]

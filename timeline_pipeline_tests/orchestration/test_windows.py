@@ -190,31 +190,37 @@ def test_a_run_without_the_workspace_tag_is_refused(
     assert tagged.success
 
 
-def test_the_versioned_rerun_job_queues_its_partitions_for_the_sensor(
+def test_the_versioned_rerun_job_drives_a_window_rerun_job_and_the_sensor_runs_its_windows(
     db_url: str, chat: list[int], engine: Engine, instance: dg.DagsterInstance
 ) -> None:
     defs = defs_for(db_url)
+    config = {"workspace_id": "inc-1", "processor_version": "v2", "batch_size": 1}
     result = defs.resolve_job_def(RERUN_JOB).execute_in_process(
-        instance=instance,
-        run_config={
-            "ops": {
-                "create_rerun_windows": {
-                    "config": {"workspace_id": "inc-1", "processor_version": "v2"}
-                }
-            }
-        },
+        instance=instance, run_config={"ops": {"create_rerun_windows": {"config": config}}}
     )
     assert result.success
+    job = result.output_for_node("create_rerun_windows")
+    assert (job["type"], job["mode"], job["status"]) == ("window_rerun", "apply", "completed")
+    assert job["result"]["created"] == 2 and job["batches"] >= 4  # one window a batch, twice
+    run = instance.get_run_by_id(result.run_id)
+    assert run is not None
+    tags = run.tags
+    assert tags["timeline/maintenance_status"] == "completed"
     v2 = [
         WindowRef("inc-1", "oc_chat", W1, "v2").partition_key,
         WindowRef("inc-1", "oc_chat", W2, "v2").partition_key,
     ]
     assert v2[0].endswith(":v2")
-    assert instance.get_existing_dynamic_partitions(WINDOW_PARTITIONS, v2) == set(v2)
-    requested = [r.partition_key for r in tick(defs, instance).run_requests]
-    assert [k for k in requested if k.endswith(":v2")] == v2
+    requested = tick(defs, instance)
+    assert [k for k in (r.partition_key for r in requested.run_requests) if k.endswith(":v2")] == v2
+    (added,) = requested.dynamic_partitions_requests
+    assert set(v2) <= set(added.partition_keys)
     states = window_states(engine)
     assert states[v2[0]].source_key.startswith("chat/oc_chat/processor/v2/window/")
+    again = defs.resolve_job_def(RERUN_JOB).execute_in_process(
+        instance=instance, run_config={"ops": {"create_rerun_windows": {"config": config}}}
+    )
+    assert again.output_for_node("create_rerun_windows")["result"]["already_present"] == 2
 
 
 def test_an_ai_outage_defers_the_window_and_the_next_run_binds_the_drafts(

@@ -226,15 +226,17 @@ def test_a_challenge_with_a_lone_surrogate_is_answered_not_a_500(receiver: Recei
     assert response.json() == {"challenge": "c-\ud800"}
 
 
-def test_card_actions_are_acknowledged_as_not_implemented(receiver: Receiver) -> None:
+def test_card_actions_are_acknowledged_as_ignored_while_review_cards_are_off(
+    receiver: Receiver,
+) -> None:
     response = receiver.post(card_click())
 
-    assert response.json() == {"status": "ignored", "reason": "not_implemented"}
+    assert response.json() == {"status": "ignored", "reason": "review_cards_disabled"}
     assert (
         receiver.metric(
             "timeline_lark_events_ignored_total",
             event_type="card.action.trigger",
-            reason="not_implemented",
+            reason="review_cards_disabled",
         )
         == 1
     )

@@ -1,29 +1,82 @@
-"""The versioned rerun (README "Prompt/schema upgrade"): it creates state rows only for windows
-discovery would take, because the sensor requests every such row as soon as there is room."""
+"""The versioned rerun (README "Prompt/schema upgrade"): the `window_rerun` maintenance
+processor creates state rows only for windows discovery would take, because the sensor requests
+every such row as soon as there is room."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import itertools
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine
 
+from timeline_pipeline.maintenance.limits import Limits
+from timeline_pipeline.maintenance.processors import default_registry
+from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import sync_states
 from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline.windows.planning import DiscoveryLimits
-from timeline_pipeline.windows.rerun import Held, RerunResult, create_versioned_rerun, held_back
-from timeline_pipeline_tests.windows.support import MIN, T0, WINDOW, post, settings, workspace
+from timeline_pipeline.windows.rerun import Held, held_back
+from timeline_pipeline_tests.windows.support import (
+    MIN,
+    T0,
+    WINDOW,
+    post,
+    settings,
+    window_states,
+    workspace,
+)
+
+_keys = itertools.count()
+MILLISECOND = timedelta(milliseconds=1)
 
 
-def rerun(engine: Engine, config: LarkTimelineSettings, now: datetime) -> RerunResult:
-    return create_versioned_rerun(
-        engine, workspace_id="inc-1", processor_version="v2", settings=config, now=now
+@dataclass
+class RerunResult:
+    created: list[datetime]
+    held_open: int
+    held_collecting: int
+    already_present: int
+
+    @property
+    def held(self) -> int:
+        return self.held_open + self.held_collecting
+
+
+def rerun(
+    engine: Engine, config: LarkTimelineSettings, now: datetime, *, batch_size: int = 100
+) -> RerunResult:
+    """One `window_rerun` apply job, driven to completion at `now`."""
+    before = set(window_states(engine))
+    ticks = itertools.count()
+    # Each reading 2 ms after the last: the job's 1 ms delay has passed by the next advance.
+    service = JobService(
+        engine, default_registry(config), clock=lambda: now + next(ticks) * 2 * MILLISECOND
+    )
+    job, _ = service.create(
+        job_type="window_rerun",
+        idempotency_key=f"rerun-{next(_keys)}",
+        parameters={"workspace_id": "inc-1", "processor_version": "v2"},
+        limits=Limits(batch_size, 1, 500, 3000),
+        apply=True,
+    )
+    while job.status == "ready":
+        job = service.act(job.id, "advance", revision=job.revision)
+    assert job.status == "completed", job.error
+    states = window_states(engine)
+    created = sorted(
+        s.window_start for key, s in states.items() if key not in before and s.window_start
+    )
+    result = job.result or {}
+    return RerunResult(
+        created, result["held_open"], result["held_collecting"], result["already_present"]
     )
 
 
 def starts(result: RerunResult) -> list[datetime]:
-    return [ref.window_start for ref in result.windows]
+    return result.created
 
 
 def covered_until(engine: Engine, at: datetime) -> None:
@@ -65,19 +118,12 @@ def test_with_reconciliation_on_a_window_waits_until_its_chat_is_collected_past_
     assert starts(rerun(engine, config, now)) == [T0 + WINDOW]
 
 
-def test_held_windows_do_not_use_up_the_per_call_limit(engine: Engine) -> None:
+def test_the_rerun_in_batches_of_one_window_gives_what_one_batch_gives(engine: Engine) -> None:
     workspace(engine)
     post(engine, [T0 + MIN, T0 + WINDOW + MIN, T0 + 2 * WINDOW + MIN])
-    result = create_versioned_rerun(
-        engine,
-        workspace_id="inc-1",
-        processor_version="v2",
-        settings=settings(),
-        now=T0 + 2 * WINDOW + 5 * MIN,
-        max_windows=2,
-    )
+    result = rerun(engine, settings(), T0 + 2 * WINDOW + 5 * MIN, batch_size=1)
     assert starts(result) == [T0, T0 + WINDOW]
-    assert not result.truncated and result.held_open == 1
+    assert result.held_open == 1
 
 
 @pytest.mark.parametrize(

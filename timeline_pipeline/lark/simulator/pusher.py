@@ -142,3 +142,30 @@ class EventPusher:
                 with ThreadPoolExecutor(max_workers=self._concurrency) as pool:
                     list(pool.map(deliver, queue))
         return report
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: dict[str, Any]
+
+
+def send_signed(
+    receiver_url: str,
+    payload: Mapping[str, Any],
+    *,
+    encrypt_key: str | None = None,
+    timeout_seconds: float = 10.0,
+) -> Answer:
+    """POST one signed callback and return the receiver's answer (a card callback's toast)."""
+    host = urlsplit(receiver_url).hostname or ""
+    if not is_loopback_host(host):
+        raise ValueError("the event pusher only delivers to a loopback receiver")
+    signed = sign_payload(payload, encrypt_key=encrypt_key)
+    with httpx.Client(timeout=timeout_seconds, trust_env=False) as client:
+        response = client.post(receiver_url, content=signed.body, headers=signed.headers)
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    return Answer(response.status_code, body if isinstance(body, dict) else {})

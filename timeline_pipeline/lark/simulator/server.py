@@ -297,6 +297,11 @@ def create_app(state: SimulatorState) -> FastAPI:
             raise LarkError(CODE_FIELD_VALIDATION, "user_ids must hold 1..50 ids")
         return lark_reply({"items": state.store.users(ids)})
 
+    @app.get("/_sim/cards")
+    async def sent_cards(request: Request) -> JSONResponse:
+        """The simulator's own API: cards sent and patched, for tests and the demo."""
+        return JSONResponse({"items": state.store.card_log(request.query_params.get("message_id"))})
+
     @app.get("/open-apis/bot/v3/info")
     async def bot_info(request: Request) -> JSONResponse:
         app_id = authorize(request)

@@ -70,6 +70,7 @@ class ChatStore:
         self._thread_chat: dict[str, str] = {}
         self._users: dict[str, str] = dict(users or {})
         self._sent_by_uuid: dict[tuple[str, str], str] = {}
+        self._card_log: list[dict[str, Any]] = []
         for item in messages:
             self.add_message(item)
 
@@ -286,6 +287,8 @@ class ChatStore:
             self._index(message)
             if idempotency_uuid:
                 self._sent_by_uuid[(app_id, idempotency_uuid)] = message["message_id"]
+            if msg_type == "interactive":
+                self._record_card("sent", message)
             return copy.deepcopy(message), True
 
     def _attach_reply(
@@ -312,4 +315,28 @@ class ChatStore:
             message = self._require(message_id)
             message["body"] = {"content": content}
             message["update_time"] = str(_ms(self._clock()))
+            self._record_card("patched", message)
             return copy.deepcopy(message)
+
+    # ------------------------------------------------------------ cards
+
+    def _record_card(self, kind: str, message: Mapping[str, Any]) -> None:
+        self._card_log.append(
+            {
+                "kind": kind,
+                "message_id": message["message_id"],
+                "chat_id": message["chat_id"],
+                "root_id": message.get("root_id"),
+                "at": message["update_time"],
+                "card": json.loads(message["body"]["content"]),
+            }
+        )
+
+    def card_log(self, message_id: str | None = None) -> list[dict[str, Any]]:
+        """Every card sent and every patch, in order (what people in the chat saw)."""
+        with self._lock:
+            return [
+                copy.deepcopy(item)
+                for item in self._card_log
+                if message_id is None or item["message_id"] == message_id
+            ]

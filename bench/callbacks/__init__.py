@@ -1,0 +1,1 @@
+"""Review-card callbacks: admission rate and answer time, queue drain rate, cache effect."""

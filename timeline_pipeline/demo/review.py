@@ -1,0 +1,115 @@
+"""The demo's last step: the incident commander confirms a draft from the chat.
+
+The window runs queued a review card per window with drafts; here the card worker posts them to
+the local Lark, the commander (a curator of the workspace) clicks Confirm on the first draft,
+the signed `card.action.trigger` reaches the real receiver over HTTP, and the worker applies
+the decision through the curation service and redraws the card for everyone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from timeline_pipeline.db.engine import transaction
+from timeline_pipeline.http.app import create_app
+from timeline_pipeline.interactions.cards import VALUE_ACTION, VALUE_ENTRY
+from timeline_pipeline.lark.simulator.events import EventIdentity, card_action_event
+from timeline_pipeline.lark.simulator.pusher import send_signed
+from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn, SimulatorServer
+from timeline_pipeline.lark.simulator.store import ChatStore
+from timeline_pipeline.settings import Settings
+from timeline_pipeline.store import entries, workspaces
+from timeline_pipeline.store import interaction_requests as cards
+
+
+@dataclass
+class ReviewResult:
+    cards_posted: int = 0
+    confirmed_entry: int | None = None
+    toast: str = ""
+    card_redrawn: bool = False
+
+
+def _confirm_value(card: dict[str, object], entry_id: int) -> dict[str, object]:
+    for element in card.get("elements", []):  # type: ignore[attr-defined]
+        for control in element.get("actions", []):
+            value = control.get("value") or {}
+            if value.get(VALUE_ENTRY) == entry_id and value.get(VALUE_ACTION) == "confirm":
+                return dict(value)
+    raise LookupError(f"the card shows no Confirm for entry {entry_id}")
+
+
+def confirm_from_chat(
+    engine: Engine,
+    settings: Settings,
+    store: ChatStore,
+    workspace_id: str,
+    curator: str,
+    progress: Callable[[str], None],
+) -> ReviewResult:
+    result = ReviewResult()
+    runtime = settings.runtime
+    with transaction(engine) as conn:
+        workspaces.add_curator(conn, workspace_id, curator)
+    with SimulatorServer(
+        store=store,
+        app_id=runtime.lark_app_id,
+        app_secret=runtime.lark_app_secret.get_secret_value(),
+    ) as lark:
+        live = Settings(
+            settings.timeline, runtime.model_copy(update={"lark_base_url": lark.base_url})
+        )
+        app = create_app(live, engine, card_worker=False)
+        review = app.state.resources.review_cards
+        assert review is not None
+        with LoopbackUvicorn(app) as receiver:
+            review.worker.drain(max_seconds=30)
+            with engine.connect() as conn:
+                posted = [c for c in cards.for_workspace(conn, workspace_id) if c.message_id]
+            result.cards_posted = len(posted)
+            if not posted:
+                progress("review cards: no window created drafts, nothing to review")
+                review.worker.close()
+                return result
+            card = posted[0]
+            entry_id = card.request.entries[0].id
+            assert card.message_id is not None
+            shown = store.card_log(card.message_id)[-1]["card"]
+            progress(
+                f"review cards: {len(posted)} card(s) posted to the chat; "
+                f"the commander confirms draft {entry_id} from the first one"
+            )
+            payload = card_action_event(
+                EventIdentity(
+                    app_id=runtime.lark_app_id,
+                    verification_token=runtime.lark_verification_token.get_secret_value(),
+                ),
+                operator_open_id=curator,
+                open_message_id=card.message_id,
+                open_chat_id=card.chat_id,
+                action_value=_confirm_value(shown, entry_id),
+            )
+            answer = send_signed(
+                f"{receiver.base_url}/lark/events",
+                payload,
+                encrypt_key=runtime.lark_encrypt_key.get_secret_value(),
+            )
+            result.toast = str((answer.body.get("toast") or {}).get("content", ""))
+            review.worker.drain(max_seconds=30)
+            review.worker.close()
+        with engine.connect() as conn:
+            entry = entries.get(conn, entry_id)
+        if entry is not None and entry.status == "confirmed":
+            result.confirmed_entry = entry_id
+        log = store.card_log(card.message_id)
+        result.card_redrawn = log[-1]["kind"] == "patched" and "Confirmed by" in str(
+            log[-1]["card"]
+        )
+        progress(
+            f"review cards: Lark showed {result.toast!r}; entry {entry_id} is "
+            f"{entry.status if entry else 'gone'}, the card now says who confirmed it"
+        )
+    return result

@@ -1,0 +1,1 @@
+"""Draft review in Lark: review cards, their callbacks and the worker (README, "Review cards")."""

@@ -1,0 +1,235 @@
+"""A `card.action.trigger` callback, parsed and checked against the stored card. Pure.
+
+Parsing reads only the token, the entry id and the action from the button value, the message
+and chat ids from the context, the operator and the app; everything the decision means (field
+types, the options offered, the entry revision) comes from the stored request. Every refusal has
+a reason code (a metric label) and a toast a person can act on.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Final
+
+from timeline_pipeline.domain.interactions import CardAction, CardStatus
+from timeline_pipeline.interactions.cards import EDIT_FIELD, VALUE_ACTION, VALUE_ENTRY, VALUE_TOKEN
+from timeline_pipeline.interactions.model import CardRequest, Decisions, closing_decision
+from timeline_pipeline.interactions.tokens import MAX_TOKEN_CHARS
+
+_ID: Final = re.compile(r"[\x21-\x7e]{1,256}")
+
+
+class Refusal(StrEnum):
+    MALFORMED_VALUE = "malformed_value"
+    UNKNOWN_CARD = "unknown_card"
+    FORGED_TOKEN = "forged_token"  # noqa: S105 - a reason code
+    TOKEN_OF_ANOTHER_CARD = "token_of_another_card"  # noqa: S105 - a reason code
+    WRONG_BOT = "wrong_bot"
+    WRONG_CHAT = "wrong_chat"
+    NOT_CURATOR = "not_curator"
+    EXPIRED = "expired"
+    CARD_CLOSED = "card_closed"
+    ENTRY_NOT_OFFERED = "entry_not_offered"
+    OPTION_NOT_OFFERED = "option_not_offered"
+    INVALID_TITLE = "invalid_title"
+    ALREADY_DECIDED = "already_decided"
+    STALE_REVISION = "stale_revision"
+    ENTRY_GONE = "entry_gone"
+    ADMISSION_LIMIT = "admission_limit"
+    UNAVAILABLE = "unavailable"
+
+
+TOASTS: Final[dict[Refusal, str]] = {
+    Refusal.MALFORMED_VALUE: "This action could not be read; nothing was changed.",
+    Refusal.UNKNOWN_CARD: "This card is not known to the timeline; nothing was changed.",
+    Refusal.FORGED_TOKEN: "This card's credentials are not valid; nothing was changed.",
+    Refusal.TOKEN_OF_ANOTHER_CARD: "This action belongs to another card; nothing was changed.",
+    Refusal.WRONG_BOT: "This card was sent by another app; nothing was changed.",
+    Refusal.WRONG_CHAT: "This card belongs to another chat; nothing was changed.",
+    Refusal.NOT_CURATOR: "Only the workspace's curators can review drafts; nothing was changed.",
+    Refusal.EXPIRED: "This card has expired; review the drafts on the timeline page.",
+    Refusal.CARD_CLOSED: "This card is closed; nothing was changed.",
+    Refusal.ENTRY_NOT_OFFERED: "That draft is not on this card; nothing was changed.",
+    Refusal.OPTION_NOT_OFFERED: "That category is not one this card offers; nothing was changed.",
+    Refusal.INVALID_TITLE: "The title must be one line of 1 to {max} characters.",
+    Refusal.ALREADY_DECIDED: "This draft was already decided; nothing was changed.",
+    Refusal.STALE_REVISION: (
+        "Someone edited this draft meanwhile; review it on the timeline page. Nothing was changed."
+    ),
+    Refusal.ENTRY_GONE: "This draft no longer exists; nothing was changed.",
+    Refusal.ADMISSION_LIMIT: "Too many decisions are waiting; try again in a minute.",
+    Refusal.UNAVAILABLE: "The timeline is unavailable right now; try again in a minute.",
+}
+
+
+class CallbackRefused(Exception):
+    def __init__(self, reason: Refusal, toast: str | None = None) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+        self.toast = toast or TOASTS[reason]
+
+
+@dataclass(frozen=True, slots=True)
+class CardCallback:
+    """What a click says, before anything is trusted."""
+
+    event_id: str
+    app_id: str
+    token: str
+    entry_id: int
+    action: CardAction
+    message_id: str
+    chat_id: str
+    operator: str
+    option: str | None
+    title: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CardFacts:
+    """The stored card a callback names, as the checks need it."""
+
+    request_id: int
+    workspace_id: str
+    bot_app_id: str
+    chat_id: str
+    message_id: str | None
+    status: str
+    expires_at: datetime
+    request: CardRequest
+    decisions: Decisions
+
+
+@dataclass(frozen=True, slots=True)
+class Admissible:
+    """A checked decision: what the worker will apply, at which entry revision."""
+
+    entry_id: int
+    entry_revision: int
+    action: CardAction
+    value: str | None
+
+    def decision_key(self, request_id: int) -> str:
+        """One admission per card, entry, action, value and revision: the same click twice,
+        from any replica or as a redelivery under a new event id, is admitted once."""
+        return (
+            f"{request_id}:{self.entry_id}:{self.action.value}:{self.entry_revision}:"
+            + (self.value or "")[:128]
+        )
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and _ID.fullmatch(value) else None
+
+
+def parse(payload: Mapping[str, Any]) -> CardCallback:
+    """The callback's claims; CallbackRefused(MALFORMED_VALUE) when any is missing or odd."""
+    header = payload.get("header") or {}
+    event = payload.get("event") or {}
+    action = event.get("action") if isinstance(event, Mapping) else None
+    context = event.get("context") if isinstance(event, Mapping) else None
+    operator = event.get("operator") if isinstance(event, Mapping) else None
+    if not (
+        isinstance(header, Mapping)
+        and isinstance(action, Mapping)
+        and isinstance(context, Mapping)
+        and isinstance(operator, Mapping)
+    ):
+        raise CallbackRefused(Refusal.MALFORMED_VALUE)
+    value = action.get("value")
+    if not isinstance(value, Mapping):
+        raise CallbackRefused(Refusal.MALFORMED_VALUE)
+    token = value.get(VALUE_TOKEN)
+    entry = value.get(VALUE_ENTRY)
+    kind = value.get(VALUE_ACTION)
+    if isinstance(entry, str) and entry.isascii() and entry.isdigit() and len(entry) <= 18:
+        entry = int(entry)
+    ids = (
+        _str(header.get("event_id")),
+        _str(header.get("app_id")),
+        _str(context.get("open_message_id")),
+        _str(context.get("open_chat_id")),
+        _str(operator.get("open_id")),
+    )
+    if (
+        not isinstance(token, str)
+        or not 1 <= len(token) <= MAX_TOKEN_CHARS
+        or not isinstance(entry, int)
+        or isinstance(entry, bool)
+        or not 0 < entry < 2**63
+        or kind not in {a.value for a in CardAction}
+        or None in ids
+    ):
+        raise CallbackRefused(Refusal.MALFORMED_VALUE)
+    event_id, app_id, message_id, chat_id, open_id = (str(i) for i in ids)
+    option = action.get("option")
+    form = action.get("form_value")
+    title = form.get(EDIT_FIELD) if isinstance(form, Mapping) else None
+    return CardCallback(
+        event_id,
+        app_id,
+        token,
+        entry,
+        CardAction(kind),
+        message_id,
+        chat_id,
+        open_id,
+        option if isinstance(option, str) else None,
+        title if isinstance(title, str) else None,
+    )
+
+
+def _title(raw: str | None, max_chars: int) -> str:
+    text = unicodedata.normalize("NFC", (raw or "").strip())
+    if not text or len(text) > max_chars or "\n" in text or "\r" in text:
+        raise CallbackRefused(
+            Refusal.INVALID_TITLE, TOASTS[Refusal.INVALID_TITLE].format(max=max_chars)
+        )
+    return text
+
+
+def check(
+    callback: CardCallback,
+    card: CardFacts,
+    *,
+    token_request_id: int | None,
+    curators: Collection[str],
+    now: datetime,
+) -> Admissible:
+    """The decision a callback may make on its card, or CallbackRefused with the first reason.
+
+    `token_request_id` is the card the callback's token was issued for (None: no such token).
+    Identity comes first (token, card, bot, chat, actor), then time, then the values.
+    """
+    if token_request_id is None:
+        raise CallbackRefused(Refusal.FORGED_TOKEN)
+    if token_request_id != card.request_id:
+        raise CallbackRefused(Refusal.TOKEN_OF_ANOTHER_CARD)
+    if callback.app_id != card.bot_app_id:
+        raise CallbackRefused(Refusal.WRONG_BOT)
+    if callback.chat_id != card.chat_id:
+        raise CallbackRefused(Refusal.WRONG_CHAT)
+    if callback.operator not in curators:
+        raise CallbackRefused(Refusal.NOT_CURATOR)
+    if card.status == CardStatus.EXPIRED or now >= card.expires_at:
+        raise CallbackRefused(Refusal.EXPIRED)
+    if card.status != CardStatus.PENDING:
+        raise CallbackRefused(Refusal.CARD_CLOSED)
+    entry = card.request.entry(callback.entry_id)
+    if entry is None:
+        raise CallbackRefused(Refusal.ENTRY_NOT_OFFERED)
+    if closing_decision(card.decisions.get(entry.id, [])) is not None:
+        raise CallbackRefused(Refusal.ALREADY_DECIDED)
+    value: str | None = None
+    if callback.action is CardAction.CATEGORY:
+        if callback.option not in card.request.options:
+            raise CallbackRefused(Refusal.OPTION_NOT_OFFERED)
+        value = callback.option
+    elif callback.action is CardAction.EDIT:
+        value = _title(callback.title, card.request.title_max_chars)
+    return Admissible(entry.id, entry.revision, callback.action, value)

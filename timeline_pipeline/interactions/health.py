@@ -1,0 +1,25 @@
+"""Review-card figures for the pipeline health asset (README, "Metrics"): the same counts the
+worker's `/metrics` gauges show, read from the database so Dagster plots them over time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Engine
+
+from timeline_pipeline.db.engine import connection
+from timeline_pipeline.store import interaction_admissions as admissions
+from timeline_pipeline.store import interaction_requests as cards
+
+
+def review_card_figures(engine: Engine, now: datetime) -> dict[str, float]:
+    with connection(engine) as conn:
+        by_status = cards.counts(conn)
+        backlog = admissions.backlog(conn, now=now)
+    return {
+        "review_cards_pending": by_status["pending"],
+        "review_cards_undelivered": by_status["undelivered"],
+        "review_cards_expired": by_status["expired"],
+        "review_card_backlog": backlog["queued"] + backlog["applied"],
+        "review_card_backlog_oldest_seconds": backlog["oldest_age_seconds"],
+    }

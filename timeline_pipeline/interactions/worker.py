@@ -1,0 +1,424 @@
+"""The review-card worker: posts queued cards, applies admitted decisions once, redraws cards.
+
+It runs inside `serve` (README, "Review cards": why not a Dagster sensor) and standalone as
+`timeline-pipeline interactions work`. Every piece of work is a database row taken with a lease
+by compare-and-set, so any number of workers and replicas can run; a worker killed at any point
+leaves rows whose lease expires and that another worker takes over:
+
+* a decision's curation (through the curation service, with its audit event) commits in the
+  same transaction that moves its admission from `queued` to `applied`, so it happens once;
+* the card redraw that follows is a PATCH of the whole card drawn from the stored state, so
+  repeating it after a crash is harmless;
+* a card is posted with its idempotency uuid, so a repeated post lands once.
+
+Execution is bounded by `reviewCardWorkerConcurrency`, apart from admission.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from sqlalchemy import Connection, Engine
+
+from timeline_pipeline.curation.errors import CurationError
+from timeline_pipeline.curation.rules import Action
+from timeline_pipeline.curation.service import CurationService
+from timeline_pipeline.curation.timeline import EntryView
+from timeline_pipeline.db.engine import transaction
+from timeline_pipeline.domain.interactions import AdmissionStatus, CardAction, CardStatus
+from timeline_pipeline.interactions.cards import render_card
+from timeline_pipeline.interactions.model import Decision, all_closed
+from timeline_pipeline.lark.cards import CardSender
+from timeline_pipeline.lark.client import LarkApiError
+from timeline_pipeline.observability.logs import get_logger
+from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.retry import RetryPolicy
+from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store import interaction_admissions as admissions
+from timeline_pipeline.store import interaction_requests as cards
+from timeline_pipeline.store import interaction_tokens as tokens
+from timeline_pipeline.store.interaction_admissions import AdmissionRow
+from timeline_pipeline.store.interaction_requests import CardRow
+
+log = get_logger("timeline_pipeline.interactions")
+
+APPLIED: Final = "applied"
+MAX_SEND_ATTEMPTS: Final = 8
+MAX_PATCH_ATTEMPTS: Final = 8
+_CAS_ATTEMPTS: Final = 5
+_ACTIONS: Final = {CardAction.CONFIRM: Action.CONFIRM, CardAction.HIDE: Action.HIDE}
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def actor_of(open_id: str) -> str:
+    """How a card decision names its curator in the audit log."""
+    return f"lark:{open_id}"
+
+
+@dataclass
+class WorkReport:
+    sent: int = 0
+    applied: Counter[str] = field(default_factory=Counter)
+    patched: int = 0
+    expired: int = 0
+    failed: int = 0
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.sent or self.applied or self.patched or self.expired)
+
+
+class _LeaseLost(Exception):
+    pass
+
+
+class _Moved(Exception):
+    pass
+
+
+class CardWorker:
+    def __init__(
+        self,
+        engine: Engine,
+        settings: LarkTimelineSettings,
+        sender: CardSender | None,
+        metrics: ReviewCardMetrics,
+        *,
+        owner: str | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._engine = engine
+        self._settings = settings
+        self._sender = sender
+        self._metrics = metrics
+        self.owner = owner or f"cards-{uuid.uuid4().hex[:12]}"
+        self._clock = clock
+        self._curation = CurationService(engine, clock=clock)
+        # A send or redraw that failed after the client's own retries waits, between worker
+        # rounds, by the product's one retry policy (README, "Configuration").
+        self._retry = RetryPolicy.for_lark_calls(settings)
+        self._pool = ThreadPoolExecutor(
+            max_workers=settings.review_card_worker_concurrency, thread_name_prefix="card-worker"
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Work until `stop` is set; idle waits `reviewCardPollInterval` between looks."""
+        idle = self._settings.review_card_poll_interval.total_seconds()
+        while not stop.is_set():
+            try:
+                report = self.run_once()
+            except Exception as error:  # a database outage: wait and look again
+                log.warning("card_worker.failed", error_type=type(error).__name__)
+                report = WorkReport()
+            if not report.busy:
+                stop.wait(idle)
+
+    def run_once(self) -> WorkReport:
+        report = WorkReport()
+        now = self._clock()
+        lease = self._settings.review_card_lease
+        with transaction(self._engine) as conn:
+            expired = cards.expire_due(conn, now=now)
+        for card in expired:
+            report.expired += 1
+            self._metrics.cards.labels("expired").inc()
+            self._redraw_closed(card)
+        if self._sender is not None:
+            with transaction(self._engine) as conn:
+                queued = cards.claim_deliveries(
+                    conn, owner=self.owner, now=now, lease=lease, limit=8
+                )
+            for card in queued:
+                report.sent += self._deliver(card)
+        with transaction(self._engine) as conn:
+            taken = admissions.claim(
+                conn,
+                owner=self.owner,
+                now=now,
+                lease=lease,
+                limit=self._settings.review_card_worker_concurrency,
+            )
+        for outcome in self._pool.map(self._process, taken):
+            if outcome is None:
+                report.failed += 1
+                continue
+            report.applied[outcome] += 1
+            report.patched += 1
+        self.refresh_gauges()
+        return report
+
+    def drain(self, *, max_seconds: float = 30.0) -> WorkReport:
+        """Run until nothing is left to do (tests, the demo, `interactions work --drain`)."""
+        total = WorkReport()
+        deadline = time.monotonic() + max_seconds
+        while time.monotonic() < deadline:
+            report = self.run_once()
+            total.sent += report.sent
+            total.applied.update(report.applied)
+            total.patched += report.patched
+            total.expired += report.expired
+            total.failed += report.failed
+            if not report.busy and not report.failed:
+                break
+        return total
+
+    def refresh_gauges(self) -> None:
+        with transaction(self._engine) as conn:
+            card_counts = cards.counts(conn)
+            backlog = admissions.backlog(conn, now=self._clock())
+        self._metrics.pending_cards.set(card_counts[CardStatus.PENDING.value])
+        for status in (AdmissionStatus.QUEUED, AdmissionStatus.APPLIED):
+            self._metrics.backlog.labels(status.value).set(backlog[status.value])
+        self._metrics.backlog_age.set(backlog["oldest_age_seconds"])
+
+    # --- delivery --------------------------------------------------------------------------
+
+    def _deliver(self, card: CardRow) -> int:
+        assert self._sender is not None
+        now = self._clock()
+        with transaction(self._engine) as conn:
+            token = tokens.issue(conn, card.id, now=now)
+        content = self._render(card, token)
+        try:
+            posted = self._sender.post(
+                card.chat_id, content, uuid=card.idempotency_uuid, reply_to=card.reply_to_message_id
+            )
+        except LarkApiError as error:
+            self._metrics.cards.labels("send_failed").inc()
+            log.warning(
+                "review_card.send_failed",
+                card_id=card.id,
+                code=error.code,
+                retryable=error.retryable,
+            )
+            with transaction(self._engine) as conn:
+                if error.retryable and card.delivery_attempts < MAX_SEND_ATTEMPTS:
+                    cards.retry_delivery_at(
+                        conn, card, owner=self.owner, at=now + self._wait(card.delivery_attempts)
+                    )
+                else:
+                    cards.fail_delivery(conn, card, owner=self.owner, now=now)
+            return 0
+        with transaction(self._engine) as conn:
+            done = cards.mark_delivered(
+                conn,
+                card,
+                owner=self.owner,
+                bot_app_id=self._sender.app_id,
+                message_id=posted.message_id,
+                thread_id=posted.thread_id,
+                now=self._clock(),
+            )
+        if done is None:
+            return 0
+        self._metrics.cards.labels("sent").inc()
+        log.info("review_card.sent", card_id=card.id, message_id=posted.message_id)
+        return 1
+
+    # --- decisions -------------------------------------------------------------------------
+
+    def _process(self, admission: AdmissionRow) -> str | None:
+        try:
+            current: AdmissionRow | None = admission
+            if admission.status == AdmissionStatus.QUEUED:
+                current = self._apply(admission)
+            if current is None:
+                return None
+            return self._follow_up(current)
+        except _LeaseLost:
+            log.info("card_decision.lease_lost", admission_id=admission.id)
+            return None
+        except Exception as error:
+            log.error(
+                "card_decision.failed", admission_id=admission.id, error_type=type(error).__name__
+            )
+            return None
+
+    def _apply(self, admission: AdmissionRow) -> AdmissionRow:
+        for _ in range(_CAS_ATTEMPTS):
+            try:
+                with transaction(self._engine) as conn:
+                    return self._apply_once(conn, admission)
+            except _Moved:
+                continue
+        raise _LeaseLost
+
+    def _apply_once(self, conn: Connection, admission: AdmissionRow) -> AdmissionRow:
+        now = self._clock()
+        card = cards.get(conn, admission.request_id)
+        if card is None:
+            raise _LeaseLost
+        offered = card.request.entry(admission.entry_id)
+        outcome = APPLIED
+        request = card.request
+        if offered is None:
+            outcome = "entry_not_offered"
+        else:
+            try:
+                view = self._curate(conn, card, admission, offered.revision)
+            except CurationError as error:
+                outcome = error.code
+            else:
+                request = request.with_revision(
+                    admission.entry_id, view.revision, title=view.title, category=view.category
+                )
+        decisions = {k: list(v) for k, v in card.decisions.items()}
+        mine = decisions.get(admission.entry_id, [])
+        for position, decision in enumerate(mine):
+            if (
+                decision.state == "admitted"
+                and decision.action is admission.action
+                and decision.actor == admission.actor_open_id
+                and decision.value == admission.value
+            ):
+                mine[position] = replace(
+                    decision,
+                    state="applied" if outcome == APPLIED else "failed",
+                    outcome=None if outcome == APPLIED else outcome,
+                )
+                break
+        else:
+            mine.append(
+                Decision(
+                    admission.action, admission.actor_open_id, now, "applied", None, admission.value
+                )
+            )
+        decisions[admission.entry_id] = mine
+        status = card.status
+        if status == CardStatus.PENDING and all_closed(request, decisions):
+            status = CardStatus.SUBMITTED.value
+        if (
+            cards.write_state(
+                conn, card, request=request, decisions=decisions, status=status, now=now
+            )
+            is None
+        ):
+            raise _Moved
+        advanced = admissions.advance(
+            conn,
+            admission,
+            owner=self.owner,
+            status=AdmissionStatus.APPLIED,
+            now=now,
+            outcome=outcome,
+        )
+        if advanced is None:
+            raise _LeaseLost  # rolls the curation back with the transaction
+        self._metrics.decisions.labels(outcome).inc()
+        self._metrics.processing_seconds.observe(
+            max(0.0, (now - admission.admitted_at).total_seconds())
+        )
+        log.info(
+            "card_decision.applied",
+            admission_id=admission.id,
+            card_id=card.id,
+            entry_id=admission.entry_id,
+            action=admission.action.value,
+            outcome=outcome,
+        )
+        return advanced
+
+    def _curate(
+        self, conn: Connection, card: CardRow, admission: AdmissionRow, revision: int
+    ) -> EntryView:
+        """The decision through the curation service, in this transaction, at the revision
+        the card stands for (the worker keeps it current with its own applied changes)."""
+        actor = actor_of(admission.actor_open_id)
+        if admission.action in _ACTIONS:
+            return self._curation.transition(
+                card.workspace_id,
+                admission.entry_id,
+                _ACTIONS[admission.action],
+                expected_revision=revision,
+                actor=actor,
+                conn=conn,
+            )
+        field_name = "category" if admission.action is CardAction.CATEGORY else "title"
+        return self._curation.edit(
+            card.workspace_id,
+            admission.entry_id,
+            {field_name: admission.value},
+            expected_revision=revision,
+            actor=actor,
+            conn=conn,
+        )
+
+    def _follow_up(self, admission: AdmissionRow) -> str:
+        """Redraw the card for everyone, then finish the admission. A failed redraw gives the
+        row back to be tried again after a backoff (the curation stays applied)."""
+        outcome = admission.outcome or APPLIED
+        with transaction(self._engine) as conn:
+            card = cards.get(conn, admission.request_id)
+        if card is not None and card.message_id and self._sender is not None:
+            try:
+                self._redraw(card)
+            except LarkApiError as error:
+                self._metrics.cards.labels("patch_failed").inc()
+                log.warning("review_card.patch_failed", card_id=card.id, code=error.code)
+                if admission.attempts < MAX_PATCH_ATTEMPTS:
+                    with transaction(self._engine) as conn:
+                        admissions.release(
+                            conn,
+                            admission,
+                            owner=self.owner,
+                            at=self._clock() + self._wait(admission.attempts),
+                        )
+                    return outcome
+        final = AdmissionStatus.DONE if outcome == APPLIED else AdmissionStatus.FAILED
+        with transaction(self._engine) as conn:
+            if (
+                admissions.advance(
+                    conn, admission, owner=self.owner, status=final, now=self._clock()
+                )
+                is None
+            ):
+                raise _LeaseLost
+        return outcome
+
+    def _redraw(self, card: CardRow) -> None:
+        assert self._sender is not None
+        assert card.message_id
+        token = None
+        if card.status == CardStatus.PENDING:
+            with transaction(self._engine) as conn:
+                token = tokens.issue(conn, card.id, now=self._clock())
+        self._sender.redraw(card.message_id, self._render(card, token))
+        self._metrics.cards.labels("patched").inc()
+
+    def _redraw_closed(self, card: CardRow) -> None:
+        if not card.message_id or self._sender is None:
+            return
+        try:
+            self._redraw(card)
+        except LarkApiError as error:
+            log.warning("review_card.patch_failed", card_id=card.id, code=error.code)
+
+    def _wait(self, attempt: int) -> timedelta:
+        return timedelta(seconds=self._retry.backoff(attempt))
+
+    def _render(self, card: CardRow, token: str | None) -> dict[str, object]:
+        return render_card(
+            card.request,
+            card.decisions,
+            token=token,
+            status=card.status,
+            expires_at=card.expires_at,
+            workspace_id=card.workspace_id,
+            link_base_url=self._settings.review_card_link_base_url,
+        )

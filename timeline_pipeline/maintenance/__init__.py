@@ -1,0 +1,2 @@
+"""Operator-driven maintenance jobs: processors, the job service, the loopback listener and
+the driver (README, "Maintenance jobs")."""

@@ -1,0 +1,276 @@
+"""`window_rerun`: the explicit, bounded full regeneration of a workspace's windows under a new
+processor version namespace (README, "Window reruns").
+
+After a prompt or schema upgrade the windows are synthesized again as
+`chat/<chat_id>/processor/<version>/window/<start>`: new state rows beside the old ones, which
+the window sensor then runs oldest first within the backlog limits. Scan: walk each bound chat's
+non-empty windows in time order, one index seek per window (never a scan of the messages);
+dry-run counts windows and evidence, apply creates the missing versioned state rows, both in
+batches of `batch_size` windows with the position as checkpoint. Only windows discovery itself
+would take get a row (`windows.rerun.held_back`: closed, and with reconciliation on collected
+past their end), since the sensor requests every such row as soon as there is room; the others
+are counted as held, and a later rerun job adds them. Verification: a fresh walk that rejects a
+window that should have a row and has none, naming its source key.
+
+Parameters: `{"workspace_id": W, "processor_version": V, "chat_id"?: C, "since"?: ISO,
+"until"?: ISO}`; `since` defaults to the workspace's creation, `until` to the first batch's time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from sqlalchemy import Connection
+
+from timeline_pipeline.domain.keys import (
+    SOURCE_SYSTEM,
+    SOURCE_TYPE_WINDOW,
+    InvalidKey,
+    check_lark_id,
+    check_processor_version,
+)
+from timeline_pipeline.domain.maintenance import MaintenancePhase
+from timeline_pipeline.maintenance.errors import InvalidInput, ProcessorRefused
+from timeline_pipeline.maintenance.processor import (
+    StepOutcome,
+    StepRequest,
+    ValidatedInput,
+    check_keys,
+    counters,
+    require_object,
+    state_version,
+    workspace_scope,
+)
+from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store import evidence, sync_states, workspaces
+from timeline_pipeline.windows.keys import WindowRef, window_start_of
+from timeline_pipeline.windows.planning import DiscoveryLimits
+from timeline_pipeline.windows.rerun import Held, held_back
+
+STATE_VERSION: Final = 1
+COUNTERS: Final = (
+    "windows",
+    "evidence",
+    "would_create",
+    "created",
+    "already_present",
+    "held_open",
+    "held_collecting",
+    "verified",
+)
+HELD_COUNTERS: Final = {Held.OPEN: "held_open", Held.COLLECTING: "held_collecting"}
+PARAMETERS: Final = {"workspace_id", "processor_version", "chat_id", "since", "until"}
+
+
+def _time(value: Any, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"parameters.{name} must be an ISO 8601 string")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"parameters.{name} is not an ISO 8601 time") from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(f"parameters.{name} needs a timezone, e.g. Z")
+    return parsed.astimezone(UTC)
+
+
+@dataclass
+class _Position:
+    """Where the walk is: the chat, and the time from which its next window is sought."""
+
+    until: datetime
+    chat: str | None
+    at: datetime | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "v": STATE_VERSION,
+            "until": self.until.isoformat(),
+            "chat": self.chat,
+            "at": None if self.at is None else self.at.isoformat(),
+        }
+
+
+def _stored_time(state: Mapping[str, Any], key: str) -> datetime | None:
+    value = state.get(key)
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise ProcessorRefused("malformed_state", f"checkpoint.{key} is not a time") from None
+    if parsed.tzinfo is None:
+        raise ProcessorRefused("malformed_state", f"checkpoint.{key} has no timezone")
+    return parsed
+
+
+class WindowRerun:
+    type = "window_rerun"
+    version = "1"
+
+    def __init__(self, settings: LarkTimelineSettings) -> None:
+        self._limits = DiscoveryLimits.from_settings(settings)
+
+    def validate(self, parameters: Mapping[str, Any]) -> ValidatedInput:
+        params = require_object(parameters)
+        check_keys(params, PARAMETERS)
+        workspace_id = workspace_scope(params)
+        version = params.get("processor_version")
+        chat_id = params.get("chat_id")
+        try:
+            if not isinstance(version, str):
+                raise InvalidKey("parameters.processor_version is required")
+            check_processor_version(version)
+            if chat_id is not None:
+                if not isinstance(chat_id, str):
+                    raise InvalidKey("parameters.chat_id must be a string")
+                check_lark_id(chat_id)
+        except InvalidKey as exc:
+            raise InvalidInput(str(exc)) from None
+        since = _time(params.get("since"), "since")
+        until = _time(params.get("until"), "until")
+        if since is not None and until is not None and until <= since:
+            raise InvalidInput("parameters.until must be after parameters.since")
+        normalized: dict[str, Any] = {"workspace_id": workspace_id, "processor_version": version}
+        if chat_id is not None:
+            normalized["chat_id"] = chat_id
+        if since is not None:
+            normalized["since"] = since.isoformat()
+        if until is not None:
+            normalized["until"] = until.isoformat()
+        return ValidatedInput(normalized, workspace_id)
+
+    def preflight(self, conn: Connection, parameters: Mapping[str, Any]) -> None:
+        workspace_id = str(parameters["workspace_id"])
+        if workspaces.get(conn, workspace_id) is None:
+            raise ProcessorRefused("unknown_workspace", "the workspace does not exist")
+        chat_id = parameters.get("chat_id")
+        if chat_id is not None and chat_id not in workspaces.chats_of(conn, workspace_id):
+            raise ProcessorRefused("unbound_chat", "the chat is not bound to the workspace")
+
+    def _chats(self, conn: Connection, parameters: Mapping[str, Any]) -> list[str]:
+        chat_id = parameters.get("chat_id")
+        if chat_id is not None:
+            return [str(chat_id)]
+        return sorted(workspaces.chats_of(conn, str(parameters["workspace_id"])))
+
+    def _start(self, conn: Connection, parameters: Mapping[str, Any]) -> datetime:
+        since = _stored_time(parameters, "since")
+        if since is None:
+            workspace = workspaces.get(conn, str(parameters["workspace_id"]))
+            if workspace is None:
+                raise ProcessorRefused("unknown_workspace", "the workspace does not exist")
+            since = workspace.created_at
+        return window_start_of(since, self._limits.window)
+
+    def _position(self, request: StepRequest, chats: list[str], start: datetime) -> _Position:
+        state_version(request.checkpoint, STATE_VERSION, "checkpoint")
+        if not request.checkpoint:
+            # A pass starts here; verification reuses the scan's end, so that a window closing
+            # between the two passes is not taken for one the scan missed.
+            until = (
+                _stored_time(request.progress, "until")
+                or _stored_time(request.parameters, "until")
+                or request.now
+            )
+            return _Position(until, chats[0] if chats else None, start)
+        stored_until = _stored_time(request.checkpoint, "until")
+        if stored_until is None:
+            raise ProcessorRefused("malformed_state", "checkpoint.until is missing")
+        chat = request.checkpoint.get("chat")
+        if chat is not None and not isinstance(chat, str):
+            raise ProcessorRefused("malformed_state", "checkpoint.chat is not a chat id")
+        return _Position(stored_until, chat, _stored_time(request.checkpoint, "at") or start)
+
+    def step(self, conn: Connection, request: StepRequest) -> StepOutcome:
+        params = request.parameters
+        workspace_id = str(params["workspace_id"])
+        version = str(params["processor_version"])
+        chats = self._chats(conn, params)
+        start = self._start(conn, params)
+        position = self._position(request, chats, start)
+        progress = counters(request.progress, COUNTERS)
+        window = self._limits.window
+        budget = request.batch_size
+        verifying = request.phase is MaintenancePhase.VERIFY
+        # Which windows are held back is decided as of the first batch, in both passes: a window
+        # that closes meanwhile is left to a later rerun, not taken for one the scan missed.
+        as_of = _stored_time(request.progress, "as_of") or request.now
+        while budget > 0 and position.chat is not None:
+            at = position.at or start
+            occurred = evidence.first_eligible_at_or_after(conn, workspace_id, position.chat, at)
+            if occurred is None or occurred >= position.until:
+                later = [chat for chat in chats if chat > position.chat]
+                position.chat, position.at = (later[0] if later else None), start
+                continue
+            budget -= 1
+            ref = WindowRef(workspace_id, position.chat, window_start_of(occurred, window), version)
+            position.at = ref.window_start + window
+            violation = self._window(conn, ref, request, progress, verifying, as_of)
+            if violation is not None:
+                return StepOutcome(
+                    dict(request.checkpoint), dict(request.progress), False, violation=violation
+                )
+        done = position.chat is None
+        totals = {
+            "v": STATE_VERSION,
+            "until": position.until.isoformat(),
+            "as_of": as_of.isoformat(),
+            **progress,
+        }
+        result = None
+        if done:
+            result = {**totals, "processor_version": version}
+        return StepOutcome(position.as_json(), totals, done, result)
+
+    def _window(
+        self,
+        conn: Connection,
+        ref: WindowRef,
+        request: StepRequest,
+        progress: dict[str, int],
+        verifying: bool,
+        as_of: datetime,
+    ) -> dict[str, Any] | None:
+        end = ref.window_end(self._limits.window)
+        coverage = None
+        if self._limits.reconciliation_enabled:
+            coverage = sync_states.checkpoint_coverage(conn, [ref.chat_key]).get(ref.chat_key)
+        reason = held_back(ref, coverage, self._limits, as_of)
+        held = None if reason is None else HELD_COUNTERS[reason]
+        existing = sync_states.get_by_key(
+            conn, ref.workspace_id, SOURCE_SYSTEM, SOURCE_TYPE_WINDOW, ref.source_key
+        )
+        if verifying:
+            if held is None and existing is None:
+                return {"code": "residual_missing_window", "source_key": ref.source_key}
+            progress["verified"] += 1
+            return None
+        progress["windows"] += 1
+        progress["evidence"] += evidence.count_eligible_in(
+            conn, ref.workspace_id, ref.chat_id, ref.window_start, end
+        )
+        if held is not None:
+            progress[held] += 1
+        elif existing is not None:
+            progress["already_present"] += 1
+        else:
+            progress["would_create"] += 1
+            if request.apply:
+                created = sync_states.create_window_if_evidence(
+                    conn,
+                    workspace_id=ref.workspace_id,
+                    chat_id=ref.chat_id,
+                    window_start=ref.window_start,
+                    window_end=end,
+                    processor_version=ref.processor_version,
+                    now=request.now,
+                )
+                if created is not None:
+                    progress["created"] += 1
+        return None

@@ -1,0 +1,157 @@
+"""The maintenance listener's routes (README, "Maintenance jobs"): never on the public router;
+`http.app.create_maintenance_app` builds the separate app that serves them.
+
+`POST /maintenance/jobs`, `GET /maintenance/jobs/{id}`,
+`POST /maintenance/jobs/{id}/{action}` with `{"revision": N}` (configure also `options`).
+
+| refusal                                   | status |
+|-------------------------------------------|--------|
+| malformed body, limits or parameters      | 400    |
+| request from a non-loopback address       | 403    |
+| unknown job                               | 404    |
+| stale revision, action not allowed now    | 409 with `job` |
+| batch in progress (busy)                  | 409 without `job` |
+| idempotency key reused with other input, second open job | 409 |
+| the job's delay has not passed            | 429 with `retry_after_ms` |
+| database does not answer                  | 503    |
+
+No `from __future__ import annotations`: FastAPI reads these annotations at route definition.
+"""
+
+import ipaddress
+import math
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from timeline_pipeline.db.engine import DatabaseUnavailable
+from timeline_pipeline.maintenance.endpoint import JOBS_PATH
+from timeline_pipeline.maintenance.errors import MaintenanceError, TooEarly
+from timeline_pipeline.maintenance.limits import parse_limits
+from timeline_pipeline.maintenance.service import JobService, job_json
+from timeline_pipeline.observability.logs import get_logger
+from timeline_pipeline.receiver.responses import SafeJSONResponse
+
+log = get_logger("timeline_pipeline.maintenance.routes")
+
+
+def is_loopback(host: str | None) -> bool:
+    if host is None:
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def get_job_service(request: Request) -> JobService:
+    service: JobService = request.app.state.maintenance
+    return service
+
+
+JobServiceDep = Annotated[JobService, Depends(get_job_service)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateBody(_Body):
+    type: str
+    idempotency_key: str
+    apply: StrictBool = False
+    parameters: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+
+
+class ActionBody(_Body):
+    revision: StrictInt
+    options: dict[str, Any] | None = None
+
+
+def refusal_body(exc: MaintenanceError) -> dict[str, Any]:
+    """A refusal's answer: one-line reason, the job when the caller needs its revision, and the
+    time left of the delay on a 429."""
+    body: dict[str, Any] = {"detail": {"code": exc.code, "message": str(exc)}}
+    if exc.job is not None:
+        body["job"] = job_json(exc.job)
+    if isinstance(exc, TooEarly):
+        body["retry_after_ms"] = exc.retry_after_ms
+    return body
+
+
+def _refusal(exc: MaintenanceError) -> Response:
+    headers: dict[str, str] = {}
+    if isinstance(exc, TooEarly):
+        headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after_ms / 1000)))
+    return SafeJSONResponse(refusal_body(exc), status_code=exc.status, headers=headers)
+
+
+def _problem(status: int, code: str, message: str) -> Response:
+    return SafeJSONResponse({"detail": {"code": code, "message": message}}, status_code=status)
+
+
+def install(app: FastAPI) -> None:
+    """The listener's loopback check and its refusal answers, on the listener's app only."""
+
+    @app.middleware("http")
+    async def loopback_only(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        peer = request.client.host if request.client else None
+        if not is_loopback(peer):
+            log.warning("maintenance.refused_peer", reason="not_loopback")
+            return _problem(403, "not_loopback", "the maintenance listener serves loopback only")
+        return await call_next(request)
+
+    @app.exception_handler(MaintenanceError)
+    async def maintenance_error(_request: Request, exc: MaintenanceError) -> Response:
+        return _refusal(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_body(_request: Request, exc: RequestValidationError) -> Response:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        message = f"{where or 'body'}: {first.get('msg', 'invalid')}"
+        return _problem(400, "invalid_input", message)
+
+    @app.exception_handler(DatabaseUnavailable)
+    async def database_down(_request: Request, _exc: DatabaseUnavailable) -> Response:
+        return _problem(503, "database_unavailable", "the database did not answer")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        return _problem(
+            exc.status_code, "not_found" if exc.status_code == 404 else "refused", str(exc.detail)
+        )
+
+
+router = APIRouter()
+
+
+@router.post(JOBS_PATH)
+def create_job(body: CreateBody, service: JobServiceDep) -> Response:
+    job, created = service.create(
+        job_type=body.type,
+        idempotency_key=body.idempotency_key,
+        parameters=body.parameters,
+        limits=parse_limits(body.options),
+        apply=body.apply,
+    )
+    return SafeJSONResponse(job_json(job), status_code=201 if created else 200)
+
+
+@router.get(JOBS_PATH + "/{job_id}")
+def get_job(job_id: str, service: JobServiceDep) -> Response:
+    return SafeJSONResponse(job_json(service.get(job_id)))
+
+
+@router.post(JOBS_PATH + "/{job_id}/{action}")
+def act(job_id: str, action: str, body: ActionBody, service: JobServiceDep) -> Response:
+    limits = parse_limits(body.options) if body.options is not None else None
+    job = service.act(job_id, action, revision=body.revision, limits=limits)
+    return SafeJSONResponse(job_json(job))

@@ -1,0 +1,276 @@
+"""The durable admission queue (`interaction_admissions`): admitted card decisions the worker
+applies once.
+
+A row is inserted with ON CONFLICT DO NOTHING on the callback's event id and on its decision
+key, so a redelivered or replayed callback, on any replica, is admitted once. The worker takes
+rows with a lease by compare-and-set; an expired lease is taken over by any other worker. Rows
+of one card are taken in admission order, one at a time, so an edit lands before the confirm
+that followed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, exists, func, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Row
+from sqlalchemy.orm import aliased
+
+from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.schema import interaction_admissions as ia
+from timeline_pipeline.domain.interactions import (
+    WORKING_ADMISSION_STATUSES,
+    AdmissionStatus,
+    CardAction,
+)
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    OnlyWhere,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
+
+_WORKING = [s.value for s in WORKING_ADMISSION_STATUSES]
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRow:
+    id: int
+    request_id: int
+    workspace_id: str
+    event_id: str
+    entry_id: int
+    entry_revision: int
+    action: CardAction
+    value: str | None
+    actor_open_id: str
+    status: str
+    attempts: int
+    revision: int
+    lease_owner: str | None
+    outcome: str | None
+    admitted_at: datetime
+
+
+def _to_admission(row: Row[Any]) -> AdmissionRow:
+    return AdmissionRow(
+        row.id,
+        row.request_id,
+        row.workspace_id,
+        row.event_id,
+        row.entry_id,
+        row.entry_revision,
+        CardAction(row.action),
+        (row.value_json or {}).get("value"),
+        row.actor_open_id,
+        row.status,
+        row.attempts,
+        row.revision,
+        row.lease_owner,
+        row.outcome,
+        row.admitted_at,
+    )
+
+
+def _insert(conn: Connection) -> Any:
+    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(ia)
+
+
+def admit(
+    conn: Connection,
+    *,
+    request_id: int,
+    workspace_id: str,
+    event_id: str,
+    decision_key: str,
+    entry_id: int,
+    entry_revision: int,
+    action: CardAction,
+    value: str | None,
+    actor_open_id: str,
+    now: datetime,
+) -> int | None:
+    """The new admission's id, or None when this callback (or decision) was admitted before."""
+    return conn.execute(
+        _insert(conn)
+        .values(
+            request_id=request_id,
+            workspace_id=workspace_id,
+            event_id=event_id,
+            decision_key=decision_key,
+            entry_id=entry_id,
+            entry_revision=entry_revision,
+            action=action.value,
+            value_json={"value": value},
+            actor_open_id=actor_open_id,
+            status=AdmissionStatus.QUEUED.value,
+            admitted_at=now,
+        )
+        .on_conflict_do_nothing()
+        .returning(ia.c.id)
+    ).scalar_one_or_none()
+
+
+def get(conn: Connection, admission_id: int) -> AdmissionRow | None:
+    row = conn.execute(select(ia).where(ia.c.id == admission_id)).first()
+    return _to_admission(row) if row else None
+
+
+def by_event(conn: Connection, event_id: str) -> AdmissionRow | None:
+    row = conn.execute(select(ia).where(ia.c.event_id == event_id)).first()
+    return _to_admission(row) if row else None
+
+
+def working_count(conn: Connection, workspace_id: str) -> int:
+    """Admissions of the workspace the worker has not finished: the admission limit's count."""
+    return int(
+        conn.execute(
+            select(func.count()).where(ia.c.workspace_id == workspace_id, ia.c.status.in_(_WORKING))
+        ).scalar_one()
+    )
+
+
+def claim(
+    conn: Connection, *, owner: str, now: datetime, lease: timedelta, limit: int
+) -> list[AdmissionRow]:
+    """Up to `limit` unleased (or lease-expired) working rows, the oldest of each card only."""
+    earlier = aliased(ia)
+    rows = conn.execute(
+        select(ia)
+        .where(
+            ia.c.status.in_(_WORKING),
+            or_(ia.c.lease_expires_at.is_(None), ia.c.lease_expires_at <= now),
+            ~exists().where(
+                earlier.c.request_id == ia.c.request_id,
+                earlier.c.status.in_(_WORKING),
+                earlier.c.id < ia.c.id,
+            ),
+        )
+        .order_by(ia.c.id)
+        .limit(limit)
+    ).all()
+    taken: list[AdmissionRow] = []
+    for row in rows:
+        won = compare_and_set(
+            conn,
+            ia,
+            row_id=row.id,
+            revision=row.revision,
+            values={
+                "lease_owner": owner,
+                "lease_expires_at": now + lease,
+                "attempts": row.attempts + 1,
+            },
+            where=ia.c.status.in_(_WORKING),
+        )
+        if won is not None:
+            taken.append(_to_admission(won))
+    return taken
+
+
+def advance(
+    conn: Connection,
+    admission: AdmissionRow,
+    *,
+    owner: str,
+    status: AdmissionStatus,
+    now: datetime,
+    outcome: str | None = None,
+    release: bool = False,
+) -> AdmissionRow | None:
+    """Move a leased row on; None when the lease was lost to another worker meanwhile."""
+    values: dict[str, Any] = {"status": status.value}
+    if outcome is not None:
+        values["outcome"] = outcome
+    if status is AdmissionStatus.APPLIED:
+        values["applied_at"] = now
+    if status in (AdmissionStatus.DONE, AdmissionStatus.FAILED) or release:
+        values.update(lease_owner=None, lease_expires_at=None)
+    if status in (AdmissionStatus.DONE, AdmissionStatus.FAILED):
+        values["finished_at"] = now
+    won = compare_and_set(
+        conn,
+        ia,
+        row_id=admission.id,
+        revision=admission.revision,
+        values=values,
+        expected_status=admission.status,
+        where=ia.c.lease_owner == owner,
+    )
+    return _to_admission(won) if won else None
+
+
+def release(conn: Connection, admission: AdmissionRow, *, owner: str, at: datetime) -> None:
+    """Give the row back (a follow-up failed): it is taken again once `at` has passed."""
+    compare_and_set(
+        conn,
+        ia,
+        row_id=admission.id,
+        revision=admission.revision,
+        values={"lease_expires_at": at},
+        expected_status=admission.status,
+        where=ia.c.lease_owner == owner,
+    )
+
+
+def backlog(conn: Connection, *, now: datetime) -> Mapping[str, float]:
+    """Working rows by status and the age of the oldest, for metrics and health."""
+    by_status: dict[str, int] = dict(
+        conn.execute(
+            select(ia.c.status, func.count()).where(ia.c.status.in_(_WORKING)).group_by(ia.c.status)
+        ).all()
+    )
+    oldest = conn.execute(
+        select(func.min(ia.c.admitted_at)).where(ia.c.status.in_(_WORKING))
+    ).scalar_one_or_none()
+    age = (now - oldest).total_seconds() if oldest is not None else 0.0
+    return {**{s: float(by_status.get(s, 0)) for s in _WORKING}, "oldest_age_seconds": age}
+
+
+def count_by_status(conn: Connection) -> dict[str, int]:
+    return {
+        str(k): int(v)
+        for k, v in conn.execute(select(ia.c.status, func.count()).group_by(ia.c.status))
+    }
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="interaction_admissions.interaction_admissions",
+    table_name="interaction_admissions",
+    owner="interaction_admissions",
+    scope=Scope.WORKSPACE,
+    cursor_column="admitted_at",
+    retention_class=RetentionClass.OPERATIONAL_QUEUE,
+    retention_min_days=7,
+    retention_max_days=365,
+    default_retention_days=30,
+    partition=NOT_PARTITIONED,
+    archive=NOT_ARCHIVED,
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    backup_restore_notes=BACKUP_NOTES,
+    required_indexes=(
+        RequiredIndex(("workspace_id", "admitted_at", "id"), "the purge's keyset"),
+        RequiredIndex(("request_id",), "the cards' live-child probe"),
+    ),
+    batch_limit=5_000,
+    execution_mode=ExecutionMode.GENERIC,
+    # Finished decisions only: a queued or applied one is still the worker's.
+    only_where=(OnlyWhere("status", ("done", "failed")),),
+    notes="The durable admission queue of card callbacks, purged before its cards.",
+)

@@ -1,0 +1,345 @@
+"""Review cards (`interaction_requests`): the authoritative record a callback is checked against.
+
+Every status, delivery and decision change is a compare-and-set on the card's revision
+(`db/cas.py`), so two replicas admitting clicks on one card, or two workers delivering it,
+cannot lose each other's writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Row
+
+from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.schema import interaction_requests as ir
+from timeline_pipeline.domain.interactions import CardStatus, DeliveryStatus
+from timeline_pipeline.interactions.model import (
+    CardRequest,
+    Decisions,
+    decisions_as_json,
+    decisions_from_json,
+)
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ChildLink,
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    OnlyWhere,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CardRow:
+    id: int
+    workspace_id: str
+    kind: str
+    window_state_id: int | None
+    processor_version: str
+    idempotency_uuid: str
+    bot_app_id: str | None
+    chat_id: str
+    reply_to_message_id: str | None
+    message_id: str | None
+    thread_id: str | None
+    delivery_status: str
+    delivery_attempts: int
+    status: str
+    request: CardRequest
+    decisions: Decisions
+    revision: int
+    expires_at: datetime
+    created_at: datetime
+    updated_at: datetime
+
+
+def _to_card(row: Row[Any]) -> CardRow:
+    return CardRow(
+        row.id,
+        row.workspace_id,
+        row.kind,
+        row.window_state_id,
+        row.processor_version,
+        row.idempotency_uuid,
+        row.bot_app_id,
+        row.chat_id,
+        row.reply_to_message_id,
+        row.message_id,
+        row.thread_id,
+        row.delivery_status,
+        row.delivery_attempts,
+        row.status,
+        CardRequest.from_json(row.request_json),
+        decisions_from_json(row.decisions_json or {}),
+        row.revision,
+        row.expires_at,
+        row.created_at,
+        row.updated_at,
+    )
+
+
+def _insert(conn: Connection) -> Any:
+    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(ir)
+
+
+def create(
+    conn: Connection,
+    *,
+    workspace_id: str,
+    kind: str,
+    window_state_id: int | None,
+    processor_version: str,
+    idempotency_uuid: str,
+    chat_id: str,
+    reply_to_message_id: str | None,
+    request: CardRequest,
+    expires_at: datetime,
+    now: datetime,
+) -> CardRow | None:
+    """A queued card, or None when one with this idempotency uuid exists (a rerun)."""
+    row = conn.execute(
+        _insert(conn)
+        .values(
+            workspace_id=workspace_id,
+            kind=kind,
+            window_state_id=window_state_id,
+            processor_version=processor_version,
+            idempotency_uuid=idempotency_uuid,
+            chat_id=chat_id,
+            reply_to_message_id=reply_to_message_id,
+            delivery_status=DeliveryStatus.QUEUED.value,
+            status=CardStatus.PENDING.value,
+            request_json=request.as_json(),
+            decisions_json={},
+            expires_at=expires_at,
+            created_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing()
+        .returning(*ir.c)
+    ).first()
+    return _to_card(row) if row else None
+
+
+def get(conn: Connection, card_id: int) -> CardRow | None:
+    row = conn.execute(select(ir).where(ir.c.id == card_id)).first()
+    return _to_card(row) if row else None
+
+
+def get_by_message(conn: Connection, message_id: str) -> CardRow | None:
+    row = conn.execute(select(ir).where(ir.c.message_id == message_id)).first()
+    return _to_card(row) if row else None
+
+
+def get_by_uuid(conn: Connection, idempotency_uuid: str) -> CardRow | None:
+    row = conn.execute(select(ir).where(ir.c.idempotency_uuid == idempotency_uuid)).first()
+    return _to_card(row) if row else None
+
+
+def for_workspace(conn: Connection, workspace_id: str, *, limit: int = 100) -> list[CardRow]:
+    rows = conn.execute(
+        select(ir)
+        .where(ir.c.workspace_id == workspace_id)
+        .order_by(ir.c.created_at, ir.c.id)
+        .limit(limit)
+    )
+    return [_to_card(r) for r in rows]
+
+
+def claim_deliveries(
+    conn: Connection, *, owner: str, now: datetime, lease: timedelta, limit: int
+) -> list[CardRow]:
+    """Queued cards no live lease holds, each taken by CAS (a lost race skips the card)."""
+    rows = conn.execute(
+        select(ir)
+        .where(
+            ir.c.delivery_status == DeliveryStatus.QUEUED.value,
+            or_(ir.c.delivery_due_at.is_(None), ir.c.delivery_due_at <= now),
+        )
+        .order_by(ir.c.id)
+        .limit(limit)
+    ).all()
+    taken: list[CardRow] = []
+    for row in rows:
+        won = compare_and_set(
+            conn,
+            ir,
+            row_id=row.id,
+            revision=row.revision,
+            values={
+                "delivery_owner": owner,
+                "delivery_due_at": now + lease,
+                "delivery_attempts": row.delivery_attempts + 1,
+                "updated_at": now,
+            },
+            where=ir.c.delivery_status == DeliveryStatus.QUEUED.value,
+        )
+        if won is not None:
+            taken.append(_to_card(won))
+    return taken
+
+
+def mark_delivered(
+    conn: Connection,
+    card: CardRow,
+    *,
+    owner: str,
+    bot_app_id: str,
+    message_id: str,
+    thread_id: str | None,
+    now: datetime,
+) -> CardRow | None:
+    """None when the lease was lost (another worker took the card over)."""
+    won = compare_and_set(
+        conn,
+        ir,
+        row_id=card.id,
+        revision=card.revision,
+        values={
+            "delivery_status": DeliveryStatus.SENT.value,
+            "bot_app_id": bot_app_id,
+            "message_id": message_id,
+            "thread_id": thread_id,
+            "delivered_at": now,
+            "delivery_owner": None,
+            "delivery_due_at": None,
+            "updated_at": now,
+        },
+        where=ir.c.delivery_owner == owner,
+    )
+    return _to_card(won) if won else None
+
+
+def retry_delivery_at(conn: Connection, card: CardRow, *, owner: str, at: datetime) -> None:
+    """A failed send: release the lease and try again at `at` (or give up after attempts)."""
+    compare_and_set(
+        conn,
+        ir,
+        row_id=card.id,
+        revision=card.revision,
+        values={"delivery_owner": None, "delivery_due_at": at, "updated_at": at},
+        where=ir.c.delivery_owner == owner,
+    )
+
+
+def fail_delivery(conn: Connection, card: CardRow, *, owner: str, now: datetime) -> None:
+    compare_and_set(
+        conn,
+        ir,
+        row_id=card.id,
+        revision=card.revision,
+        values={
+            "delivery_status": DeliveryStatus.FAILED.value,
+            "status": CardStatus.CANCELLED.value,
+            "delivery_owner": None,
+            "delivery_due_at": None,
+            "updated_at": now,
+        },
+        where=ir.c.delivery_owner == owner,
+    )
+
+
+def write_state(
+    conn: Connection,
+    card: CardRow,
+    *,
+    request: CardRequest,
+    decisions: Decisions,
+    status: str,
+    now: datetime,
+) -> CardRow | None:
+    """The card's request, decisions and status at once; None when the card moved on."""
+    won = compare_and_set(
+        conn,
+        ir,
+        row_id=card.id,
+        revision=card.revision,
+        values={
+            "request_json": request.as_json(),
+            "decisions_json": decisions_as_json(decisions),
+            "status": status,
+            "updated_at": now,
+        },
+    )
+    return _to_card(won) if won else None
+
+
+def expire_due(conn: Connection, *, now: datetime, limit: int = 500) -> list[CardRow]:
+    """Pending cards past their persisted expiry become expired (one CAS each)."""
+    rows = conn.execute(
+        select(ir)
+        .where(ir.c.status == CardStatus.PENDING.value, ir.c.expires_at <= now)
+        .order_by(ir.c.expires_at, ir.c.id)
+        .limit(limit)
+    ).all()
+    expired: list[CardRow] = []
+    for row in rows:
+        won = compare_and_set(
+            conn,
+            ir,
+            row_id=row.id,
+            revision=row.revision,
+            values={"status": CardStatus.EXPIRED.value, "updated_at": now},
+            expected_status=CardStatus.PENDING.value,
+        )
+        if won is not None:
+            expired.append(_to_card(won))
+    return expired
+
+
+def counts(conn: Connection) -> Mapping[str, int]:
+    """Cards by status, and those still queued for delivery, for metrics and health."""
+    by_status: dict[str, int] = dict(
+        conn.execute(select(ir.c.status, func.count()).group_by(ir.c.status)).all()
+    )
+    queued = conn.execute(
+        select(func.count()).where(
+            and_(
+                ir.c.delivery_status == DeliveryStatus.QUEUED.value,
+                ir.c.status == CardStatus.PENDING.value,
+            )
+        )
+    ).scalar_one()
+    return {**{s.value: int(by_status.get(s.value, 0)) for s in CardStatus}, "undelivered": queued}
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="interaction_requests.interaction_requests",
+    table_name="interaction_requests",
+    owner="interaction_requests",
+    scope=Scope.WORKSPACE,
+    cursor_column="expires_at",
+    retention_class=RetentionClass.OPERATIONAL_QUEUE,
+    retention_min_days=7,
+    retention_max_days=365,
+    default_retention_days=30,
+    partition=NOT_PARTITIONED,
+    archive=NOT_ARCHIVED,
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    backup_restore_notes=BACKUP_NOTES,
+    required_indexes=(RequiredIndex(("workspace_id", "expires_at", "id"), "the purge's keyset"),),
+    batch_limit=5_000,
+    execution_mode=ExecutionMode.GENERIC,
+    # A pending card is never purged; its callback tokens go with it (ON DELETE CASCADE).
+    only_where=(OnlyWhere("status", ("submitted", "expired", "cancelled")),),
+    children=(ChildLink("interaction_admissions.interaction_admissions", "request_id"),),
+    notes="Review cards: what the card offered and where it went; 30 days after it expired "
+    "the curation it led to is in the entries and the audit trail.",
+)

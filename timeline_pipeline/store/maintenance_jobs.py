@@ -1,0 +1,213 @@
+"""Maintenance job store: the only SQL of `maintenance_jobs` (README, "Maintenance jobs").
+
+Functions take a Connection so that the job service composes them with a processor's batch in
+one transaction: the data, the checkpoint, the counters and the revision commit together.
+Status and limit changes are compare-and-set transitions on the revision (`db.cas`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from sqlalchemy import Connection, select
+from sqlalchemy.engine import Row
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.schema import maintenance_jobs as mj
+from timeline_pipeline.domain.maintenance import OPEN_MAINTENANCE_STATUSES
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    OnlyWhere,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
+
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+class JobRowBusy(Exception):
+    """Another transaction holds the job row (PostgreSQL NOWAIT) or the database write lock
+    (SQLite): nothing was read or changed; try again after the short batch holding it ends."""
+
+
+class DuplicateJob(Exception):
+    """The insert met an existing job: the same idempotency key or an open job of the scope."""
+
+
+@dataclass(frozen=True)
+class MaintenanceJob:
+    id: str
+    job_type: str
+    processor_version: str
+    scope_key: str
+    idempotency_key: str
+    input_hash: str
+    parameters: dict[str, Any]
+    apply: bool
+    status: str
+    phase: str
+    revision: int
+    batch_size: int
+    delay_ms: int
+    lock_timeout_ms: int
+    statement_timeout_ms: int
+    checkpoint: dict[str, Any]
+    progress: dict[str, Any]
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    batches: int
+    not_before: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+
+def _to_job(row: Row[Any]) -> MaintenanceJob:
+    return MaintenanceJob(
+        id=row.id,
+        job_type=row.job_type,
+        processor_version=row.processor_version,
+        scope_key=row.scope_key,
+        idempotency_key=row.idempotency_key,
+        input_hash=row.input_hash,
+        parameters=dict(row.parameters_json or {}),
+        apply=bool(row.apply),
+        status=row.status,
+        phase=row.phase,
+        revision=row.revision,
+        batch_size=row.batch_size,
+        delay_ms=row.delay_ms,
+        lock_timeout_ms=row.lock_timeout_ms,
+        statement_timeout_ms=row.statement_timeout_ms,
+        checkpoint=dict(row.checkpoint_json or {}),
+        progress=dict(row.progress_json or {}),
+        result=None if row.result_json is None else dict(row.result_json),
+        error=None if row.error_json is None else dict(row.error_json),
+        batches=row.batches,
+        not_before=row.not_before,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        finished_at=row.finished_at,
+    )
+
+
+def insert(conn: Connection, values: Mapping[str, Any]) -> MaintenanceJob:
+    """Insert a new job in a savepoint; DuplicateJob when a unique rule refuses it (the caller
+    then reads what is there), with the caller's transaction still usable."""
+    try:
+        with conn.begin_nested():
+            row = conn.execute(mj.insert().values(**values).returning(*mj.c)).one()
+    except IntegrityError:
+        raise DuplicateJob from None
+    return _to_job(row)
+
+
+def get(conn: Connection, job_id: str) -> MaintenanceJob | None:
+    row = conn.execute(select(mj).where(mj.c.id == job_id)).first()
+    return None if row is None else _to_job(row)
+
+
+def get_by_idempotency_key(conn: Connection, key: str) -> MaintenanceJob | None:
+    row = conn.execute(select(mj).where(mj.c.idempotency_key == key)).first()
+    return None if row is None else _to_job(row)
+
+
+def open_for_scope(conn: Connection, job_type: str, scope_key: str) -> MaintenanceJob | None:
+    """The ready or paused job of this type and scope, if any (at most one by the index)."""
+    row = conn.execute(
+        select(mj).where(
+            mj.c.job_type == job_type,
+            mj.c.scope_key == scope_key,
+            mj.c.status.in_([s.value for s in OPEN_MAINTENANCE_STATUSES]),
+        )
+    ).first()
+    return None if row is None else _to_job(row)
+
+
+def lock_nowait(conn: Connection, job_id: str) -> MaintenanceJob | None:
+    """Read the job row locked for this transaction, never waiting for another holder.
+
+    PostgreSQL: `SELECT ... FOR UPDATE NOWAIT`; a held row raises JobRowBusy at once. SQLite has
+    no row locks: the job service opens the transaction with `BEGIN IMMEDIATE` under a zero busy
+    timeout, which already holds the database's write lock (or failed busy), so a plain read is
+    as good as locked here.
+    """
+    stmt = select(mj).where(mj.c.id == job_id)
+    if conn.dialect.name == "postgresql":
+        stmt = stmt.with_for_update(nowait=True)
+    try:
+        row = conn.execute(stmt).first()
+    except DBAPIError as exc:
+        if is_lock_busy(exc):
+            raise JobRowBusy from None
+        raise
+    return None if row is None else _to_job(row)
+
+
+def is_lock_busy(exc: DBAPIError) -> bool:
+    """A lock that could not be taken without waiting (NOWAIT or a zero busy timeout)."""
+    orig = exc.orig
+    if isinstance(orig, psycopg.Error):
+        return orig.sqlstate == LOCK_NOT_AVAILABLE
+    return isinstance(orig, sqlite3.OperationalError) and "locked" in str(orig)
+
+
+def transition(
+    conn: Connection,
+    job: MaintenanceJob,
+    values: Mapping[str, Any],
+    *,
+    expected_status: str | None = None,
+) -> MaintenanceJob | None:
+    """One compare-and-set from the revision `job` was read at: the new job, or None."""
+    row = compare_and_set(
+        conn,
+        mj,
+        row_id=job.id,
+        revision=job.revision,
+        values=values,
+        expected_status=expected_status,
+    )
+    return None if row is None else _to_job(row)
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="maintenance_jobs.maintenance_jobs",
+    table_name="maintenance_jobs",
+    owner="maintenance_jobs",
+    scope=Scope.GLOBAL,
+    cursor_column="updated_at",
+    retention_class=RetentionClass.SYSTEM_EVENT,
+    retention_min_days=30,
+    retention_max_days=1825,
+    default_retention_days=365,
+    partition=NOT_PARTITIONED,
+    archive=NOT_ARCHIVED,
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    backup_restore_notes=BACKUP_NOTES,
+    required_indexes=(RequiredIndex(("updated_at", "id"), "the purge's keyset"),),
+    batch_limit=1_000,
+    execution_mode=ExecutionMode.GENERIC,
+    workspace_column=None,
+    # Finished jobs only: a ready or paused job is an operator's open work.
+    only_where=(OnlyWhere("status", ("completed", "cancelled")),),
+    notes="Operator maintenance jobs (counts and checkpoints, no content): a year of history.",
+)

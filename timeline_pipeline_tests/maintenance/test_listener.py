@@ -1,0 +1,161 @@
+"""The loopback listener: its routes and answers, loopback only, and a bad configuration that
+disables it alone."""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+import pytest
+from sqlalchemy import Engine
+from starlette.testclient import TestClient
+
+from timeline_pipeline.http.app import create_maintenance_app
+from timeline_pipeline.maintenance.listener import (
+    ListenerRefused,
+    loopback_socket,
+    parse_port,
+    start_listener,
+)
+from timeline_pipeline_tests.maintenance.conftest import Running
+from timeline_pipeline_tests.maintenance.support import seed_evidence, service
+
+OPTIONS = {"batch_size": 10, "delay_ms": 1, "lock_timeout_ms": 200, "statement_timeout_ms": 2000}
+
+
+def _client(running: Running) -> httpx.Client:
+    return httpx.Client(base_url=f"http://127.0.0.1:{running.port}", trust_env=False)
+
+
+def _create(client: httpx.Client, key: str = "k-1", **extra: object) -> httpx.Response:
+    body = {
+        "type": "content_hash_backfill",
+        "idempotency_key": key,
+        "parameters": {"workspace_id": "inc-1"},
+        "options": OPTIONS,
+        **extra,
+    }
+    return client.post("/maintenance/jobs", json=body)
+
+
+def test_create_answers_201_then_the_same_job_with_200(
+    lite_running: Running, lite_engine: Engine
+) -> None:
+    seed_evidence(lite_engine, 3)
+    with _client(lite_running) as client:
+        first = _create(client)
+        again = _create(client)
+        conflict = _create(client, apply=True)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json()["id"] == again.json()["id"]
+    assert first.json()["mode"] == "dry_run" and first.json()["status"] == "ready"
+    assert conflict.status_code == 409
+    assert conflict.json()["detail"]["code"] == "idempotency_conflict"
+
+
+def test_bad_requests_get_a_status_and_one_line_reason(
+    lite_running: Running, lite_engine: Engine
+) -> None:
+    seed_evidence(lite_engine, 3)
+    with _client(lite_running) as client:
+        limits = _create(client, options={**OPTIONS, "batch_size": 5001})
+        unknown_type = _create(client, type="issue_status")
+        params = _create(client, parameters={"workspace_id": "inc-1", "query": "x"})
+        body = client.post("/maintenance/jobs", content=b"{not json")
+        missing = client.get("/maintenance/jobs/00000000-0000-0000-0000-000000000000")
+        garbage = client.get("/maintenance/jobs/../../etc")
+        job = _create(client).json()
+        stale = client.post(f"/maintenance/jobs/{job['id']}/pause", json={"revision": 99})
+        action = client.post(f"/maintenance/jobs/{job['id']}/explode", json={"revision": 1})
+        no_revision = client.post(f"/maintenance/jobs/{job['id']}/pause", json={})
+        second = _create(client, key="k-2", apply=True)
+    for reply, status, code in [
+        (limits, 400, "invalid_input"),
+        (unknown_type, 400, "unknown_type"),
+        (params, 400, "invalid_input"),
+        (body, 400, "invalid_input"),
+        (missing, 404, "job_not_found"),
+        (stale, 409, "stale_revision"),
+        (action, 400, "invalid_input"),
+        (no_revision, 400, "invalid_input"),
+        (second, 409, "open_job_exists"),
+    ]:
+        assert (reply.status_code, reply.json()["detail"]["code"]) == (status, code)
+        assert "\n" not in reply.json()["detail"]["message"]
+    assert garbage.status_code == 404
+    assert stale.json()["job"]["revision"] == 1  # the current job, to act on deliberately
+    assert service(lite_engine).get(job["id"]).revision == 1
+
+
+def test_an_advance_inside_the_delay_answers_429_with_the_time_left(
+    lite_running: Running, lite_engine: Engine
+) -> None:
+    seed_evidence(lite_engine, 30)
+    with _client(lite_running) as client:
+        job = _create(client, options={**OPTIONS, "delay_ms": 60000}).json()
+        moved = client.post(f"/maintenance/jobs/{job['id']}/advance", json={"revision": 1})
+        early = client.post(
+            f"/maintenance/jobs/{job['id']}/advance", json={"revision": moved.json()["revision"]}
+        )
+    assert moved.status_code == 200
+    assert early.status_code == 429
+    assert 0 < early.json()["retry_after_ms"] <= 60001
+    assert early.headers["Retry-After"] == "60"
+
+
+def test_a_request_from_beyond_loopback_is_refused(lite_engine: Engine) -> None:
+    seed_evidence(lite_engine, 1)
+    app = create_maintenance_app(service(lite_engine))
+    with TestClient(app, client=("192.0.2.2", 40000)) as client:
+        reply = client.post("/maintenance/jobs", json={"type": "x"})
+    assert reply.status_code == 403
+    assert reply.json()["detail"]["code"] == "not_loopback"
+    with TestClient(app, client=("127.0.0.1", 40000)) as client:
+        assert client.get("/maintenance/jobs/nope").status_code == 404
+
+
+def test_the_listener_refuses_to_bind_beyond_loopback() -> None:
+    for host in ("0.0.0.0", "192.0.2.2", "::", "localhost"):
+        with pytest.raises(ListenerRefused, match=r"127\.0\.0\.1 only"):
+            loopback_socket(0, host=host)
+    sock = loopback_socket(0)
+    try:
+        assert sock.getsockname()[0] == "127.0.0.1"
+    finally:
+        sock.close()
+
+
+def test_the_running_listener_is_unreachable_on_other_addresses(lite_running: Running) -> None:
+    addresses = {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)}
+    others = [a for a in addresses if not a.startswith("127.") and ":" not in a]
+    for address in others:
+        target = (address, lite_running.port)
+        with pytest.raises(ConnectionRefusedError), socket.create_connection(target, 1):
+            pass
+    with socket.create_connection(("127.0.0.1", lite_running.port), 1):
+        pass
+
+
+@pytest.mark.parametrize("raw", ["0", "70000", "abc", "-1", "6061x"])
+def test_an_invalid_port_disables_only_the_listener_with_a_logged_error(
+    raw: str, lite_engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ListenerRefused):
+        parse_port(raw)
+    assert start_listener(service(lite_engine), raw) is None
+    assert "maintenance.listener_disabled" in capsys.readouterr().out
+    assert parse_port(None) is None and parse_port(" 6061 ") == 6061
+
+
+def test_a_port_in_use_disables_only_the_listener(
+    lite_engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        port = taken.getsockname()[1]
+        assert start_listener(service(lite_engine), str(port)) is None
+        assert "cannot bind" in capsys.readouterr().out
+    finally:
+        taken.close()
