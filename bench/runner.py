@@ -75,6 +75,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     ),
     Benchmark("maintenance", quick_args=("--rows-count", "20000")),
     Benchmark("quality"),
+    Benchmark("purge", quick_args=("--size", "50000")),
     Benchmark("callbacks", quick_args=("--cards", "60", "--raw-rows", "500")),
     Benchmark("ui", quick_args=("--entries", "50", "--evidence", "2000", "--repeat", "3")),
 )

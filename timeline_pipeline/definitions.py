@@ -19,6 +19,7 @@ import dagster as dg
 
 from timeline_pipeline.orchestration.collection import collection_defs
 from timeline_pipeline.orchestration.health import health_defs
+from timeline_pipeline.orchestration.lifecycle import lifecycle_defs
 from timeline_pipeline.orchestration.maintenance import maintenance_defs
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.summary import SummarizerResource, summary_defs
@@ -59,5 +60,6 @@ defs = dg.Definitions.merge(
     window_defs(synthesizer=synthesizer),
     summary_defs(summarizer=summarizer),
     health_defs(),
+    lifecycle_defs(),
     maintenance_defs(),
 )

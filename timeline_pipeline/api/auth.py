@@ -22,10 +22,13 @@ from timeline_pipeline.api.errors import database_errors
 from timeline_pipeline.db.engine import connection
 from timeline_pipeline.store import api_tokens
 
-__all__ = ["AUTHORIZED_STATE", "check_token", "workspace_guard"]
+__all__ = ["AUTHORIZED_STATE", "SCOPES_STATE", "check_token", "workspace_guard"]
 
 AUTHORIZED_STATE: Final = "api_authorized_workspace"
 """Where the gate leaves the workspace the request's token was checked for."""
+SCOPES_STATE: Final = "api_token_scopes"
+"""Where the gate leaves the scopes of the request's token."""
+_READ_METHODS: Final = frozenset({"GET", "HEAD"})
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -45,23 +48,36 @@ def check_token(
     """The refusal for this Authorization header on this workspace, or None when it may pass.
 
     A missing or non-Bearer header is refused without touching the database."""
+    refusal, _scopes = check_token_scopes(engine, authorization, workspace_id)
+    return refusal
+
+
+def check_token_scopes(
+    engine: Engine, authorization: str | None, workspace_id: str
+) -> tuple[HTTPException | None, frozenset[str]]:
+    """Like `check_token`, with the scopes of a token that may pass."""
     scheme, token = get_authorization_scheme_param(authorization)
     if not authorization or scheme.lower() != "bearer" or not token:
-        return _refuse(401, "unauthenticated", "send Authorization: Bearer <workspace token>")
+        return (
+            _refuse(401, "unauthenticated", "send Authorization: Bearer <workspace token>"),
+            frozenset(),
+        )
     try:
         with database_errors(), connection(engine) as conn:
-            verdict = api_tokens.authorize(conn, token, workspace_id)
+            verdict = api_tokens.authorize_scoped(conn, token, workspace_id)
     except HTTPException as unavailable:
-        return unavailable
+        return unavailable, frozenset()
     if verdict is None:
-        return _refuse(401, "invalid_token", "the token is unknown or revoked")
-    if verdict is False:
-        return _refuse(403, "forbidden", "the token is not valid for this workspace")
-    return None
+        return _refuse(401, "invalid_token", "the token is unknown or revoked"), frozenset()
+    if verdict is False or verdict is True:
+        return _refuse(403, "forbidden", "the token is not valid for this workspace"), frozenset()
+    return None, verdict.scopes
 
 
-def workspace_guard() -> Callable[..., str]:
-    """A dependency returning the path's workspace id once the gate let its token pass.
+def workspace_guard(scope: str | None = None) -> Callable[..., str]:
+    """A dependency returning the path's workspace id once the gate let its token pass and the
+    token holds the route's scope: `scope`, or by default `timeline:read` for reads and
+    `timeline:curate` for changes. A token without it is 403 `insufficient_scope`.
 
     It declares the bearer scheme, so the schema documents it; the check itself ran before the
     body was read (api/gate.py). A route reached without the gate is refused."""
@@ -73,6 +89,13 @@ def workspace_guard() -> Callable[..., str]:
     ) -> str:
         if getattr(request.state, AUTHORIZED_STATE, None) != workspace_id:
             raise _refuse(401, "unauthenticated", "send Authorization: Bearer <workspace token>")
+        needed = scope or (
+            api_tokens.SCOPE_TIMELINE_READ
+            if request.method in _READ_METHODS
+            else api_tokens.SCOPE_TIMELINE_CURATE
+        )
+        if needed not in getattr(request.state, SCOPES_STATE, frozenset()):
+            raise _refuse(403, "insufficient_scope", f"the token lacks the scope {needed}")
         return workspace_id
 
     return authorized_workspace

@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import Message, Receive
 
-from timeline_pipeline.api.auth import AUTHORIZED_STATE, check_token
+from timeline_pipeline.api.auth import AUTHORIZED_STATE, SCOPES_STATE, check_token_scopes
 from timeline_pipeline.api.errors import ApiRoute, ProblemResponse, problem_body
 from timeline_pipeline.curation.rules import DETAIL_MAX_CHARS, SUMMARY_MAX_CHARS, TITLE_MAX_CHARS
 from timeline_pipeline.http.deps import get_engine, resolve
@@ -65,8 +65,8 @@ class GatedRoute(ApiRoute):
             workspace_id = request.path_params.get("workspace_id")
             if workspace_id is not None:
                 engine = resolve(request, get_engine)
-                refusal = await run_in_threadpool(
-                    check_token, engine, request.headers.get("authorization"), workspace_id
+                refusal, scopes = await run_in_threadpool(
+                    check_token_scopes, engine, request.headers.get("authorization"), workspace_id
                 )
                 if refusal is not None:
                     return ProblemResponse(
@@ -75,6 +75,7 @@ class GatedRoute(ApiRoute):
                         headers=dict(refusal.headers or {}),
                     )
                 setattr(request.state, AUTHORIZED_STATE, workspace_id)
+                setattr(request.state, SCOPES_STATE, scopes)
             try:
                 body = await read_bounded_body(request, max_body_bytes)
             except BodyTooLarge:

@@ -8,7 +8,7 @@ service checks again (the CLI reaches it without these models).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, RootModel
 from pydantic.json_schema import SkipJsonSchema
@@ -196,3 +196,55 @@ class SummaryIn(BaseModel):
 
     content: str = Field(min_length=1, max_length=SUMMARY_MAX_CHARS, pattern=_TEXT)
     revision: Revision | None = None
+
+
+# --- legal holds (api/routers/holds.py) ------------------------------------------------------
+
+
+def _descriptor_keys() -> list[str]:
+    from timeline_pipeline.lifecycle.registry import load_registry
+
+    return sorted(load_registry().descriptors)
+
+
+HOLD_REASON_MIN: Final = 10
+HOLD_REASON_MAX: Final = 1000
+
+
+_REASON = _TEXT
+"""A hold's reason: some text that is not blank, without control characters."""
+
+
+class HoldCreateIn(BaseModel):
+    model_config = _INPUT
+
+    descriptor_key: str | None = Field(
+        default=None,
+        max_length=128,
+        description="Hold one descriptor (and its chain); default: every table of the workspace. "
+        "One of the registered keys; another is 422 `unknown_descriptor`.",
+        json_schema_extra={"enum": [*_descriptor_keys(), None]},
+    )
+    reason: str = Field(min_length=HOLD_REASON_MIN, max_length=HOLD_REASON_MAX, pattern=_REASON)
+    review_at: AwareDatetime | None = Field(
+        default=None,
+        description="A date to review the hold on, 2000..2099 UTC; it never releases the hold.",
+    )
+
+
+class HoldReleaseIn(BaseModel):
+    model_config = _INPUT
+
+    reason: str = Field(min_length=HOLD_REASON_MIN, max_length=HOLD_REASON_MAX, pattern=_REASON)
+
+
+class HoldOut(BaseModel):
+    id: str
+    workspace_id: str
+    descriptor_key: str | None
+    status: str
+    reason: str
+    review_at: datetime | None
+    created_at: datetime
+    released_at: datetime | None
+    release_reason: str | None

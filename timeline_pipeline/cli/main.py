@@ -27,6 +27,8 @@ from timeline_pipeline.db.engine import (
 )
 from timeline_pipeline.db.migrate import MigrationError, current_revision, head_revision, upgrade
 from timeline_pipeline.domain.keys import InvalidKey
+from timeline_pipeline.lifecycle.descriptor import UnsafeIdentifier
+from timeline_pipeline.lifecycle.errors import LifecycleError
 from timeline_pipeline.settings import SettingsError
 from timeline_pipeline.store import workspaces as workspace_store
 from timeline_pipeline.store.api_tokens import TokenNotFound
@@ -43,6 +45,8 @@ USER_ERRORS: tuple[type[Exception], ...] = (
     WorkspaceError,
     InvalidKey,
     TokenNotFound,
+    LifecycleError,
+    UnsafeIdentifier,
 )
 
 
@@ -281,6 +285,7 @@ def _register_subcommands() -> None:
     from timeline_pipeline.cli.demo_commands import demo
     from timeline_pipeline.cli.interaction_commands import interactions_group
     from timeline_pipeline.cli.lark_commands import lark_group
+    from timeline_pipeline.cli.lifecycle_commands import lifecycle_group
     from timeline_pipeline.cli.maintenance_commands import maintenance_group
     from timeline_pipeline.cli.reconcile_commands import reconcile
     from timeline_pipeline.cli.serve_commands import serve
@@ -292,6 +297,7 @@ def _register_subcommands() -> None:
     cli.add_command(demo)
     cli.add_command(interactions_group)
     cli.add_command(lark_group)
+    cli.add_command(lifecycle_group)
     cli.add_command(maintenance_group)
     cli.add_command(token_group)
     cli.add_command(reconcile)

@@ -19,15 +19,29 @@ def token_group() -> None:
 
 @token_group.command("create")
 @click.option("--workspace", "workspace_id", required=True)
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    type=click.Choice(api_tokens.SCOPES),
+    help="A scope to grant (repeat for several); default: timeline:read and timeline:curate. "
+    "lifecycle:hold:create and lifecycle:hold:release are separate and never granted by default.",
+)
 @json_option
 @pass_app
-def token_create(app: AppContext, workspace_id: str, as_json: bool) -> None:
+def token_create(
+    app: AppContext, workspace_id: str, scopes: tuple[str, ...], as_json: bool
+) -> None:
     """Mint a token for one workspace; it is printed once, alone on the last line."""
     with transaction(app.engine) as conn:
-        issued = api_tokens.create(conn, workspace_id)
+        issued = api_tokens.create(conn, workspace_id, scopes or api_tokens.DEFAULT_SCOPES)
 
     def human() -> None:
-        click.echo(f"token {issued.id} for workspace {workspace_id} (shown once, store it now):")
+        granted = " ".join(issued.scopes)
+        click.echo(
+            f"token {issued.id} for workspace {workspace_id}, scopes {granted} "
+            "(shown once, store it now):"
+        )
         click.echo(issued.token)
 
     emit(as_json, issued, human)

@@ -126,6 +126,8 @@ workspace_timeline_evidence = Table(
     UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
     Index(None, "workspace_id", "source", "source_type", "occurred_at"),
     Index(None, "workspace_id", "scope_key", "occurred_at", "id"),
+    # The lifecycle purge's keyset (migration 0006_lifecycle).
+    Index(None, "workspace_id", "occurred_at", "id"),
     # Maintenance processors page a workspace's rows by id (migration 0007_maintenance).
     Index(None, "workspace_id", "id"),
 )
@@ -165,6 +167,7 @@ workspace_timeline_sync_states = Table(
     CheckConstraint(_in("status", WINDOW_STATUSES), name="status"),
     Index(None, "source_type", "status", "window_start"),
     Index(None, "workspace_id", "scope_key", "source_type", "window_start"),
+    Index(None, "workspace_id", "updated_at", "id"),
 )
 
 # When reconciliation last listed each thread of a chat, so that its per-run thread budget goes
@@ -215,11 +218,15 @@ workspace_timeline_entries = Table(
 workspace_timeline_entry_evidence = Table(
     "workspace_timeline_entry_evidence",
     metadata,
+    # An id and the workspace (migration 0006_lifecycle): the lifecycle engine purges bindings
+    # by the same workspace + cursor keyset as every other table.
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _workspace_fk(),
     Column(
         "entry_id",
         BigIntId,
         ForeignKey("workspace_timeline_entries.id", ondelete="CASCADE"),
-        primary_key=True,
+        nullable=False,
     ),
     Column(
         "evidence_id",
@@ -227,10 +234,12 @@ workspace_timeline_entry_evidence = Table(
         # RESTRICT: evidence bound to an entry cannot vanish under it; the lifecycle engine
         # purges leaves (bindings) first, and a cascade would hide a wrong order.
         ForeignKey("workspace_timeline_evidence.id", ondelete="RESTRICT"),
-        primary_key=True,
+        nullable=False,
     ),
     Column("created_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("entry_id", "evidence_id"),
     Index(None, "evidence_id"),
+    Index(None, "workspace_id", "created_at", "id"),
 )
 
 workspace_timeline_summaries = Table(
@@ -250,6 +259,7 @@ workspace_timeline_summaries = Table(
     Column("metadata_json", JSONType, nullable=False),
     *_timestamps(),
     CheckConstraint(_in("source", ("ai", "human")), name="source"),
+    Index(None, "workspace_id", "updated_at", "id"),
 )
 
 audit_events = Table(
@@ -275,6 +285,73 @@ api_tokens = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("revoked_at", UTCDateTime(), nullable=True),
+    # Space-separated scopes (migration 0006_lifecycle); tokens made before it keep the
+    # timeline scopes they always had.
+    Column(
+        "scopes",
+        String(512),
+        nullable=False,
+        server_default=text("'timeline:read timeline:curate'"),
+    ),
+)
+
+HOLD_STATUSES = ("active", "released")
+LIFECYCLE_RUN_STATUSES = ("running", "succeeded", "failed")
+LIFECYCLE_RUN_MODES = ("dry_run", "purge")
+
+# Legal holds (README, "Legal holds"). No foreign key to workspaces: a hold is a record that
+# outlives what it held, and deleting a workspace must not delete the hold on it.
+legal_holds = Table(
+    "legal_holds",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("workspace_id", String(128), nullable=False),
+    Column("descriptor_key", String(128), nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    Column("reason", String(1000), nullable=False),
+    Column("review_at", UTCDateTime(), nullable=True),
+    Column("created_by", String(128), nullable=False),
+    Column("create_idempotency_key", String(256), nullable=False, unique=True),
+    Column("create_request_hash", String(64), nullable=False),
+    Column("released_at", UTCDateTime(), nullable=True),
+    Column("released_by", String(128), nullable=True),
+    Column("release_reason", String(1000), nullable=True),
+    Column("release_idempotency_key", String(256), nullable=True, unique=True),
+    Column("release_request_hash", String(64), nullable=True),
+    *_timestamps(),
+    CheckConstraint(_in("status", HOLD_STATUSES), name="status"),
+    Index(None, "status", "workspace_id"),
+)
+
+# One row per dry-run or purge run: counts only, never row content (README, "Purge runbook").
+lifecycle_runs = Table(
+    "lifecycle_runs",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column("run_key", String(64), nullable=False, unique=True),
+    Column("mode", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("workspace_id", String(128), nullable=True),
+    Column("descriptor_key", String(128), nullable=True),
+    Column("as_of", UTCDateTime(), nullable=False),
+    Column("retention_days_override", Integer(), nullable=True),
+    Column("archive_dir", String(1024), nullable=True),
+    Column("scanned", Integer(), nullable=False, server_default=text("0")),
+    Column("held", Integer(), nullable=False, server_default=text("0")),
+    Column("archived", Integer(), nullable=False, server_default=text("0")),
+    Column("purged", Integer(), nullable=False, server_default=text("0")),
+    Column("redacted", Integer(), nullable=False, server_default=text("0")),
+    Column("batches", Integer(), nullable=False, server_default=text("0")),
+    Column("counts_json", JSONType, nullable=False),
+    Column("error_code", String(64), nullable=True),
+    Column("error_message", String(1000), nullable=True),
+    Column("started_at", UTCDateTime(), nullable=False),
+    Column("heartbeat_at", UTCDateTime(), nullable=False),
+    Column("finished_at", UTCDateTime(), nullable=True),
+    CheckConstraint(_in("status", LIFECYCLE_RUN_STATUSES), name="status"),
+    CheckConstraint(_in("mode", LIFECYCLE_RUN_MODES), name="mode"),
+    Index(None, "started_at", "id"),
 )
 
 # Operator-driven maintenance jobs (README, "Maintenance jobs"): one row per job, kept after it
@@ -328,6 +405,7 @@ maintenance_jobs = Table(
         sqlite_where=text(MAINTENANCE_OPEN_PREDICATE),
         postgresql_where=text(MAINTENANCE_OPEN_PREDICATE),
     ),
+    Index(None, "updated_at", "id"),  # the lifecycle purge (0006_lifecycle)
 )
 
 # --- review cards (migration 0005_interactions; README, "Review cards") -----------------------
@@ -371,6 +449,7 @@ interaction_requests = Table(
     Index(None, "status", "expires_at"),
     Index(None, "delivery_status", "delivery_due_at"),
     Index(None, "workspace_id", "created_at"),
+    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0006_lifecycle)
 )
 
 # Callback tokens, stored only as SHA-256 hashes. A card gets a new token each time the product
@@ -424,6 +503,7 @@ interaction_admissions = Table(
     Index(None, "status", "lease_expires_at", "id"),
     Index(None, "workspace_id", "status"),
     Index(None, "request_id"),
+    Index(None, "workspace_id", "admitted_at", "id"),  # the lifecycle purge (0006_lifecycle)
 )
 
 ui_signin_links = Table(
@@ -435,6 +515,7 @@ ui_signin_links = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Column("expires_at", UTCDateTime(), nullable=False),
     Column("used_at", UTCDateTime(), nullable=True),
+    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0006_lifecycle)
 )
 
 ui_sessions = Table(
@@ -450,4 +531,6 @@ ui_sessions = Table(
     Column("expires_at", UTCDateTime(), nullable=False),
     Column("revoked_at", UTCDateTime(), nullable=True),
     Index(None, "workspace_id", "revoked_at"),
+    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0006_lifecycle)
+    Index(None, "link_id"),
 )

@@ -82,6 +82,27 @@ class ReceiverMetrics:
         )
 
 
+class LifecycleMetrics:
+    """Retention cleanup rows and failures (README, "Metrics"): counted by the process that runs
+    the purge (a Dagster run or `lifecycle run`), labelled by descriptor key and a fixed outcome
+    or refusal code, never by an id."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.rows = Counter(
+            "timeline_retention_cleanup_rows",
+            "Rows the lifecycle engine handled: purged, archived, redacted, held.",
+            ["descriptor", "outcome"],
+            registry=self.registry,
+        )
+        self.failures = Counter(
+            "timeline_retention_cleanup_failures",
+            "Lifecycle runs that failed, by refusal code.",
+            ["reason"],
+            registry=self.registry,
+        )
+
+
 class MaintenanceMetrics:
     """Counters of the maintenance job service (README, "Maintenance jobs"): label values are
     processor types and fixed outcome codes, never job ids."""

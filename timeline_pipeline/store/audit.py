@@ -12,6 +12,20 @@ from typing import Any
 from sqlalchemy import Connection
 
 from timeline_pipeline.db.schema import audit_events
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
 
 __all__ = ["audit_curation"]
 
@@ -40,3 +54,28 @@ def audit_curation(
             details_json=dict(details),
         )
     )
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="audit.audit_events",
+    table_name="audit_events",
+    owner="audit",
+    scope=Scope.GLOBAL,
+    cursor_column="occurred_at",
+    retention_class=RetentionClass.AUDIT_SECURITY,
+    retention_min_days=365,
+    retention_max_days=2555,
+    default_retention_days=730,
+    partition=NOT_PARTITIONED,
+    archive=archive_on_request("The audit trail"),
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    required_indexes=(RequiredIndex(("occurred_at", "id"), "the purge's keyset"),),
+    batch_limit=10_000,
+    backup_restore_notes=BACKUP_NOTES,
+    execution_mode=ExecutionMode.GENERIC,
+    notes="Ids and keys only, never content; kept longer than what it describes so that "
+    "who changed what can be answered after the data is gone.",
+)

@@ -36,6 +36,22 @@ from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ChildLink,
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    ParentLink,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
 from timeline_pipeline.store.sync_states import SummaryWindow
 
 __all__ = [
@@ -409,12 +425,27 @@ def _check_evidence(conn: Connection, workspace_id: str, ids: set[int]) -> None:
         )
 
 
-def _bind(conn: Connection, entry_id: int, evidence_ids: Sequence[int], now: datetime) -> int:
+def _bind(
+    conn: Connection,
+    workspace_id: str,
+    entry_id: int,
+    evidence_ids: Sequence[int],
+    now: datetime,
+) -> int:
     if not evidence_ids:
         return 0
     stmt = insert_for(conn, ee).on_conflict_do_nothing().returning(ee.c.evidence_id)
     rows = conn.execute(
-        stmt, [{"entry_id": entry_id, "evidence_id": i, "created_at": now} for i in evidence_ids]
+        stmt,
+        [
+            {
+                "workspace_id": workspace_id,
+                "entry_id": entry_id,
+                "evidence_id": i,
+                "created_at": now,
+            }
+            for i in evidence_ids
+        ],
     ).all()
     return len(rows)
 
@@ -454,7 +485,7 @@ def upsert_draft(
             ).first()
             if row is None:
                 continue  # someone stored the same fingerprint meanwhile: decide again
-            bound = _bind(conn, row.id, plan.bind, stamp)
+            bound = _bind(conn, draft.workspace_id, row.id, plan.bind, stamp)
             return UpsertResult(row.id, plan.outcome, bound, draft.fingerprint)
         assert existing is not None  # only a missing entry plans CREATED
         if plan.outcome is DraftOutcome.UPDATED:
@@ -478,7 +509,7 @@ def upsert_draft(
             )
             if result.rowcount != 1:
                 continue  # a curator edited it meanwhile: decide again
-        bound = _bind(conn, existing.id, plan.bind, stamp)
+        bound = _bind(conn, draft.workspace_id, existing.id, plan.bind, stamp)
         return UpsertResult(existing.id, plan.outcome, bound, draft.fingerprint)
     raise RuntimeError(f"draft {draft.fingerprint[:12]} kept changing under concurrent writers")
 
@@ -529,7 +560,7 @@ def create_human_entry(
     ).one()
     if evidence_ids:
         _check_evidence(conn, workspace_id, set(evidence_ids))
-        _bind(conn, row.id, sorted(set(evidence_ids)), stamp)
+        _bind(conn, workspace_id, row.id, sorted(set(evidence_ids)), stamp)
     entry = get(conn, row.id)
     assert entry is not None
     return entry
@@ -675,3 +706,62 @@ def visible_entry_counts(conn: Connection, windows: Sequence[SummaryWindow]) -> 
     for row in rows:
         counts[row.window_state_id] = int(row.n)
     return counts
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTORS = (
+    LifecycleDescriptor(
+        key="entries.workspace_timeline_entries",
+        table_name="workspace_timeline_entries",
+        owner="entries",
+        scope=Scope.WORKSPACE,
+        cursor_column="occurred_at",
+        retention_class=RetentionClass.COMMUNICATION_LOG,
+        retention_min_days=30,
+        retention_max_days=730,
+        default_retention_days=180,
+        partition=NOT_PARTITIONED,
+        archive=archive_on_request("The curated timeline"),
+        deletion=HARD_DELETE,
+        legal_hold=LegalHoldNote(),
+        required_indexes=(
+            RequiredIndex(("workspace_id", "occurred_at", "id"), "the purge's keyset"),
+        ),
+        batch_limit=5_000,
+        backup_restore_notes=BACKUP_NOTES,
+        execution_mode=ExecutionMode.GENERIC,
+        chain="timeline",
+        children=(ChildLink("entries.workspace_timeline_entry_evidence", "entry_id"),),
+    ),
+    LifecycleDescriptor(
+        key="entries.workspace_timeline_entry_evidence",
+        table_name="workspace_timeline_entry_evidence",
+        owner="entries",
+        scope=Scope.WORKSPACE,
+        cursor_column="created_at",
+        retention_class=RetentionClass.COMMUNICATION_LOG,
+        retention_min_days=7,
+        retention_max_days=730,
+        default_retention_days=30,
+        partition=NOT_PARTITIONED,
+        archive=archive_on_request("Entry-to-evidence bindings"),
+        deletion=HARD_DELETE,
+        legal_hold=LegalHoldNote(),
+        required_indexes=(
+            RequiredIndex(("workspace_id", "created_at", "id"), "the purge's keyset"),
+            RequiredIndex(("evidence_id",), "evidence's live-child probe"),
+            RequiredIndex(("entry_id", "evidence_id"), "entries' live-child probe"),
+        ),
+        batch_limit=10_000,
+        backup_restore_notes=BACKUP_NOTES,
+        execution_mode=ExecutionMode.GENERIC,
+        chain="timeline",
+        parents=(
+            ParentLink("entries.workspace_timeline_entries", "entry_id"),
+            ParentLink("evidence.workspace_timeline_evidence", "evidence_id"),
+        ),
+        notes="The leaves of the timeline chain: a binding goes only when its entry and its "
+        "evidence have both aged out, and before them.",
+    ),
+)

@@ -11,6 +11,7 @@ correlated subqueries (`latest_eligible_at`, `first_eligible_at`) instead of wri
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -47,6 +48,21 @@ from timeline_pipeline.domain.evidence import (
     UpsertSummary,
 )
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ChildLink,
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
 
 
 @cache
@@ -663,3 +679,69 @@ def count_eligible_in(
             )
         ).scalar_one()
     )
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+REDACTED_CONTENT_HASH = hashlib.sha256(b"").hexdigest()
+_IDENTITY_KEYS = ("chat_id", "thread_id", "root_id", "parent_id", "message_type")
+
+
+def redact_recalled(
+    conn: Connection, *, workspace_id: str | None, skip_workspaces: Sequence[str], limit: int
+) -> int:
+    """Redact in place up to `limit` recalled rows that still carry content: they keep their
+    identity and lose every trace of what was said (the deletion policy of recalled messages).
+    Rows of `skip_workspaces` (under legal hold) are left as they are."""
+    stmt = select(ev.c.id, ev.c.metadata_json).where(ev.c.deleted == true(), ev.c.content != "")
+    if workspace_id is not None:
+        stmt = stmt.where(ev.c.workspace_id == workspace_id)
+    if skip_workspaces:
+        stmt = stmt.where(ev.c.workspace_id.not_in(list(skip_workspaces)))
+    rows = conn.execute(stmt.order_by(ev.c.id).limit(limit)).all()
+    now = datetime.now(UTC)
+    for row in rows:
+        metadata = dict(row.metadata_json or {})
+        kept = {key: metadata.get(key) for key in _IDENTITY_KEYS}
+        kept.update(deleted=True, recalled_at=metadata.get("recalled_at"))
+        conn.execute(
+            ev.update()
+            .where(ev.c.id == row.id)
+            .values(
+                content="",
+                content_hash=REDACTED_CONTENT_HASH,
+                metadata_json=kept,
+                ai_eligible=False,
+                revision=ev.c.revision + 1,
+                updated_at=now,
+            )
+        )
+    return len(rows)
+
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="evidence.workspace_timeline_evidence",
+    table_name="workspace_timeline_evidence",
+    owner="evidence",
+    scope=Scope.WORKSPACE,
+    cursor_column="occurred_at",
+    retention_class=RetentionClass.COMMUNICATION_LOG,
+    retention_min_days=7,
+    retention_max_days=365,
+    default_retention_days=30,
+    partition=NOT_PARTITIONED,
+    archive=archive_on_request("Chat evidence"),
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    required_indexes=(RequiredIndex(("workspace_id", "occurred_at", "id"), "the purge's keyset"),),
+    batch_limit=5_000,
+    backup_restore_notes=BACKUP_NOTES,
+    execution_mode=ExecutionMode.GENERIC,
+    chain="timeline",
+    children=(ChildLink("entries.workspace_timeline_entry_evidence", "evidence_id"),),
+    redacts_recalled=True,
+    notes=(
+        "Raw chat messages: short retention by default (README, Retention). Evidence that "
+        "supports an entry stays while the entry does (the chain ages as a whole)."
+    ),
+)

@@ -27,6 +27,21 @@ from timeline_pipeline.domain.interactions import (
     AdmissionStatus,
     CardAction,
 )
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    OnlyWhere,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
 
 _WORKING = [s.value for s in WORKING_ADMISSION_STATUSES]
 
@@ -230,3 +245,32 @@ def count_by_status(conn: Connection) -> dict[str, int]:
         str(k): int(v)
         for k, v in conn.execute(select(ia.c.status, func.count()).group_by(ia.c.status))
     }
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="interaction_admissions.interaction_admissions",
+    table_name="interaction_admissions",
+    owner="interaction_admissions",
+    scope=Scope.WORKSPACE,
+    cursor_column="admitted_at",
+    retention_class=RetentionClass.OPERATIONAL_QUEUE,
+    retention_min_days=7,
+    retention_max_days=365,
+    default_retention_days=30,
+    partition=NOT_PARTITIONED,
+    archive=NOT_ARCHIVED,
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    backup_restore_notes=BACKUP_NOTES,
+    required_indexes=(
+        RequiredIndex(("workspace_id", "admitted_at", "id"), "the purge's keyset"),
+        RequiredIndex(("request_id",), "the cards' live-child probe"),
+    ),
+    batch_limit=5_000,
+    execution_mode=ExecutionMode.GENERIC,
+    # Finished decisions only: a queued or applied one is still the worker's.
+    only_where=(OnlyWhere("status", ("done", "failed")),),
+    notes="The durable admission queue of card callbacks, purged before its cards.",
+)

@@ -25,6 +25,22 @@ from timeline_pipeline.interactions.model import (
     decisions_as_json,
     decisions_from_json,
 )
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ChildLink,
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    OnlyWhere,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,3 +315,31 @@ def counts(conn: Connection) -> Mapping[str, int]:
         )
     ).scalar_one()
     return {**{s.value: int(by_status.get(s.value, 0)) for s in CardStatus}, "undelivered": queued}
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="interaction_requests.interaction_requests",
+    table_name="interaction_requests",
+    owner="interaction_requests",
+    scope=Scope.WORKSPACE,
+    cursor_column="expires_at",
+    retention_class=RetentionClass.OPERATIONAL_QUEUE,
+    retention_min_days=7,
+    retention_max_days=365,
+    default_retention_days=30,
+    partition=NOT_PARTITIONED,
+    archive=NOT_ARCHIVED,
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    backup_restore_notes=BACKUP_NOTES,
+    required_indexes=(RequiredIndex(("workspace_id", "expires_at", "id"), "the purge's keyset"),),
+    batch_limit=5_000,
+    execution_mode=ExecutionMode.GENERIC,
+    # A pending card is never purged; its callback tokens go with it (ON DELETE CASCADE).
+    only_where=(OnlyWhere("status", ("submitted", "expired", "cancelled")),),
+    children=(ChildLink("interaction_admissions.interaction_admissions", "request_id"),),
+    notes="Review cards: what the card offered and where it went; 30 days after it expired "
+    "the curation it led to is in the entries and the audit trail.",
+)

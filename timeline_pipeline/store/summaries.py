@@ -17,6 +17,20 @@ from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
 from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
 
 __all__ = [
     "SummaryRow",
@@ -147,3 +161,26 @@ def write_human_summary(
             .returning(su.c.workspace_id)
         ).first()
     return get_summary(conn, workspace_id) if row is not None else None
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="summaries.workspace_timeline_summaries",
+    table_name="workspace_timeline_summaries",
+    owner="summaries",
+    scope=Scope.WORKSPACE,
+    cursor_column="updated_at",
+    retention_class=RetentionClass.COMMUNICATION_LOG,
+    retention_min_days=30,
+    retention_max_days=730,
+    default_retention_days=180,
+    partition=NOT_PARTITIONED,
+    archive=archive_on_request("The workspace summary"),
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    required_indexes=(RequiredIndex(("workspace_id", "updated_at", "id"), "the purge's keyset"),),
+    batch_limit=5_000,
+    backup_restore_notes=BACKUP_NOTES,
+    execution_mode=ExecutionMode.GENERIC,
+)

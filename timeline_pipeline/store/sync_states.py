@@ -60,6 +60,21 @@ from timeline_pipeline.domain.states import (
 from timeline_pipeline.domain.sync_states import (
     SyncState,
 )
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    OnlyWhere,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
 from timeline_pipeline.reconcile.planning import MARKER_KEY, METADATA_VERSION
 from timeline_pipeline.store import evidence
 
@@ -964,3 +979,32 @@ def summary_backlog(conn: Connection, *, horizon: datetime) -> tuple[int, dateti
         )
     ).one()
     return int(row.n), row.since
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="sync_states.workspace_timeline_sync_states",
+    table_name="workspace_timeline_sync_states",
+    owner="sync_states",
+    scope=Scope.WORKSPACE,
+    cursor_column="updated_at",
+    retention_class=RetentionClass.SYSTEM_EVENT,
+    retention_min_days=14,
+    retention_max_days=730,
+    default_retention_days=90,
+    partition=NOT_PARTITIONED,
+    archive=NOT_ARCHIVED,
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    required_indexes=(RequiredIndex(("workspace_id", "updated_at", "id"), "the purge's keyset"),),
+    batch_limit=5_000,
+    backup_restore_notes=BACKUP_NOTES,
+    execution_mode=ExecutionMode.GENERIC,
+    # Finished windows and checkpoints only: a pending or processing window is never purged.
+    only_where=(OnlyWhere("status", ("completed", "ignored", "failed")),),
+    report_columns=("source_type", "scope_key", "window_start", "processor_version"),
+    notes="Window states and chat checkpoints. A purged window's Dagster partition and its "
+    "old runs are removed with it; a purged checkpoint makes the next collection of that chat "
+    "start from the ingestion lookback.",
+)

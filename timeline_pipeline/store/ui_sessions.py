@@ -16,6 +16,21 @@ from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import ui_sessions as ses
 from timeline_pipeline.db.schema import ui_signin_links as links
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ChildLink,
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
 from timeline_pipeline.store import workspaces
 from timeline_pipeline.ui.credentials import hash_secret, new_secret
 
@@ -169,3 +184,48 @@ def end_session(conn: Connection, secret: str, *, now: datetime) -> bool:
         .values(revoked_at=now)
     )
     return bool(result.rowcount)
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+_UI_COMMON = {
+    "scope": Scope.WORKSPACE,
+    "cursor_column": "expires_at",
+    "retention_class": RetentionClass.AUDIT_SECURITY,
+    "retention_min_days": 1,
+    "retention_max_days": 365,
+    "default_retention_days": 30,
+    "partition": NOT_PARTITIONED,
+    "archive": NOT_ARCHIVED,
+    "deletion": HARD_DELETE,
+    "legal_hold": LegalHoldNote(),
+    "batch_limit": 5_000,
+    "backup_restore_notes": BACKUP_NOTES,
+    "execution_mode": ExecutionMode.GENERIC,
+}
+
+DESCRIPTORS = (
+    LifecycleDescriptor(
+        key="ui_sessions.ui_signin_links",
+        table_name="ui_signin_links",
+        owner="ui_sessions",
+        required_indexes=(
+            RequiredIndex(("workspace_id", "expires_at", "id"), "the purge's keyset"),
+        ),
+        children=(ChildLink("ui_sessions.ui_sessions", "link_id"),),
+        notes="One-time sign-in links (hashes only): useless once expired; kept 30 days after "
+        "expiry to answer who signed in when.",
+        **_UI_COMMON,  # type: ignore[arg-type]
+    ),
+    LifecycleDescriptor(
+        key="ui_sessions.ui_sessions",
+        table_name="ui_sessions",
+        owner="ui_sessions",
+        required_indexes=(
+            RequiredIndex(("workspace_id", "expires_at", "id"), "the purge's keyset"),
+            RequiredIndex(("link_id",), "the sign-in links' live-child probe"),
+        ),
+        notes="Page sessions (hashes only), purged 30 days after they expire.",
+        **_UI_COMMON,  # type: ignore[arg-type]
+    ),
+)

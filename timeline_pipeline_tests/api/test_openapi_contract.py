@@ -59,6 +59,11 @@ checks.positive_data_acceptance.expected-statuses = [{POSITIVE}, "400", "428"]
 [[operations]]
 include-path-regex = "/entries(/[{{]entry_id[}}])?$"
 checks.positive_data_acceptance.expected-statuses = [{POSITIVE}, "400", "422", "428"]
+
+[[operations]]
+# A hold's review date is bounded (2000..2099 UTC) in words only, like the entries' times.
+include-path-regex = "/lifecycle/holds"
+checks.positive_data_acceptance.expected-statuses = [{POSITIVE}, "422"]
 """
 
 
@@ -71,7 +76,8 @@ def populated(engine: Engine) -> str:
     synthesize(engine, W1)
     synthesize(engine, W2)
     with engine.begin() as conn:
-        return api_tokens.create(conn, "inc-1").token
+        # Every scope, so the legal-hold operations are reached too.
+        return api_tokens.create(conn, "inc-1", api_tokens.SCOPES).token
 
 
 @pytest.mark.slow

@@ -1,0 +1,104 @@
+"""The legal holds table: the only place with its SQL (README, "Legal holds").
+
+A hold is created active and leaves that state only through `release`, a compare-and-set on
+status and revision; its `review_at` is a review date and nothing here ever reads it to release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.schema import legal_holds as lh
+
+ACTIVE = "active"
+RELEASED = "released"
+
+
+@dataclass(frozen=True, slots=True)
+class HoldRow:
+    id: str
+    workspace_id: str
+    descriptor_key: str | None
+    status: str
+    revision: int
+    reason: str
+    review_at: datetime | None
+    created_by: str
+    create_idempotency_key: str
+    create_request_hash: str
+    released_at: datetime | None
+    released_by: str | None
+    release_reason: str | None
+    release_idempotency_key: str | None
+    release_request_hash: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+def _row(row: Any) -> HoldRow:
+    return HoldRow(**{c.name: getattr(row, c.name) for c in lh.c})
+
+
+def insert(conn: Connection, values: dict[str, Any]) -> bool:
+    """Insert a new hold; False when its create idempotency key is already taken."""
+    dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    stmt = dialect_insert(lh).values(**values)
+    stmt = stmt.on_conflict_do_nothing(index_elements=["create_idempotency_key"])
+    return conn.execute(stmt.returning(lh.c.id)).first() is not None
+
+
+def get(conn: Connection, hold_id: str) -> HoldRow | None:
+    row = conn.execute(select(lh).where(lh.c.id == hold_id)).first()
+    return _row(row) if row is not None else None
+
+
+def by_create_key(conn: Connection, key: str) -> HoldRow | None:
+    row = conn.execute(select(lh).where(lh.c.create_idempotency_key == key)).first()
+    return _row(row) if row is not None else None
+
+
+def by_release_key(conn: Connection, key: str) -> HoldRow | None:
+    row = conn.execute(select(lh).where(lh.c.release_idempotency_key == key)).first()
+    return _row(row) if row is not None else None
+
+
+def release(conn: Connection, hold: HoldRow, values: dict[str, Any]) -> HoldRow | None:
+    """Active -> released if nobody moved the hold since it was read; None otherwise."""
+    row = compare_and_set(
+        conn,
+        lh,
+        row_id=hold.id,
+        revision=hold.revision,
+        expected_status=ACTIVE,
+        values={"status": RELEASED, **values},
+    )
+    return _row(row) if row is not None else None
+
+
+def list_all(conn: Connection, *, active_only: bool = False) -> list[HoldRow]:
+    stmt = select(lh).order_by(lh.c.created_at, lh.c.id)
+    if active_only:
+        stmt = stmt.where(lh.c.status == ACTIVE)
+    return [_row(r) for r in conn.execute(stmt)]
+
+
+def active_for(
+    conn: Connection, descriptor_keys: Iterable[str], workspace_id: str | None = None
+) -> list[HoldRow]:
+    """Active holds reaching any of `descriptor_keys`: workspace-wide ones and those naming one
+    of the keys, optionally of one workspace. Never filtered by a descriptor's own flags."""
+    keys = sorted(set(descriptor_keys))
+    stmt = select(lh).where(
+        lh.c.status == ACTIVE,
+        or_(lh.c.descriptor_key.is_(None), lh.c.descriptor_key.in_(keys)),
+    )
+    if workspace_id is not None:
+        stmt = stmt.where(lh.c.workspace_id == workspace_id)
+    return [_row(r) for r in conn.execute(stmt.order_by(lh.c.id))]

@@ -1,0 +1,131 @@
+"""The lifecycle runs table: one row per purge run, counts only, never row content.
+
+Counters move in the same transaction as the batch they count, so a run killed mid-way leaves a
+row whose figures are exactly what was deleted (README, "Purge runbook").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from timeline_pipeline.db.schema import lifecycle_runs as lr
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    OnlyWhere,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
+
+COUNTERS = ("scanned", "held", "archived", "purged", "redacted", "batches")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    id: int
+    run_key: str
+    mode: str
+    status: str
+    workspace_id: str | None
+    descriptor_key: str | None
+    as_of: datetime
+    retention_days_override: int | None
+    archive_dir: str | None
+    scanned: int
+    held: int
+    archived: int
+    purged: int
+    redacted: int
+    batches: int
+    counts_json: dict[str, Any]
+    error_code: str | None
+    error_message: str | None
+    started_at: datetime
+    heartbeat_at: datetime
+    finished_at: datetime | None
+
+
+def _row(row: Any) -> RunRow:
+    return RunRow(**{c.name: getattr(row, c.name) for c in lr.c})
+
+
+def start(conn: Connection, values: dict[str, Any]) -> int:
+    row = conn.execute(
+        lr.insert().values(status="running", counts_json={}, **values).returning(lr.c.id)
+    ).one()
+    return int(row.id)
+
+
+def add_counts(conn: Connection, run_id: int, now: datetime, **deltas: int) -> None:
+    """Add to the run's counters (in the caller's transaction) and beat its heartbeat."""
+    values: dict[str, Any] = {name: lr.c[name] + int(n) for name, n in deltas.items() if n}
+    conn.execute(lr.update().where(lr.c.id == run_id).values(heartbeat_at=now, **values))
+
+
+def finish(
+    conn: Connection,
+    run_id: int,
+    *,
+    status: str,
+    now: datetime,
+    counts: dict[str, Any],
+    error_code: str | None = None,
+    error_message: str | None = None,
+) -> None:
+    conn.execute(
+        lr.update()
+        .where(lr.c.id == run_id)
+        .values(
+            status=status,
+            finished_at=now,
+            heartbeat_at=now,
+            counts_json=counts,
+            error_code=error_code,
+            error_message=(error_message or None) and error_message[:1000],
+        )
+    )
+
+
+def get(conn: Connection, run_id: int) -> RunRow | None:
+    row = conn.execute(select(lr).where(lr.c.id == run_id)).first()
+    return _row(row) if row is not None else None
+
+
+def latest(conn: Connection, limit: int = 20) -> list[RunRow]:
+    rows = conn.execute(select(lr).order_by(lr.c.started_at.desc(), lr.c.id.desc()).limit(limit))
+    return [_row(r) for r in rows]
+
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="lifecycle_runs.lifecycle_runs",
+    table_name="lifecycle_runs",
+    owner="lifecycle_runs",
+    scope=Scope.GLOBAL,
+    cursor_column="started_at",
+    retention_class=RetentionClass.SYSTEM_EVENT,
+    retention_min_days=90,
+    retention_max_days=1825,
+    default_retention_days=365,
+    partition=NOT_PARTITIONED,
+    archive=archive_on_request("The purge history"),
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    required_indexes=(RequiredIndex(("started_at", "id"), "the purge's keyset"),),
+    batch_limit=5_000,
+    backup_restore_notes=BACKUP_NOTES,
+    execution_mode=ExecutionMode.GENERIC,
+    only_where=(OnlyWhere("status", ("succeeded", "failed")),),
+    notes="Counts only; a running run is never purged.",
+)

@@ -1,0 +1,100 @@
+"""The registry: collected from the store modules, checked as a whole, ordered leaves first."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import ModuleType
+
+import pytest
+
+from timeline_pipeline.lifecycle.descriptor import ChildLink
+from timeline_pipeline.lifecycle.registry import (
+    RegistryInvalid,
+    UnknownDescriptor,
+    check_declarations,
+    load_registry,
+)
+from timeline_pipeline.store.evidence import DESCRIPTOR as EVIDENCE
+from timeline_pipeline.store.sync_states import DESCRIPTOR as WINDOWS
+from timeline_pipeline_tests.lifecycle.support import BINDINGS, ENTRIES
+
+
+def module(name: str, **attrs: object) -> ModuleType:
+    made = ModuleType(f"timeline_pipeline.store.{name}")
+    for key, value in attrs.items():
+        setattr(made, key, value)
+    return made
+
+
+def test_every_table_with_a_lifecycle_is_registered_by_its_own_store_module() -> None:
+    registry = load_registry()
+    assert {
+        "evidence.workspace_timeline_evidence",
+        "sync_states.workspace_timeline_sync_states",
+        "entries.workspace_timeline_entries",
+        "entries.workspace_timeline_entry_evidence",
+        "summaries.workspace_timeline_summaries",
+        "audit.audit_events",
+        "reconcile_threads.workspace_timeline_reconcile_threads",
+        "lifecycle_runs.lifecycle_runs",
+    } <= set(registry.descriptors)
+    for key, d in registry.descriptors.items():
+        assert key.split(".", 1)[0] == d.owner
+
+
+def test_bindings_are_purged_before_the_entries_and_evidence_they_link() -> None:
+    order = [d.key for d in load_registry().select(None)]
+    assert order.index(BINDINGS) < order.index(ENTRIES)
+    assert order.index(BINDINGS) < order.index(EVIDENCE.key)
+
+
+def test_a_hold_on_one_link_reaches_the_whole_chain() -> None:
+    registry = load_registry()
+    chain = registry.chain_keys(registry.get(BINDINGS))
+    assert set(chain) == {BINDINGS, ENTRIES, EVIDENCE.key}
+    assert registry.chain_keys(registry.get(WINDOWS.key)) == (WINDOWS.key,)
+
+
+def test_a_key_declared_twice_is_refused_naming_both_modules() -> None:
+    found = [("evidence", EVIDENCE), ("evidence", EVIDENCE)]
+    errors = [str(e) for e in check_declarations(found)]
+    assert f"{EVIDENCE.key}: key: also declared by 'evidence'" in errors
+
+
+def test_a_link_to_an_unknown_descriptor_is_refused() -> None:
+    orphan = replace(EVIDENCE, children=(ChildLink("nowhere.table", "evidence_id"),))
+    errors = [str(e) for e in check_declarations([("evidence", orphan)])]
+    assert f"{EVIDENCE.key}: children[0]: unknown 'nowhere.table'" in errors
+
+
+def test_an_invalid_registry_refuses_to_load_and_names_every_problem() -> None:
+    bad = replace(EVIDENCE, batch_limit=60_000, retention_class="forever")
+    with pytest.raises(RegistryInvalid) as caught:
+        load_registry([module("evidence", DESCRIPTOR=bad)])
+    fields = {e.field for e in caught.value.errors}
+    assert {"batch_limit", "retention_class"} <= fields
+    assert "lifecycle registry invalid" in str(caught.value)
+
+
+def test_an_unknown_descriptor_key_is_refused_listing_the_known_ones() -> None:
+    with pytest.raises(UnknownDescriptor, match=r"unknown key 'evidence\.nope'"):
+        load_registry().get("evidence.nope")
+
+
+def test_every_table_of_the_schema_has_a_descriptor_or_a_stated_reason_for_none() -> None:
+    from sqlalchemy import Column, Integer, Table
+
+    from timeline_pipeline.db.schema import metadata
+    from timeline_pipeline.lifecycle.live_check import unregistered
+    from timeline_pipeline.lifecycle.registry import declarations
+
+    assert unregistered(declarations()) == []
+    newcomer = Table(
+        "interaction_requests_probe", metadata, Column("id", Integer, primary_key=True)
+    )
+    try:
+        (error,) = unregistered(declarations())
+        assert error.key == "interaction_requests_probe"
+        assert "no lifecycle descriptor" in error.reason
+    finally:
+        metadata.remove(newcomer)
