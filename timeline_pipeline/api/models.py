@@ -155,6 +155,17 @@ class EvidencePage(BaseModel):
     next_cursor: str | None
 
 
+class CuratorOut(BaseModel):
+    open_id: str = Field(description="The Lark open_id whose review-card actions count.")
+    created: bool | None = Field(
+        default=None, description="On PUT: true when the curator is new, false when already one."
+    )
+
+
+class CuratorsOut(BaseModel):
+    items: list[CuratorOut]
+
+
 # --- requests --------------------------------------------------------------------------------
 
 

@@ -16,7 +16,15 @@ from fastapi.routing import APIRoute
 
 from timeline_pipeline.api.errors import ProblemResponse, problem_body
 from timeline_pipeline.api.params import API_PREFIX
-from timeline_pipeline.api.routers import contract, entries, evidence, holds, summary, timeline
+from timeline_pipeline.api.routers import (
+    contract,
+    curators,
+    entries,
+    evidence,
+    holds,
+    summary,
+    timeline,
+)
 
 __all__ = ["api_router"]
 
@@ -47,7 +55,7 @@ def _answer_other_methods(router: APIRouter) -> None:
 
 
 api_router = APIRouter(prefix=API_PREFIX)
-for _resource in (timeline, evidence, entries, summary, holds, contract):
+for _resource in (timeline, evidence, entries, summary, curators, holds, contract):
     # Per resource router, before including it: FastAPI keeps an included router whole, and
     # each path belongs to one resource.
     _answer_other_methods(_resource.router)

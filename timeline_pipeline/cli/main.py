@@ -15,6 +15,7 @@ from sqlalchemy.exc import DBAPIError, StatementError
 
 from timeline_pipeline.cli.context import AppContext, pass_app
 from timeline_pipeline.cli.output import emit, json_option, jsonable, parse_iso8601
+from timeline_pipeline.curation.curators import CuratorService
 from timeline_pipeline.db.engine import (
     DatabaseConfigError,
     DatabaseUnavailable,
@@ -34,6 +35,8 @@ from timeline_pipeline.store import workspaces as workspace_store
 from timeline_pipeline.store.api_tokens import TokenNotFound
 from timeline_pipeline.store.workspaces import WorkspaceError
 
+CLI_ACTOR = "cli"
+"""The actor audit events name for changes made from this command line."""
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
@@ -242,10 +245,25 @@ def workspace_bind_chat(app: AppContext, workspace_id: str, chat_id: str, as_jso
 @pass_app
 def workspace_add_curator(app: AppContext, workspace_id: str, open_id: str, as_json: bool) -> None:
     """Allow a Lark user to confirm or hide this workspace's drafts."""
-    with transaction(app.engine) as conn:
-        new = workspace_store.add_curator(conn, workspace_id, open_id)
+    new = CuratorService(app.engine).add(workspace_id, open_id, actor=CLI_ACTOR)
     data = {"workspace": workspace_id, "open_id": open_id, "created": new}
     emit(as_json, data, lambda: click.echo(f"curator {open_id} on workspace {workspace_id}"))
+
+
+@workspace.command("remove-curator")
+@click.option("--workspace", "workspace_id", required=True)
+@click.option("--open-id", "open_id", required=True, help="Lark open_id of the reviewer.")
+@json_option
+@pass_app
+def workspace_remove_curator(
+    app: AppContext, workspace_id: str, open_id: str, as_json: bool
+) -> None:
+    """Stop counting a Lark user's actions on this workspace's review cards."""
+    removed = CuratorService(app.engine).remove(workspace_id, open_id, actor=CLI_ACTOR)
+    if not removed:
+        fail(f"{open_id} is not a curator of workspace {workspace_id}")
+    data = {"workspace": workspace_id, "open_id": open_id, "removed": True}
+    emit(as_json, data, lambda: click.echo(f"{open_id} is no longer a curator of {workspace_id}"))
 
 
 @workspace.command("set-status")

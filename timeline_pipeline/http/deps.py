@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.api.auth import workspace_guard
 from timeline_pipeline.api.cursors import CursorCodec
+from timeline_pipeline.curation.curators import CuratorService
 from timeline_pipeline.curation.evidence import EvidenceService
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.http.resources import ServeResources
@@ -28,6 +29,7 @@ from timeline_pipeline.settings import Settings
 __all__ = [
     "AuthorizedWorkspace",
     "CurationServiceDep",
+    "CuratorServiceDep",
     "CursorsDep",
     "EngineDep",
     "EventServiceDep",
@@ -35,6 +37,7 @@ __all__ = [
     "MetricsDep",
     "SettingsDep",
     "get_curation_service",
+    "get_curator_service",
     "get_cursors",
     "get_engine",
     "get_event_service",
@@ -76,6 +79,10 @@ def get_evidence_service(request: Request) -> EvidenceService:
     return get_resources(request).evidence
 
 
+def get_curator_service(request: Request) -> CuratorService:
+    return CuratorService(get_resources(request).engine)
+
+
 def get_cursors(request: Request) -> CursorCodec:
     return get_resources(request).cursors
 
@@ -98,5 +105,6 @@ EventServiceDep = Annotated[EventService, Depends(get_event_service)]
 CurationServiceDep = Annotated[CurationService, Depends(get_curation_service)]
 EvidenceServiceDep = Annotated[EvidenceService, Depends(get_evidence_service)]
 CursorsDep = Annotated[CursorCodec, Depends(get_cursors)]
+CuratorServiceDep = Annotated[CuratorService, Depends(get_curator_service)]
 AuthorizedWorkspace = Annotated[str, Depends(workspace_guard())]
 """The path's workspace id, once the API's gate let its bearer token pass (api/auth.py)."""

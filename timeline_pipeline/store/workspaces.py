@@ -18,7 +18,12 @@ from timeline_pipeline.db.schema import workspace_collaboration_resources as res
 from timeline_pipeline.db.schema import workspace_curators as cur
 from timeline_pipeline.db.schema import workspaces as ws
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.domain.keys import RESOURCE_LARK_CHAT, check_lark_id, check_workspace_id
+from timeline_pipeline.domain.keys import (
+    RESOURCE_LARK_CHAT,
+    InvalidKey,
+    check_lark_id,
+    check_workspace_id,
+)
 from timeline_pipeline.domain.workspaces import ChatBinding, Workspace
 from timeline_pipeline.store import evidence, sync_states
 
@@ -172,8 +177,18 @@ def all_bindings(conn: Connection, *, statuses: Sequence[str] | None = None) -> 
     return [ChatBinding(_to_workspace(r), r.resource_key, r.bound_at) for r in conn.execute(stmt)]
 
 
-def add_curator(conn: Connection, workspace_id: str, open_id: str) -> bool:
+_OPEN_ID_MAX_CHARS = _max_chars(cur.c.open_id)
+
+
+def _check_open_id(open_id: str) -> None:
     check_lark_id(open_id, "open_id")
+    if len(open_id) > _OPEN_ID_MAX_CHARS:
+        raise InvalidKey(f"invalid open_id: at most {_OPEN_ID_MAX_CHARS} characters")
+
+
+def add_curator(conn: Connection, workspace_id: str, open_id: str) -> bool:
+    """True when the curator is new; an existing one is left as it is."""
+    _check_open_id(open_id)
     require(conn, workspace_id)
     result = conn.execute(
         insert_for(conn, cur)
@@ -182,6 +197,16 @@ def add_curator(conn: Connection, workspace_id: str, open_id: str) -> bool:
         .returning(cur.c.open_id)
     )
     return result.first() is not None
+
+
+def remove_curator(conn: Connection, workspace_id: str, open_id: str) -> bool:
+    """True when the curator was there; their past decisions stay in the audit log."""
+    _check_open_id(open_id)
+    require(conn, workspace_id)
+    result = conn.execute(
+        cur.delete().where(cur.c.workspace_id == workspace_id, cur.c.open_id == open_id)
+    )
+    return result.rowcount == 1
 
 
 def curators_of(conn: Connection, workspace_id: str) -> list[str]:

@@ -96,3 +96,21 @@ def test_every_command_has_help() -> None:
         result = CliRunner().invoke(cli, [*path, "--help"])
         assert result.exit_code == 0, path
         assert "Usage:" in result.stdout
+
+
+def test_curators_are_added_once_and_removed_and_a_non_curator_is_one_line(run) -> None:  # type: ignore[no-untyped-def]
+    assert run("workspace", "create", "--id", "inc-8")[0] == 0
+    add = ("workspace", "add-curator", "--workspace", "inc-8", "--open-id", "ou_ic", "--json")
+    code, out, _ = run(*add)
+    assert (code, json.loads(out)["created"]) == (0, True)
+    assert json.loads(run(*add)[1])["created"] is False
+    remove = ("workspace", "remove-curator", "--workspace", "inc-8", "--open-id", "ou_ic")
+    assert run(*remove)[0] == 0
+    code, out, err = run(*remove)
+    assert code == 1
+    assert out == ""
+    assert err.strip().splitlines() == ["error: ou_ic is not a curator of workspace inc-8"]
+    code, _, err = run("workspace", "add-curator", "--workspace", "inc-8", "--open-id", "x" * 129)
+    assert code != 0
+    assert len(err.strip().splitlines()) == 1
+    assert "at most 128" in err
