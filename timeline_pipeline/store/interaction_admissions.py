@@ -16,12 +16,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, exists, func, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import aliased
 
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import interaction_admissions as ia
+from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.interactions import (
     WORKING_ADMISSION_STATUSES,
     AdmissionStatus,
@@ -85,10 +85,6 @@ def _to_admission(row: Row[Any]) -> AdmissionRow:
     )
 
 
-def _insert(conn: Connection) -> Any:
-    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(ia)
-
-
 def admit(
     conn: Connection,
     *,
@@ -105,7 +101,7 @@ def admit(
 ) -> int | None:
     """The new admission's id, or None when this callback (or decision) was admitted before."""
     return conn.execute(
-        _insert(conn)
+        insert_for(conn, ia)
         .values(
             request_id=request_id,
             workspace_id=workspace_id,

@@ -13,11 +13,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import interaction_requests as ir
+from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.interactions import CardStatus, DeliveryStatus
 from timeline_pipeline.interactions.model import (
     CardRequest,
@@ -92,10 +92,6 @@ def _to_card(row: Row[Any]) -> CardRow:
     )
 
 
-def _insert(conn: Connection) -> Any:
-    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(ir)
-
-
 def create(
     conn: Connection,
     *,
@@ -112,7 +108,7 @@ def create(
 ) -> CardRow | None:
     """A queued card, or None when one with this idempotency uuid exists (a rerun)."""
     row = conn.execute(
-        _insert(conn)
+        insert_for(conn, ir)
         .values(
             workspace_id=workspace_id,
             kind=kind,

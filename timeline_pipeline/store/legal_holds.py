@@ -12,10 +12,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import legal_holds as lh
+from timeline_pipeline.db.upsert import insert_for
 
 ACTIVE = "active"
 RELEASED = "released"
@@ -48,8 +48,7 @@ def _row(row: Any) -> HoldRow:
 
 def insert(conn: Connection, values: dict[str, Any]) -> bool:
     """Insert a new hold; False when its create idempotency key is already taken."""
-    dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    stmt = dialect_insert(lh).values(**values)
+    stmt = insert_for(conn, lh).values(**values)
     stmt = stmt.on_conflict_do_nothing(index_elements=["create_idempotency_key"])
     return conn.execute(stmt.returning(lh.c.id)).first() is not None
 
