@@ -60,7 +60,16 @@ def test_the_rows_file_decides_not_the_exit_code(tmp_path: Path) -> None:
 
 
 def test_only_picks_known_benchmarks_in_the_order_given() -> None:
-    assert [b.name for b in select([])] == ["ingest", "reconcile", "discovery", "quality", "ui"]
+    assert [b.name for b in select([])] == [
+        "ingest",
+        "reconcile",
+        "discovery",
+        "maintenance",
+        "quality",
+        "purge",
+        "callbacks",
+        "ui",
+    ]
     assert [b.name for b in select(["quality", "ingest", "quality"])] == ["quality", "ingest"]
     with pytest.raises(ValueError, match=r"unknown benchmark.*nope"):
         select(["nope"])
