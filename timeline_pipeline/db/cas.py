@@ -5,12 +5,12 @@ The caller passes the revision it read, optionally the status it expects (or any
 on the row), and the new values; the UPDATE bumps the revision and returns the new row, or None
 when another writer moved the row first or the guard no longer holds. Nothing else is touched
 then, so the loser can re-read and decide again. Serves every table with `id` and `revision`
-columns: window states and chat checkpoints today.
+columns: window states, chat checkpoints, cards, decisions, holds and maintenance jobs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Table
@@ -46,3 +46,30 @@ def compare_and_set(
         .returning(*table.c)
     )
     return conn.execute(stmt).first()
+
+
+def compare_and_set_each(
+    conn: Connection,
+    table: Table,
+    rows: Iterable[Row[Any]],
+    *,
+    values: Callable[[Row[Any]], Mapping[str, Any]],
+    expected_status: str | None = None,
+    where: ColumnElement[bool] | None = None,
+) -> list[Row[Any]]:
+    """The same transition tried on each row read (a batch claimed or expired): the rows won,
+    in the order given; a row another writer moved first is skipped, not retried."""
+    won: list[Row[Any]] = []
+    for row in rows:
+        moved = compare_and_set(
+            conn,
+            table,
+            row_id=row.id,
+            revision=row.revision,
+            values=values(row),
+            expected_status=expected_status,
+            where=where,
+        )
+        if moved is not None:
+            won.append(moved)
+    return won

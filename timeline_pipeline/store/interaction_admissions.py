@@ -19,7 +19,7 @@ from sqlalchemy import Connection, exists, func, or_, select
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import aliased
 
-from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each
 from timeline_pipeline.db.schema import interaction_admissions as ia
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.interactions import (
@@ -158,23 +158,18 @@ def claim(
         .order_by(ia.c.id)
         .limit(limit)
     ).all()
-    taken: list[AdmissionRow] = []
-    for row in rows:
-        won = compare_and_set(
-            conn,
-            ia,
-            row_id=row.id,
-            revision=row.revision,
-            values={
-                "lease_owner": owner,
-                "lease_expires_at": now + lease,
-                "attempts": row.attempts + 1,
-            },
-            where=ia.c.status.in_(_WORKING),
-        )
-        if won is not None:
-            taken.append(_to_admission(won))
-    return taken
+    taken = compare_and_set_each(
+        conn,
+        ia,
+        rows,
+        values=lambda row: {
+            "lease_owner": owner,
+            "lease_expires_at": now + lease,
+            "attempts": row.attempts + 1,
+        },
+        where=ia.c.status.in_(_WORKING),
+    )
+    return [_to_admission(row) for row in taken]
 
 
 def advance(

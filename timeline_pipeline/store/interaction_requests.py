@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, or_, select
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each
 from timeline_pipeline.db.schema import interaction_requests as ir
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.interactions import CardStatus, DeliveryStatus
@@ -169,24 +169,19 @@ def claim_deliveries(
         .order_by(ir.c.id)
         .limit(limit)
     ).all()
-    taken: list[CardRow] = []
-    for row in rows:
-        won = compare_and_set(
-            conn,
-            ir,
-            row_id=row.id,
-            revision=row.revision,
-            values={
-                "delivery_owner": owner,
-                "delivery_due_at": now + lease,
-                "delivery_attempts": row.delivery_attempts + 1,
-                "updated_at": now,
-            },
-            where=ir.c.delivery_status == DeliveryStatus.QUEUED.value,
-        )
-        if won is not None:
-            taken.append(_to_card(won))
-    return taken
+    taken = compare_and_set_each(
+        conn,
+        ir,
+        rows,
+        values=lambda row: {
+            "delivery_owner": owner,
+            "delivery_due_at": now + lease,
+            "delivery_attempts": row.delivery_attempts + 1,
+            "updated_at": now,
+        },
+        where=ir.c.delivery_status == DeliveryStatus.QUEUED.value,
+    )
+    return [_to_card(row) for row in taken]
 
 
 def mark_delivered(
@@ -282,19 +277,14 @@ def expire_due(conn: Connection, *, now: datetime, limit: int = 500) -> list[Car
         .order_by(ir.c.expires_at, ir.c.id)
         .limit(limit)
     ).all()
-    expired: list[CardRow] = []
-    for row in rows:
-        won = compare_and_set(
-            conn,
-            ir,
-            row_id=row.id,
-            revision=row.revision,
-            values={"status": CardStatus.EXPIRED.value, "updated_at": now},
-            expected_status=CardStatus.PENDING.value,
-        )
-        if won is not None:
-            expired.append(_to_card(won))
-    return expired
+    expired = compare_and_set_each(
+        conn,
+        ir,
+        rows,
+        values=lambda _row: {"status": CardStatus.EXPIRED.value, "updated_at": now},
+        expected_status=CardStatus.PENDING.value,
+    )
+    return [_to_card(row) for row in expired]
 
 
 def counts(conn: Connection) -> Mapping[str, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import Engine, select
 
-from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.states import CheckpointStatus
 from timeline_pipeline.domain.sync_states import SyncState
@@ -85,3 +85,32 @@ def test_the_revision_is_the_helpers_own(engine: Engine) -> None:
     with engine.begin() as conn, pytest.raises(ValueError, match="owns the revision"):
         compare_and_set(conn, ss, row_id=state.id, revision=state.revision, values={"revision": 99})
     assert _stored(engine, state.id) == ("pending", state.revision, None)
+
+
+def test_a_batch_transition_returns_the_rows_it_won_and_skips_the_ones_moved_first(
+    engine: Engine,
+) -> None:
+    make_workspace(engine)
+    with engine.begin() as conn:
+        first = sync_states.ensure_checkpoint(conn, "inc-1", "oc_one")
+        second = sync_states.ensure_checkpoint(conn, "inc-1", "oc_two")
+    with engine.connect() as conn:
+        read = conn.execute(select(ss).where(ss.c.id.in_([first.id, second.id])).order_by(ss.c.id))
+        rows = read.all()
+    with engine.begin() as conn:  # another writer moves the second row after the batch read it
+        compare_and_set(
+            conn, ss, row_id=second.id, revision=second.revision, values={"last_error": "other"}
+        )
+    with engine.begin() as conn:
+        won = compare_and_set_each(
+            conn,
+            ss,
+            rows,
+            values=lambda row: {"last_error": f"batch {row.id}", "attempt_count": 7},
+            expected_status=CheckpointStatus.PENDING,
+        )
+    assert [(row.id, row.last_error, row.revision) for row in won] == [
+        (first.id, f"batch {first.id}", first.revision + 1)
+    ]
+    assert _stored(engine, first.id)[2] == f"batch {first.id}"
+    assert _stored(engine, second.id) == ("pending", second.revision + 1, "other")
