@@ -14,14 +14,15 @@ No `from __future__ import annotations`: FastAPI reads the handlers' annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 from fastapi import APIRouter, Depends, Header, Path, Response, status
 
 from timeline_pipeline.api.auth import workspace_guard
 from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors, problem
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.models import ErrorOut, HoldCreateIn, HoldOut, HoldReleaseIn
+from timeline_pipeline.api.models import HoldCreateIn, HoldOut, HoldReleaseIn
+from timeline_pipeline.api.params import ACTOR, doc
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.http.deps import EngineDep
 from timeline_pipeline.lifecycle.errors import LifecycleError
@@ -35,7 +36,6 @@ from timeline_pipeline.store.api_tokens import SCOPE_HOLD_CREATE, SCOPE_HOLD_REL
 from timeline_pipeline.store.legal_holds import HoldRow
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
 
-_ACTOR: Final = "api"
 _KEY_PATTERN: Final = r"^[A-Za-z0-9._:-]{1,256}$"
 IdempotencyKey = Annotated[
     str,
@@ -75,10 +75,6 @@ def _lifecycle_errors() -> Iterator[None]:
             raise problem(exc.http_status, exc.code, str(exc)) from None
 
 
-def _doc(code: int, description: str) -> dict[int | str, dict[str, Any]]:
-    return {code: {"model": ErrorOut, "description": description}}
-
-
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 Creator = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_CREATE))]
 Releaser = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_RELEASE))]
@@ -89,8 +85,8 @@ Releaser = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_RELEASE))]
     response_model=HoldOut,
     status_code=status.HTTP_201_CREATED,
     responses={
-        **_doc(404, "No such workspace."),
-        **_doc(409, "The Idempotency-Key was used with another body."),
+        **doc(404, "No such workspace."),
+        **doc(409, "The Idempotency-Key was used with another body."),
     },
     tags=["lifecycle"],
     summary="Place a legal hold (scope lifecycle:hold:create)",
@@ -111,7 +107,7 @@ def create_hold_route(
             descriptor_key=body.descriptor_key,
             reason=body.reason,
             idempotency_key=key,
-            actor=_ACTOR,
+            actor=ACTOR,
             review_at=body.review_at,
         )
     if not result.changed:
@@ -123,8 +119,8 @@ def create_hold_route(
     "/workspaces/{workspace_id}/lifecycle/holds/{hold_id}/release",
     response_model=HoldOut,
     responses={
-        **_doc(404, "No such hold in this workspace."),
-        **_doc(409, "Already released, or the Idempotency-Key was used with another body."),
+        **doc(404, "No such hold in this workspace."),
+        **doc(409, "Already released, or the Idempotency-Key was used with another body."),
     },
     tags=["lifecycle"],
     summary="Release a legal hold (scope lifecycle:hold:release)",
@@ -142,6 +138,6 @@ def release_hold_route(
         if found is None or found.workspace_id != workspace_id:
             raise problem(404, "hold_not_found", f"no hold {hold_id!r} in this workspace")
         result = release_hold(
-            conn, hold_id=hold_id, reason=body.reason, idempotency_key=key, actor=_ACTOR
+            conn, hold_id=hold_id, reason=body.reason, idempotency_key=key, actor=ACTOR
         )
     return _out(result.hold)
