@@ -34,7 +34,7 @@ def test_a_failing_benchmark_becomes_a_row_and_the_others_keep_their_figures() -
     figures = {row.figure for row in quality.rows}
     assert {
         "rules precision, tuned set (3 transcripts)",
-        "rules recall, held-out half (4 transcripts)",
+        "rules recall, held-out half (8 transcripts)",
     } <= figures
     assert exit_code([*refused.rows, *quality.rows]) == 3
     assert "== bench ingest" in echo.getvalue() and "== bench quality" in echo.getvalue()

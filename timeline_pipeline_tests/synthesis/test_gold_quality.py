@@ -40,13 +40,14 @@ MIN_RECALL = 0.8
 TUNED_MIN_PRECISION = 0.88
 TUNED_MIN_RECALL = 0.95
 """The tuned set may not fall below what it scored before the structural cues were added."""
-TUNING_MIN_PRECISION = 0.85
-TUNING_MIN_RECALL = 0.85
-"""The tuning half (eight transcripts) scored 0.74 / 0.75 when its last four were added, before
-any rule was changed for them, and 0.86 / 0.87 after the rules were tuned on it."""
-HELD_OUT_FLOOR_PRECISION = 0.65
-HELD_OUT_FLOOR_RECALL = 0.65
-"""A regression floor under the measured held-out figures (0.73 / 0.69), not the 0.80 target:
+TUNING_MIN_PRECISION = 0.75
+TUNING_MIN_RECALL = 0.7
+"""The tuning half (twelve transcripts) scored 0.77 / 0.73 when its last four were added, before
+any rule was changed for them."""
+HELD_OUT_FLOOR_PRECISION = 0.55
+HELD_OUT_FLOOR_RECALL = 0.5
+"""A regression floor under the measured held-out figures (0.61 / 0.53 with its eight
+transcripts, before any rule was changed after the last four were added), not the 0.80 target:
 bench/quality reports the target and whether it is met. Raising these numbers by changing a
 rule for a held-out miss is what the split forbids (bench/quality/NOTES.md)."""
 HELD_OUT_MIN_PRECISION = 0.6
