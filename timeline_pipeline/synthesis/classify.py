@@ -14,6 +14,7 @@ from enum import Enum
 from timeline_pipeline.synthesis import lexicon
 from timeline_pipeline.synthesis.models import Category, EvidenceItem
 from timeline_pipeline.synthesis.text import (
+    casual_spelling,
     cjk_count,
     clean_text,
     keep_sentences,
@@ -50,6 +51,9 @@ _MIN_PLAIN_WORDS = 4
 """An observation needs substance: something concrete (a number, a name, an infrastructure or
 business noun) or, failing that, four content words."""
 _SPECIFIC_CUE = 3.5
+_RESULT_DISCOUNT = 1.0
+"""An action told first outweighs the reading after it by this much ("pinned the image, 0
+restarts since" is the action with its result)."""
 _FALL_FACTOR = 5.0
 _FALL_BONUS = 4.5
 _MIN_CJK_CHARS = 6
@@ -134,7 +138,10 @@ def _falls_far(sentence: str) -> bool:
 
 def score_sentence(sentence: str) -> tuple[Category | None, float]:
     """The best category for one sentence and its score; questions and chatter score nothing."""
+    sentence = lexicon.LEADING_ASIDE.sub("", sentence)
     if sentence.rstrip().endswith("?") or _is_chatter(sentence):
+        return None, 0.0
+    if lexicon.ASK.search(sentence):
         return None, 0.0
     if lexicon.ALTERNATIVES.search(sentence):
         return None, 0.0
@@ -159,6 +166,9 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
         # whatever the metric is called; the failure words in it are not a new impact.
         scores[Category.RECOVERY] += _FALL_BONUS
         scores[Category.IMPACT] -= _FALL_BONUS
+    if lexicon.OPENING_ACTION.search(sentence) and scores[Category.MITIGATION] > 0:
+        # "pinned the image, 0 restarts since": the action is the fact, the reading its result.
+        scores[Category.RECOVERY] -= _RESULT_DISCOUNT
     if lexicon.PENDING.search(sentence):
         scores[Category.RECOVERY] -= _PENDING_PENALTY
     if any(scores[c] >= _SPECIFIC_CUE for c in scores if c is not Category.FINDING):
@@ -186,6 +196,13 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
     return best, scores[best]
 
 
+def _joined_openers(pieces: list[str]) -> list[str]:
+    """A lone "ok." belongs to what follows it: "ok. retention 12h now" settles a course."""
+    if len(pieces) > 1 and lexicon.BARE_OPENER.match(pieces[0]):
+        return [f"{pieces[0]} {pieces[1]}", *pieces[2:]]
+    return pieces
+
+
 def _best_sentence(cleaned: str) -> tuple[Category | None, float, str]:
     """The message's strongest sentence, except that an explanation outranks an observation.
 
@@ -198,7 +215,7 @@ def _best_sentence(cleaned: str) -> tuple[Category | None, float, str]:
     best: tuple[Category | None, float, str] = (None, 0.0, "")
     cause: tuple[Category | None, float, str] = (None, 0.0, "")
     specific: tuple[Category | None, float, str] = (None, 0.0, "")
-    for sentence in sentences(cleaned):
+    for sentence in _joined_openers(sentences(cleaned)):
         category, score = score_sentence(sentence)
         if category is not None and score > best[1]:
             best = (category, score, sentence)
@@ -281,31 +298,33 @@ def read_message(item: EvidenceItem, *, min_score: float = DEFAULT_MIN_SCORE) ->
     if words == 0:
         return noise
     title = make_title(keep_sentences(cleaned, _says_something))
-    if lexicon.APPROVAL.match(cleaned):
+    # Read in the usual spelling; the title keeps the author's.
+    text = casual_spelling(cleaned)
+    if lexicon.APPROVAL.match(text):
         return Reading(item=item, kind=MessageKind.APPROVAL, title=title)
-    if _is_acknowledgement(cleaned):
+    if _is_acknowledgement(text):
         return noise
     if strip_links(item.text) != item.text and words < 4:
         return noise  # a link with a label is a pointer, not a fact
-    if _is_comms(cleaned):
+    if _is_comms(text):
         return noise
     topics = topic_words(cleaned)
-    category, score, sentence = _best_sentence(cleaned)
+    category, score, sentence = _best_sentence(text)
     if category in (Category.FINDING, Category.IMPACT) and not is_substantive(sentence):
         category, score = None, 0.0
     threshold = min_score + (_FINDING_EXTRA_SCORE if category is Category.FINDING else 0.0)
     strong = category is not None and score >= threshold
     if (
         words <= _MAX_CLAIM_WORDS
-        and lexicon.OWNERSHIP_CLAIM.search(cleaned)
+        and lexicon.OWNERSHIP_CLAIM.search(text)
         and not (strong and category is Category.DECISION)
     ):
         return Reading(item=item, kind=MessageKind.OWNERSHIP, title=title, topics=topics)
     # An offer ("I can run the cleanup") is not a fact until someone accepts it.
-    if lexicon.PROPOSAL.search(cleaned) and category in (None, Category.FINDING):
+    if lexicon.PROPOSAL.search(text) and category in (None, Category.FINDING):
         return Reading(item=item, kind=MessageKind.PROPOSAL, title=title, topics=topics)
     # An announced action ("I'll purge the old jobs") is one once it is done or approved.
-    if lexicon.INTENT.search(cleaned) and (
+    if lexicon.INTENT.search(text) and (
         category in (None, Category.FINDING) or (category is Category.MITIGATION and not strong)
     ):
         return Reading(

@@ -16,7 +16,9 @@ __all__ = [
     "ACK_WORDS",
     "ALTERNATIVES",
     "APPROVAL",
+    "ASK",
     "BAD_METRIC",
+    "BARE_OPENER",
     "BOT_NOTIFICATION",
     "BUSINESS_METRIC",
     "CATEGORY_CUES",
@@ -27,7 +29,9 @@ __all__ = [
     "HEDGE",
     "IDENTIFIER",
     "INTENT",
+    "LEADING_ASIDE",
     "NEGATION",
+    "OPENING_ACTION",
     "OWNERSHIP_CLAIM",
     "PARTIAL",
     "PENDING",
@@ -452,6 +456,13 @@ CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\bblocker\b",
             r"\b(?:file|open|create) (?:a |an )?(?:ticket|jira|issue) (?:for|to)\b",
         ),
+        # An action put off to a time or a condition: "i'll put the timeout back to 2s in 30 min
+        # if it stays clean", "we'll restore retention tomorrow once disks settle".
+        *_cues(
+            4.0,
+            r"^(?:i'll|we'll|i will|we will)\b[^.?!]*\b(?:in \d+ ?(?:min|mins|minutes|h|hours?)\b|"
+            r"tomorrow|tonight|later today|next week|on monday|after (?:the |it |we )|if it stays)",
+        ),
     ),
 }
 
@@ -476,6 +487,17 @@ _COUNT_OR_MEASURE = (
 
 _HISTORY = r"(?![^.?!]*\b(?:last (?:week|month|quarter|year)|yesterday|back in|years? ago)\b)"
 """Not a change told as history ("we pinned it there last quarter"): that is a finding."""
+
+OPENING_ACTION = re.compile(
+    rf"^(?:(?:i|we|i'?ve|we'?ve|just|also|then|and|now)\s+)*(?!(?:{_OBSERVATION_VERBS})\b)"
+    # Not a name that ends like a verb ("memcached cpu at 97%"): an action has an object.
+    r"[a-z]{3,}ed\b(?!\s+(?:by|to me|out|cpu|memory|mem|latency|p\d+|is|are|was|were|at|"
+    r"has|have|on|in|for|and|\d+\s?%)\b)(?=\s+\S)"
+    rf"{_HISTORY}",
+    re.IGNORECASE,
+)
+"""A sentence opening with a past-tense verb: in terse chat, what the author did to a system."""
+_OPENING_ACTION = OPENING_ACTION
 
 STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
     # Cues that do not depend on a topic's vocabulary: how a sentence is built (who acts, in
@@ -512,6 +534,13 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\b(?:found|know|see|figured out|understand) why\b",
             r"\b(?:the )?(?:causal )?(?:chain|sequence)(?: of events)? is\b",
         ),
+        # What was learnt overturns what was assumed: "turns out the opts block was copied".
+        *_cues(4.5, r"\bturn(?:s|ed) out\b(?! (?:to be )?(?:fine|ok|okay|nothing|unrelated)\b)"),
+        # The author owning the change that did it: "that would be us, sorry", "my bad".
+        *_cues(
+            6.0,
+            r"\b(?:my|our) (?:bad|fault|mistake)\b|\bthat(?:'s| was| would be) (?:on )?(?:me|us)\b",
+        ),
         *_cues(6.0, r"根因|根本原因|原因(?:是|:|\uff1a)"),
         *_cues(4.5, r"因为|所以|导致|造成"),
     ),
@@ -530,6 +559,11 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         *_cues(3.5, r"\b(?:the )?plan is to\b"),
         *_cues(3.5, r"(?-i:\S\s+IC\b(?![?\uff1f])|^IC\s+(?!:)\S)"),
         *_cues(3.5, r"(?-i:^IC\s*:\s*(?:me|I|myself|@?[A-Z]\w+)\b(?![^.?!]*\?))"),
+        # Terse chat takes the role in lower case: "i'll ic", "i'm ic, sato keep digging".
+        *_cues(
+            3.5,
+            r"^(?:ok(?:ay)?[,.]?\s+)?(?:i'll|i will|i'm|i am)\s+(?:be\s+|take\s+)?(?:the\s+)?ic\b",
+        ),
         # Coordinating the incident: "I'll coordinate this", "I'll run point".
         *_cues(
             3.5,
@@ -544,20 +578,26 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"find|figure|dig|try to|think|discuss|talk|sync|regroup|get|take a|not|first)\b)"
             r"(?![a-z]+ (?:it|this|that|them) (?:in|on|to|into|for|at)\b)[a-z]{3,}\b",
         ),
+        # Settling the options just discussed: "ok config revert only", "ok. retention 12h now,
+        # leave app.logs". An "ok" then looking, thanks or a question is not a course chosen.
+        *_cues(
+            3.5,
+            r"^(?:ok(?:ay)?|fine|agreed|alright)[.,!]?\s+(?!(?:so|thanks|thx|ty|looking|checking|"
+            r"i|i'm|i'll|we|let|on|cool|got|sure|will|np|yes|yep|no)\b)(?:[\w./+-]+\s+){0,4}?"
+            r"(?:only|now|first|instead)\b(?![^.?!]*\?)",
+        ),
         *_cues(8.0, r"^决定\s*[:\uff1a]"),
         *_cues(3.5, r"决定|我来(?:当|做)?\s*IC|(?:我是|我当)\s*IC"),
+        # Agreeing to a course and naming it: "同意, 不回滚。志强改规则".
+        *_cues(
+            3.5,
+            r"^(?:同意|就这么(?:办|做|定)|按(?:这个|方案)\S{0,4}(?:来|办|做))[,\uff0c。.!\uff01\s]+\S",
+        ),
     ),
     Category.MITIGATION: (
         # A sentence that opens with a past-tense verb is, in terse chat, what the author did:
         # "issued a 90d cert", "excluded the path from the rewrite".
-        *_cues(
-            3.0,
-            rf"^(?:(?:i|we|i'?ve|we'?ve|just|also|then|and|now)\s+)*(?!(?:{_OBSERVATION_VERBS})\b)"
-            # Not a name that ends like a verb ("memcached cpu at 97%"): an action has an object.
-            r"[a-z]{3,}ed\b(?!\s+(?:by|to me|out|cpu|memory|mem|latency|p\d+|is|are|was|were|at|"
-            r"has|have|on|in|for|and|\d+\s?%)\b)(?=\s+\S)"
-            rf"{_HISTORY}",
-        ),
+        Cue(_OPENING_ACTION, 3.0),
         # Work in progress that says how far it got: "pushing to edge pops, 3/12".
         *_cues(
             3.0,
@@ -583,6 +623,13 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         ),
         # A piece of work reported finished: "replay done, all 14,200 written".
         *_cues(3.5, r"^(?:the )?[a-z][\w-]+ (?:is |was )?(?:done|complete[d]?|finished)\b"),
+        # The same report put first: "done: ALTER ROLE ... SET ...", "applied, all 12 pods".
+        # Not a quoted status-page line ("done: 'A fix has been implemented ...'").
+        *_cues(
+            3.5,
+            r"^(?:done|applied|rolled out|shipped|merged and deployed)\s*[:,;-]\s*"
+            "(?![\"'\u2018\u201c])\\S",
+        ),
         *_cues(1.5, r"\bon (?:all )?\d+\s?/\s?\d+\b|\bon all \d+\b"),
         # A named system in a completed state: "geo-svc is rolled back ... on all 6 pods".
         *_cues(
@@ -595,6 +642,11 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             3.5,
             r"已(?:经)?(?:删除|关闭|关掉|解除|改回|回滚|重启|扩容|切换|修复|禁用|启用|下线|暂停|"
             r"清理|恢复配置|迁移|替换|调整|处理)",
+        ),
+        # Chinese: work reported finished ("purge 100% 完成", "规则改好了").
+        *_cues(
+            3.5,
+            r"(?<!没)(?<!未)(?:已)?(?:完成|搞定|做完|改好了|生效了|已生效)(?![^。!?]*[吗?\uff1f])",
         ),
     ),
     Category.RECOVERY: (
@@ -614,6 +666,9 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\bno (?:[\w-]+ )?(?:errors?|failures?|timeouts?|rebalances|evictions|alerts|crashes|"
             r"restarts|5xx) (?:for|in|since) (?:the )?(?:last |past )?\d",
             r"\b(?:stopped|no longer) (?:growing|rising|increasing|climbing|failing|erroring)\b",
+            # A reading set against the usual: "p99 185ms, errors 0.1%, that's baseline".
+            r"\b(?:back to|back at|that's|is|are|now at|at) (?:the )?(?:usual |normal )?"
+            r"(?:baseline|pre-incident levels?)\b",
             r"\b(?!is\b)[\w-]+s gone\b",
             r"\b(?:is|are|'s) [a-z]+ing\b[^.?!]*\bagain\b",
         ),
@@ -632,10 +687,20 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"[^.?!]*\b(?!(?:fail|error|crash|break|brok|spik|drop|flap|stuck|tim|happen|down|go|"
             r"went)\w*\b)[a-z]+(?:s|ing)?(?: up| through| in)? again\b",
         ),
+        # Nothing of a bad kind over a span: "zero full gcs in the last 10 min". An action told
+        # first in the same sentence outranks it (`classify`: "pinned the image, 0 restarts in
+        # the last 3 min" is the action with its result).
+        *_cues(
+            3.5,
+            r"\b(?:zero|0) (?:[\w-]+ ){0,2}[\w-]+s (?:for|in|since|over) (?:the )?"
+            r"(?:last |past )?\d",
+        ),
         *_cues(2.5, r"\bshrinking\b|\b(?:below|under) (?:~)?\d[\d.,]*\s?k?\b(?! ?%)"),
         *_cues(
             3.5,
             r"恢复|回到|降到\s*0|明显减少|清完|追上|(?:事故|故障|问题)(?:已)?(?:关闭|解决|结束)",
+            # Working again and a bad rate falling to a value: "刷新后都正常了", "错误率降到 0.4%".
+            r"(?<!不)(?:都|已经|已|又)?正常了|恢复正常|(?:降到|回落到|下降到)\s*\d",
         ),
     ),
     Category.IMPACT: (
@@ -643,9 +708,14 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         *_cues(
             4.0,
             # Not when the share is moving the right way ("5xx ratio is dropping, 3% now").
-            r"^(?![^.?!]*\b(?:dropp\w*|down|falling|fell|back|recover\w*|only|still|now|"
-            r"below|under)\b)[^.?!]*\b(?:fail\w*|errors?|5xx|[45]\d\ds|timeouts?|broken)\b"
+            r"^(?![^.?!]*(?:正常|没问题|恢复))"
+            r"(?![^.?!]*\b(?:dropp\w*|down|falling|fell|back|recover\w*|only|still|now|"
+            r"below|under|normal|baseline)\b)[^.?!]*\b(?:fail\w*|errors?|5xx|[45]\d\ds|timeouts?|broken)\b"
             r"[^.?!]{0,40}?\b\d+(?:\.\d+)?\s?%(?!\s*->)",
+            # "~6% of searches ending on the 'try again' screen".
+            r"\b\d+(?:\.\d+)?\s?% of (?:all |the )?(?:[\w-]+ ){0,2}[\w-]+s\b[^.?!]{0,20}?"
+            r"\b(?:fail\w*|error\w*|end(?:s|ing)? (?:on|in|with)|time[sd]? out|timing out|"
+            r"bounc\w*|see(?:s|ing)? (?:an? )?(?:error|blank|spinner))",
             r"\b(?:every|all|each) [\w-]+ (?:requests?|calls?|sends?|logins?|uploads?|images?) "
             r"(?:fail|fails|failing|errors?|times out)\b",
         ),
@@ -666,9 +736,11 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         # Chinese: people affected and telling us, or a loss rate.
         *_cues(
             4.0,
+            # Not people saying it works again ("商家反馈刷新后都正常了") or a rate that fell.
+            r"^(?![^。!?]*(?:正常|恢复|好了|没问题|降到|下降|回落))[^。!?]*"
             r"(?:用户|商家|客户|买家|卖家)[^。.!?]*(?:反馈|投诉|掉线|失败|无法|不能|报错|工单)",
             r"\d+\+?\s*个?\s*工单",
-            r"(?:丢失|失败|错误)率\s*\d",
+            r"^(?![^。!?]*(?:正常|恢复|降到|下降|回落))[^。!?]*(?:丢失|失败|错误)率\s*\d",
         ),
     ),
     Category.FINDING: (
@@ -678,6 +750,12 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\b[a-z][\w]*[-_./][\w./-]*[a-z0-9]\b[^.?!。]{0,40}?\b\d[\d,.]*\s?(?:%|ms|s|gb|mb|"
             r"tb|g|k|qps|rps|/s)(?![\w-])",
             r"\bin the (?:last|past) \d+ ?(?:s|sec|seconds|min|mins|minutes|h|hours?)\b",
+            # The same with the measurement first or in a terse unit: "31T cluster wide, 6.2T on
+            # b-4", "clocks are 2m41s to 2m58s behind", "full gcs of 1.8-2.9s every 50-70s".
+            r"(?<![\w.])~?\d[\d,.]*(?:-\d[\d,.]*)?(?:m\d+s|\s?(?:%|ms|s|m|h|d|t|tb|gb|mb|x))"
+            r"(?:/(?:s|h|min|day))?(?![\w-])[^.?!。]{0,40}?\b[a-z][\w]*[-_.][\w./-]*[a-z0-9]\b",
+            r"\b[a-z][\w]*[-_.][\w./-]*[a-z0-9]\b[^.?!。]{0,40}?(?<![\w.])~?\d[\d,.]*(?:-\d[\d,.]*)?"
+            r"(?:m\d+s|\s?(?:m|h|d|t|x))(?:/(?:s|h|min|day))?(?![\w-])",
             r"\b(?:is|are) (?:\w+ly )?(?:rebalanc|restart|crash|retry|flapp|fail)\w*\b",
         ),
         # A record of what happened: "the job history shows it ran twice".
@@ -692,7 +770,32 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             3.5,
             r"\b(?:was|were|got)\s+(?:re)?[a-z]+(?:ed|en)\s+(?:at|around|about)\s+\d{1,2}:\d{2}\b",
         ),
+        # What a release carried: "base image bump + jvm opts changed in the same release".
+        *_cues(
+            3.5,
+            r"\b(?:changed|bumped|updated|removed|added|dropped|switched|raised|lowered|flipped)\b "
+            r"(?:in|with|by) (?:the |that |this |our )?(?:same |last |latest |new )?"
+            r"(?:release|deploy\w*|change|pr|commit|rollout|upgrade|build)\b",
+        ),
+        # A timing that matches: "lines up w the 09:04 deploy", "coincides with the failover".
+        *_cues(
+            3.5,
+            r"\b(?:lines? up|lined up|coincides?|coincided|correlates?|matches|matched) "
+            r"(?:w|with)\b(?![^.?!]*\?)",
+        ),
+        # A setting and its value: "gateway read timeout on /search is 2s".
+        *_cues(
+            2.0,
+            r"\b(?:timeout|limit|ttl|retention|max[\w.]*|min[\w.]*|threshold|interval|default|"
+            r"pool size|batch size)\b[^.?!]{0,30}?\b(?:is|was|=|set to)\s*~?\d",
+        ),
         *_cues(2.0, r"超过|占了|被设成|设成|满了|没有\s*TTL"),
+        # A Chinese statement about a named system: "app.js 是老代码", "拿到的 banner 是 5.11.3".
+        *_cues(
+            2.5,
+            r"[\w.-]*[a-z0-9][._/-][\w./-]+[^。!?\uff1f]{0,30}?(?:是|在|还在|变成|返回|拿到|显示|没有|"
+            r"只有|不带|忽略|都是|一直)(?![^。!?\uff1f]*[吗?\uff1f])",
+        ),
     ),
 }
 
@@ -795,6 +898,9 @@ BOT_NOTIFICATION = _any(
     r"(?:succeeded|failed|started|finished|passed|cancell?ed|queued)\b",
     # A generated report or snapshot headed by its kind: "Nightly backup report: ...".
     r"^\s*(?:[\w-]+\s+){0,3}(?:report|summary|digest|snapshot shared)\s*:",
+    # Machine-formatted readings: three or more fields separated by middle dots, the way
+    # dashboard and monitoring integrations lay out a snapshot ("p50 41ms · p95 640ms · ...").
+    r"(?:[^\u00b7]+\u00b7){3,}",
     # A component's state changed by a status sync: "Component 'X' changed from A to B".
     r"\bcomponent\s+['\"\u2018\u201c][^'\"\u2019\u201d]+['\"\u2019\u201d]\s+changed from\b",
 )
@@ -906,11 +1012,31 @@ PROPOSAL = _any(
     r"\bi (?:suggest|recommend)\b",
     r"\bwant me to\b|\bshall i\b|\bshould i\b|\bi could\b|\bwe could\b|\bi propose\b",
     r"\bproposal\b",
+    r"^(?:我)?建议|^(?:我们)?可以先",
 )
 """An offer of an action, which becomes a decision only when someone approves it."""
 
 REQUEST = _any(r"\b(?:please|pls|plz)\b")
 """Asking for something: an action asked for is not yet an action done."""
+
+LEADING_ASIDE = re.compile(
+    r"^(?:while (?:that|this|it|we|i)\b[^:]{0,40}|meanwhile|in the meantime|fwiw|fyi|also)"
+    r"\s*[:,]\s+",
+    re.IGNORECASE,
+)
+"""A clause that only places the sentence in time: "while that rolls: bumped the timeout"
+reports the action that follows it, and the action cues read from the start of a sentence."""
+
+BARE_OPENER = re.compile(r"^(?:ok(?:ay)?|fine|agreed|alright)[.!]*$", re.IGNORECASE)
+"""A lone go-ahead word that opens a message; what follows it is what was settled."""
+
+
+ASK = re.compile(
+    r"^(?:[a-z]+,?\s+)?(?:can|could|would|will) (?:you|someone|somebody|anyone|one of you)\b",
+    re.IGNORECASE,
+)
+"""A question without its question mark: "lena can you write up the cause" asks, it states
+nothing, whatever words it uses."""
 
 INTENT = re.compile(
     r"^(?:(?:ok(?:ay)?|so|and|then|now)[,.]?\s+)?(?:i'?ll|i will|we'?ll|we will|let me|"

@@ -67,6 +67,46 @@ def clean_text(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+_BARE_CONTRACTIONS = {
+    "ill": "i'll",
+    "im": "i'm",
+    "ive": "i've",
+    "dont": "don't",
+    "cant": "can't",
+    "wont": "won't",
+    "didnt": "didn't",
+    "doesnt": "doesn't",
+    "isnt": "isn't",
+    "wasnt": "wasn't",
+    "arent": "aren't",
+    "couldnt": "couldn't",
+    "shouldnt": "shouldn't",
+    "thats": "that's",
+    "whats": "what's",
+    "theres": "there's",
+    "its": "it's",
+    "weve": "we've",
+    "youre": "you're",
+}
+_BARE_CONTRACTION = re.compile(
+    r"\b(" + "|".join(sorted(_BARE_CONTRACTIONS, key=len, reverse=True)) + r")\b(?!['\u2019])",
+    re.IGNORECASE,
+)
+_CURLY_APOSTROPHE = re.compile("[\u2018\u2019]")
+
+
+def casual_spelling(text: str) -> str:
+    """Terse chat spelled the way the vocabulary is written: "ill put it back" as "i'll ...".
+
+    On-call engineers drop apostrophes ("ill", "cant", "thats") and type curly ones from phones;
+    reading both as the usual spelling lets one pattern cover every way of typing it. "its" is
+    read as "it's" because incident chat states far more than it possesses; the title keeps the
+    author's spelling (`clean_text` is not changed by this).
+    """
+    straight = _CURLY_APOSTROPHE.sub("'", text)
+    return _BARE_CONTRACTION.sub(lambda m: _BARE_CONTRACTIONS[m.group(1).lower()], straight)
+
+
 def sentences(text: str) -> list[str]:
     """Split cleaned text into sentences and list items, dropping bullets and empty pieces."""
     pieces = (_LIST_MARKER.sub("", piece).strip() for piece in _SENTENCE_END.split(text))

@@ -171,6 +171,36 @@ STRUCTURAL = [
         "recovery",
         "the mailer is back to normal. I traced the retries to a 30s timeout on smtp-relay",
     ),
+    # terse chat without apostrophes, and taking command in lower case
+    ("decision", "ill ic. noor on the db, tomas on comms"),
+    ("next_step", "ill put the batch size back to 500 tomorrow if it stays clean"),
+    # settling the options just discussed
+    ("decision", "ok hotfix only, no full rollback"),
+    ("decision", "okay. cache ttl 5m now, leave the search cluster alone"),
+    # what was learnt overturns what was assumed; the author owning the change that did it
+    ("root_cause", "turns out the cron was copied from the staging chart with a 1m schedule"),
+    ("root_cause", "my bad, I applied the quota to every namespace instead of just batch"),
+    # a reading set against the usual, nothing bad over a span
+    ("recovery", "p95 210ms, errors 0.05%, that's baseline"),
+    ("recovery", "zero oom kills in the last 15 min"),
+    # a share of user actions ending badly
+    ("impact", "about 4% of checkouts ending on the generic error page"),
+    # a clause that places the sentence in time before the action it reports
+    ("mitigation", "while that deploys: raised the proxy read timeout to 8s"),
+    ("mitigation", "done: limit raised to 2000 on the shared pool"),
+    # what a release carried, a timing that matches, a setting and its value
+    ("finding", "tls settings and the base image changed in the same release"),
+    ("finding", "the spike lines up with the 11:20 config push"),
+    ("finding", "the upstream idle timeout on the lb is 60s, the app keeps conns for 75s"),
+    # measured values with the name after them, or in terse units
+    ("finding", "6.4T used on kfk-3, 2.1T on the rest"),
+    ("finding", "node-pool-b clocks 3m12s ahead of the others"),
+    # Chinese: work finished, normal again, a rate falling to a value, agreeing to a course
+    ("mitigation", "缓存清理 100% 完成, 所有节点都拿到新版本"),
+    ("recovery", "用户反馈重新登录后都正常了"),
+    ("recovery", "支付错误率 10:40 降到 0.3%"),
+    ("decision", "同意, 先不扩容。小王改配置, 小李盯监控"),
+    ("finding", "日志里 worker-7 一直在重试同一个 job"),
 ]
 
 STRUCTURAL_NOT_FACTS = [
@@ -197,6 +227,16 @@ STRUCTURAL_NOT_FACTS = [
     "let's keep it in this thread",
     "I think the safest path is to drain the node first",
     "we pinned the reports to the second replica last year",
+    # a question without its mark, an "ok" that only looks or thanks, a quoted status line
+    "sam can you write up the cause for the postmortem",
+    "ok looking now",
+    "ok thanks, checking the graphs first",
+    "done: 'We have identified the issue and are working on a fix.'",
+    # machine-formatted readings from a dashboard integration posting as a user
+    "Snapshot · api-gw / Overview · p50 40ms · p99 900ms · 5xx 4.1%",
+    # Chinese: a suggestion is an offer, work not done is no action, a complaint is not normal
+    "建议先把流量切到备用集群",
+    "清理还没完成",
 ]
 
 NOT_WORTHY = [
