@@ -29,6 +29,7 @@ __all__ = [
     "Score",
     "WindowedRun",
     "category_scores",
+    "facts_as_produced",
     "match_facts",
     "run_windows",
     "score",
@@ -104,6 +105,16 @@ def run_windows(
             chunks.append(chunk)
             entries.extend(synthesizer.synthesize(chunk).entries)
     return WindowedRun(entries=entries, chunks=chunks)
+
+
+def facts_as_produced(facts: Iterable[ExpectedFact]) -> list[ProducedFact]:
+    """A reviewer's timeline seen as output, so that it is scored like the synthesizer's."""
+    return [
+        ProducedFact(
+            category=fact.category, message_ids=fact.evidence_message_ids, title=fact.title
+        )
+        for fact in facts
+    ]
 
 
 def produced_facts(

@@ -19,11 +19,13 @@ from timeline_pipeline.lark.normalize import normalize_list_item, semantic_conte
 from timeline_pipeline.synthesis.models import Category, EvidenceItem
 
 __all__ = [
+    "SECOND_REVIEW_FILE",
     "SPLITS_FILE",
     "ExpectedFact",
     "GoldTranscript",
     "Split",
     "load_gold_set",
+    "load_second_reviews",
     "load_splits",
     "load_transcript",
     "transcript_from_records",
@@ -31,6 +33,8 @@ __all__ = [
 
 MAX_TEXT_CHARS = 4000
 SPLITS_FILE = "splits.json"
+SECOND_REVIEW_FILE = "second_review.json"
+"""Another reviewer's timeline of the same chat, written without seeing `expected.json`."""
 
 
 class Split(StrEnum):
@@ -109,15 +113,20 @@ def transcript_from_records(
     bundled demo chat is scored this way, as a held-out set).
     """
     count, evidence = _evidence(list(messages))
-    expected = [
+    return GoldTranscript(
+        name=name, message_count=count, evidence=evidence, expected=_facts(expected_facts)
+    )
+
+
+def _facts(raw: Sequence[Mapping[str, Any]]) -> list[ExpectedFact]:
+    return [
         ExpectedFact(
             category=Category(fact["category"]),
             evidence_message_ids=frozenset(fact["evidence_message_ids"]),
             title=fact["title"],
         )
-        for fact in expected_facts
+        for fact in raw
     ]
-    return GoldTranscript(name=name, message_count=count, evidence=evidence, expected=expected)
 
 
 def load_transcript(directory: Path) -> GoldTranscript:
@@ -148,3 +157,17 @@ def load_gold_set(root: Path, *, split: Split | None = None) -> list[GoldTranscr
         and (path / "messages.jsonl").is_file()
         and (split is None or splits.get(path.name, Split.TUNED) is split)
     ]
+
+
+def load_second_reviews(root: Path) -> dict[str, list[ExpectedFact]]:
+    """Transcript name to a second reviewer's timeline, for the transcripts that have one.
+
+    Scored against `expected.json` with the synthesizer's own matcher, it says how far two
+    careful reviewers agree: the level the synthesizer's figures should be read against
+    (bench/quality/NOTES.md).
+    """
+    return {
+        path.name: _facts(json.loads((path / SECOND_REVIEW_FILE).read_text(encoding="utf-8")))
+        for path in sorted(root.iterdir())
+        if (path / SECOND_REVIEW_FILE).is_file()
+    }

@@ -20,6 +20,10 @@ directory assigns each transcript; bench/quality/NOTES.md records every move bet
   reads. Studied after it was written, so it is not held out; its drafts per eligible message
   say whether that timeline stays readable.
 
+A second reviewer's timeline of some transcripts (`second_review.json`, written without seeing
+the expected one) is scored with the same matcher: how far two careful reviewers agree is the
+baseline the synthesizer's figures are set against, in the same run.
+
 With ANTHROPIC_API_KEY set (and ANTHROPIC_BASE_URL, if any), the Claude path is scored against
 the same gold; without a key it is reported as not measured.
 """
@@ -39,14 +43,17 @@ from bench.quality.evaluation import (
     CategoryScore,
     Score,
     category_scores,
+    facts_as_produced,
     produced_facts,
     run_windows,
     score,
 )
 from bench.quality.gold import (
+    ExpectedFact,
     GoldTranscript,
     Split,
     load_gold_set,
+    load_second_reviews,
     transcript_from_records,
 )
 from bench.table import BenchRow, Target, measured
@@ -213,6 +220,100 @@ def _measure(
     return measured_sets
 
 
+@dataclass(frozen=True)
+class Agreement:
+    """A second reviewer and the rules on one transcript, both scored against its gold."""
+
+    transcript: str
+    split: str
+    reviewer: Score
+    rules: Score
+
+
+def _agreement(
+    sets: dict[str, list[GoldTranscript]],
+    reviews: dict[str, list[ExpectedFact]],
+    rules: dict[str, list[Row]],
+) -> list[Agreement]:
+    """Per transcript with a second review, in set order."""
+    found: list[Agreement] = []
+    for name, transcripts in sets.items():
+        by_transcript = {r.transcript: r for r in rules.get(name, [])}
+        for transcript in transcripts:
+            review = reviews.get(transcript.name)
+            row = by_transcript.get(transcript.name)
+            if review is None or row is None:
+                continue
+            found.append(
+                Agreement(
+                    transcript=transcript.name,
+                    split=name,
+                    reviewer=score(facts_as_produced(review), transcript.expected),
+                    rules=Score(row.produced, row.expected, row.matched),
+                )
+            )
+    return found
+
+
+def _print_agreement(agreements: Sequence[Agreement]) -> None:
+    print("SECOND REVIEWER (another reviewer's timeline of the same chat, the same matcher)")
+    header = (
+        f"{'transcript':<27}{'set':>10}{'exp':>5}{'theirs':>7}{'hit':>5}{'prec':>6}"
+        f"{'recall':>7}   rules{'prec':>6}{'recall':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for a in [*agreements, _agreement_total(agreements)]:
+        print(
+            f"{a.transcript:<27}{a.split:>10}{a.reviewer.expected:>5}{a.reviewer.produced:>7}"
+            f"{a.reviewer.matched:>5}{a.reviewer.precision:>6.2f}{a.reviewer.recall:>7.2f}"
+            f"        {a.rules.precision:>6.2f}{a.rules.recall:>7.2f}"
+        )
+
+
+def _agreement_total(agreements: Sequence[Agreement]) -> Agreement:
+    return Agreement(
+        transcript="overall",
+        split="",
+        reviewer=sum((a.reviewer for a in agreements), Score(0, 0, 0)),
+        rules=sum((a.rules for a in agreements), Score(0, 0, 0)),
+    )
+
+
+def _agreement_rows(agreements: Sequence[Agreement]) -> list[BenchRow]:
+    """The rules beside a second reviewer on the same transcripts, set by set (the rules were
+    tuned on the tuning half, never on the held-out one): the ratio is what is left to gain."""
+    table: list[BenchRow] = []
+    baseline = "a second reviewer, same matcher"
+    for split in dict.fromkeys(a.split for a in agreements):
+        part = [a for a in agreements if a.split == split]
+        total = _agreement_total(part)
+        label = f"{LABELS[split]}, the {len(part)} a second reviewer also read"
+        table.append(
+            measured(
+                "quality",
+                f"rules precision, {label}",
+                round(total.rules.precision, 3),
+                baseline=baseline,
+                baseline_value=round(total.reviewer.precision, 3),
+            )
+        )
+        table.append(
+            measured(
+                "quality",
+                f"rules recall, {label}",
+                round(total.rules.recall, 3),
+                baseline=baseline,
+                baseline_value=round(total.reviewer.recall, 3),
+                note=(
+                    f"the reviewer wrote {total.reviewer.produced} entries for "
+                    f"{total.reviewer.expected} expected facts and matched {total.reviewer.matched}"
+                ),
+            )
+        )
+    return table
+
+
 def _quality_rows(
     prefix: str, set_name: str, overall: Row, bars: tuple[float, float] | None
 ) -> list[BenchRow]:
@@ -239,9 +340,14 @@ def _set_label(name: str, set_rows: Sequence[Row]) -> str:
     return f"{LABELS[name]} ({count} transcript{'s' if count != 1 else ''})"
 
 
-def rows(rules: dict[str, list[Row]], claude: dict[str, list[Row]] | None) -> list[BenchRow]:
-    """Quality against the bars the tests hold, readability of the demo timeline, the Claude
-    path on the same gold, and model calls and prompt tokens against one call per message."""
+def rows(
+    rules: dict[str, list[Row]],
+    claude: dict[str, list[Row]] | None,
+    agreements: Sequence[Agreement] = (),
+) -> list[BenchRow]:
+    """Quality against the bars the tests hold, readability of the demo timeline, the rules
+    beside a second reviewer, the Claude path on the same gold, and model calls and prompt
+    tokens against one call per message."""
     bars: dict[str, tuple[float, float] | None] = {
         "tuned": (TUNED_MIN_PRECISION, TUNED_MIN_RECALL),
         "tuning": None,
@@ -276,6 +382,7 @@ def rows(rules: dict[str, list[Row]], claude: dict[str, list[Row]] | None) -> li
                 note=f"{demo.produced} drafts from {demo.evidence} eligible messages",
             )
         )
+    table.extend(_agreement_rows(agreements))
     if claude is None:
         table.append(
             BenchRow(
@@ -357,10 +464,12 @@ def main(argv: list[str] | None = None) -> int:
     claude = (
         None if claude_synthesizer is None else _measure(sets, claude_synthesizer, window, limits)
     )
-    table = rows(rules, claude)
+    agreements = _agreement(sets, load_second_reviews(args.gold), rules)
+    table = rows(rules, claude, agreements)
     if args.json:
         report = {
             "rules": _report(rules),
+            "second_review": [asdict(a) for a in agreements],
             "claude": None if claude is None else _report(claude),
             "rows": [row.to_json() for row in table],
         }
@@ -370,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
             if name in rules:
                 _print_table(f"RULES, {title}", rules[name])
                 print()
+        if agreements:
+            _print_agreement(agreements)
+            print()
         if claude is None:
             print("CLAUDE: not measured (no ANTHROPIC_API_KEY set)")
         else:
