@@ -32,10 +32,8 @@ def test_a_failing_benchmark_becomes_a_row_and_the_others_keep_their_figures() -
     assert "--events must be 1..200000" in refused.rows[0].note
     assert quality.returncode in (0, 1) and not quality.failed
     figures = {row.figure for row in quality.rows}
-    assert {
-        "rules precision, tuned set (3 transcripts)",
-        "rules recall, held-out half (8 transcripts)",
-    } <= figures
+    assert "rules precision, tuned set (3 transcripts)" in figures
+    assert any(figure.startswith("rules recall, held-out half (") for figure in figures)
     assert exit_code([*refused.rows, *quality.rows]) == 3
     assert "== bench ingest" in echo.getvalue() and "== bench quality" in echo.getvalue()
 
