@@ -289,28 +289,21 @@ def _agreement_rows(agreements: Sequence[Agreement]) -> list[BenchRow]:
         part = [a for a in agreements if a.split == split]
         total = _agreement_total(part)
         label = f"{LABELS[split]}, the {len(part)} a second reviewer also read"
-        table.append(
-            measured(
-                "quality",
-                f"rules precision, {label}",
-                round(total.rules.precision, 3),
-                baseline=baseline,
-                baseline_value=round(total.reviewer.precision, 3),
-            )
+        note = (
+            f"the reviewer wrote {total.reviewer.produced} entries for "
+            f"{total.reviewer.expected} expected facts and matched {total.reviewer.matched}"
         )
-        table.append(
-            measured(
-                "quality",
-                f"rules recall, {label}",
-                round(total.rules.recall, 3),
-                baseline=baseline,
-                baseline_value=round(total.reviewer.recall, 3),
-                note=(
-                    f"the reviewer wrote {total.reviewer.produced} entries for "
-                    f"{total.reviewer.expected} expected facts and matched {total.reviewer.matched}"
-                ),
+        for figure in ("precision", "recall"):
+            table.append(
+                measured(
+                    "quality",
+                    f"rules {figure}, {label}",
+                    round(getattr(total.rules, figure), 3),
+                    baseline=baseline,
+                    baseline_value=round(getattr(total.reviewer, figure), 3),
+                    note=note if figure == "recall" else "",
+                )
             )
-        )
     return table
 
 
