@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from timeline_pipeline.synthesis import lexicon
+from timeline_pipeline.synthesis.category_model import CategoryModel
 from timeline_pipeline.synthesis.models import Category, EvidenceItem
 from timeline_pipeline.synthesis.text import (
     casual_spelling,
@@ -288,8 +289,18 @@ def _is_comms(cleaned: str) -> bool:
     return bool(rest.strip()) and bool(lexicon.COMMS.search(first_line))
 
 
-def read_message(item: EvidenceItem, *, min_score: float = DEFAULT_MIN_SCORE) -> Reading:
-    """Classify one message on its own, before any merging."""
+def read_message(
+    item: EvidenceItem,
+    *,
+    min_score: float = DEFAULT_MIN_SCORE,
+    category_model: CategoryModel | None = None,
+) -> Reading:
+    """Classify one message on its own, before any merging.
+
+    With `category_model`, a fact's kind is the model's when it is surer of another kind than
+    the vocabulary by its margin (`category_model`); whether the message is a fact stays the
+    vocabulary's decision.
+    """
     noise = Reading(item=item, kind=MessageKind.NOISE)
     if item.message_type not in _TEXT_TYPES or lexicon.BOT_NOTIFICATION.search(item.text):
         return noise
@@ -330,7 +341,9 @@ def read_message(item: EvidenceItem, *, min_score: float = DEFAULT_MIN_SCORE) ->
         return Reading(
             item, MessageKind.PROPOSAL, Category.MITIGATION, score, title=title, topics=topics
         )
-    if strong:
+    if strong and category is not None:
+        if category_model is not None:
+            category = category_model.reassign(category, item)
         aspect = impact_aspect(sentence) if category is Category.IMPACT else ""
         requested = category is Category.MITIGATION and bool(lexicon.REQUEST.search(sentence))
         return Reading(item, MessageKind.FACT, category, score, title, topics, aspect, requested)

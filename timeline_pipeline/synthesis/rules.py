@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from typing import Literal
 
+from timeline_pipeline.synthesis.category_model import CategoryModel, default_category_model
 from timeline_pipeline.synthesis.classify import (
     DEFAULT_MIN_SCORE,
     MessageKind,
@@ -33,7 +35,7 @@ from timeline_pipeline.synthesis.models import (
 
 __all__ = ["RULES_PROMPT_VERSION", "RuleSynthesizer"]
 
-RULES_PROMPT_VERSION = "rules-v5"
+RULES_PROMPT_VERSION = "rules-v6"
 
 _STATE_CATEGORIES = frozenset(
     {Category.IMPACT, Category.RECOVERY, Category.ROOT_CAUSE, Category.NEXT_STEP}
@@ -130,7 +132,13 @@ class RuleSynthesizer:
         state_merge_gap: timedelta = timedelta(minutes=3),
         continuation_gap: timedelta = timedelta(seconds=45),
         repeat_similarity: float = 0.5,
+        category_model: CategoryModel | Literal["shipped"] | None = "shipped",
     ) -> None:
+        """`category_model`: the model shipped with the package by default, None for the
+        vocabulary alone (the kinds of rules-v5)."""
+        self.category_model = (
+            default_category_model() if category_model == "shipped" else category_model
+        )
         self.min_score = min_score
         self.merge_gap = merge_gap
         self.state_merge_gap = state_merge_gap
@@ -156,7 +164,9 @@ class RuleSynthesizer:
         intents: list[Reading] = []
         previous: Reading | None = None
         for item in group.evidence:
-            reading = read_message(item, min_score=self.min_score)
+            reading = read_message(
+                item, min_score=self.min_score, category_model=self.category_model
+            )
             if reading.kind is MessageKind.NOISE:
                 continue
             if reading.kind is MessageKind.APPROVAL:
