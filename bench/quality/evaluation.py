@@ -131,14 +131,22 @@ def produced_facts(
 
 
 def match_facts(
-    produced: Sequence[ProducedFact], expected: Sequence[ExpectedFact]
+    produced: Sequence[ProducedFact],
+    expected: Sequence[ExpectedFact],
+    *,
+    any_kind: bool = False,
 ) -> dict[int, int]:
-    """Maximum matching from produced index to expected index (Kuhn's augmenting paths)."""
+    """Maximum matching from produced index to expected index (Kuhn's augmenting paths).
+
+    `any_kind` matches on the messages alone: whether the fact was found at all, whatever kind
+    it was given (bench/quality/NOTES.md reads the two apart).
+    """
     edges = [
         [
             j
             for j, fact in enumerate(expected)
-            if fact.category is entry.category and fact.evidence_message_ids & entry.message_ids
+            if (any_kind or fact.category is entry.category)
+            and fact.evidence_message_ids & entry.message_ids
         ]
         for entry in produced
     ]
@@ -159,11 +167,16 @@ def match_facts(
     return {i: j for j, i in owner.items()}
 
 
-def score(produced: Sequence[ProducedFact], expected: Sequence[ExpectedFact]) -> Score:
+def score(
+    produced: Sequence[ProducedFact],
+    expected: Sequence[ExpectedFact],
+    *,
+    any_kind: bool = False,
+) -> Score:
     return Score(
         produced=len(produced),
         expected=len(expected),
-        matched=len(match_facts(produced, expected)),
+        matched=len(match_facts(produced, expected, any_kind=any_kind)),
     )
 
 

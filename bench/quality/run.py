@@ -113,6 +113,8 @@ class Row:
     per_message_calls: int
     per_message_estimated_tokens: int
     categories: dict[str, CategoryScore] = field(default_factory=dict)
+    matched_any_kind: int = 0
+    """Expected facts found at all, whatever kind the draft gave them."""
 
 
 def _fixed_prompt_tokens() -> int:
@@ -151,6 +153,7 @@ def _row(
             fixed + estimate_evidence_tokens(item) for item in transcript.evidence
         ),
         categories={c.value: s for c, s in category_scores(produced, transcript.expected).items()},
+        matched_any_kind=score(produced, transcript.expected, any_kind=True).matched,
     )
 
 
@@ -177,6 +180,7 @@ def _overall(rows: Sequence[Row], label: str) -> Row:
         per_message_calls=sum(r.per_message_calls for r in rows),
         per_message_estimated_tokens=sum(r.per_message_estimated_tokens for r in rows),
         categories=categories,
+        matched_any_kind=sum(r.matched_any_kind for r in rows),
     )
 
 
@@ -228,6 +232,8 @@ class Agreement:
     split: str
     reviewer: Score
     rules: Score
+    reviewer_any_kind: int = 0
+    """Expected facts the reviewer found at all, whatever kind they gave them."""
 
 
 def _agreement(
@@ -250,6 +256,9 @@ def _agreement(
                     split=name,
                     reviewer=score(facts_as_produced(review), transcript.expected),
                     rules=Score(row.produced, row.expected, row.matched),
+                    reviewer_any_kind=score(
+                        facts_as_produced(review), transcript.expected, any_kind=True
+                    ).matched,
                 )
             )
     return found
@@ -277,6 +286,7 @@ def _agreement_total(agreements: Sequence[Agreement]) -> Agreement:
         split="",
         reviewer=sum((a.reviewer for a in agreements), Score(0, 0, 0)),
         rules=sum((a.rules for a in agreements), Score(0, 0, 0)),
+        reviewer_any_kind=sum(a.reviewer_any_kind for a in agreements),
     )
 
 
@@ -291,7 +301,8 @@ def _agreement_rows(agreements: Sequence[Agreement]) -> list[BenchRow]:
         label = f"{LABELS[split]}, the {len(part)} a second reviewer also read"
         note = (
             f"the reviewer wrote {total.reviewer.produced} entries for "
-            f"{total.reviewer.expected} expected facts and matched {total.reviewer.matched}"
+            f"{total.reviewer.expected} expected facts and matched {total.reviewer.matched} "
+            f"({total.reviewer_any_kind} whatever the kind)"
         )
         for figure in ("precision", "recall"):
             table.append(
@@ -350,6 +361,22 @@ def rows(
     table: list[BenchRow] = []
     for name, set_rows in rules.items():
         table.extend(_quality_rows("rules ", _set_label(name, set_rows), set_rows[-1], bars[name]))
+    for name in ("tuning", "held_out"):
+        if name in rules:
+            overall = rules[name][-1]
+            table.append(
+                measured(
+                    "quality",
+                    f"rules recall whatever the kind, {_set_label(name, rules[name])}",
+                    round(overall.matched_any_kind / overall.expected, 3)
+                    if overall.expected
+                    else 1.0,
+                    note=(
+                        f"{overall.matched_any_kind} of {overall.expected} facts found at all, "
+                        f"{overall.matched} of them with their kind"
+                    ),
+                )
+            )
     if "held_out" in rules:
         held = rules["held_out"][-1]
         hit = sorted(c for c, s in held.categories.items() if s.matched)

@@ -5,9 +5,10 @@ On chats nobody tuned for, the rules find the right messages far more often than
 kind (bench/quality/NOTES.md, "A category model"): a multinomial logistic regression over the
 message's words and shape, fitted on the tuned set and the tuning half by
 `tools/fit_category_model.py` and shipped as `category_model.json`, overrides the rules' kind
-only when it is surer of another one by `margin`. It never adds or drops a fact, so the
-timeline's size and the demo's readability stay the rules'. Deterministic and free of I/O once
-loaded: the same message always gets the same kind.
+only when it is surer of another one by `margin`. It never decides whether a message is a
+fact (a changed kind can change which neighbours a draft merges with, so the count of drafts
+may move a little). Deterministic and free of I/O once loaded: the same message always gets
+the same kind.
 """
 
 from __future__ import annotations

@@ -289,6 +289,30 @@ def _is_comms(cleaned: str) -> bool:
     return bool(rest.strip()) and bool(lexicon.COMMS.search(first_line))
 
 
+def _second_opinion(
+    model: CategoryModel,
+    category: Category,
+    item: EvidenceItem,
+    sentence: str,
+    score: float,
+    min_score: float,
+) -> Category:
+    """The model's kind, if the message would have passed that kind's own bar.
+
+    A finding or an impact must say something concrete, and a finding needs a little more
+    score than the other kinds: a reassigned kind meets the same bars as one the vocabulary
+    chose, or the vocabulary's kind stays.
+    """
+    chosen = model.reassign(category, item)
+    if chosen is category:
+        return category
+    if chosen in (Category.FINDING, Category.IMPACT) and not is_substantive(sentence):
+        return category
+    if chosen is Category.FINDING and score < min_score + _FINDING_EXTRA_SCORE:
+        return category
+    return chosen
+
+
 def read_message(
     item: EvidenceItem,
     *,
@@ -343,7 +367,7 @@ def read_message(
         )
     if strong and category is not None:
         if category_model is not None:
-            category = category_model.reassign(category, item)
+            category = _second_opinion(category_model, category, item, sentence, score, min_score)
         aspect = impact_aspect(sentence) if category is Category.IMPACT else ""
         requested = category is Category.MITIGATION and bool(lexicon.REQUEST.search(sentence))
         return Reading(item, MessageKind.FACT, category, score, title, topics, aspect, requested)

@@ -114,6 +114,11 @@ _MEASURE = (
 )
 """A metric and a measurement of it in one sentence is an observation read off a dashboard."""
 
+_NAME = r"(?<![\w./-])[a-z][a-z0-9]*(?:[-_./][a-z0-9]+)+"
+r"""A named system: parts joined by separators ("orders-db", "api.partner-x.com", "b-4"). Each
+character belongs to exactly one part or separator, so a long pasted token is read in one pass
+(a looser "[\w]*[-_./][\w./-]*" backtracks cubically on it)."""
+
 CATEGORY_CUES: dict[Category, tuple[Cue, ...]] = {
     Category.ROOT_CAUSE: (
         *_cues(
@@ -497,7 +502,6 @@ OPENING_ACTION = re.compile(
     re.IGNORECASE,
 )
 """A sentence opening with a past-tense verb: in terse chat, what the author did to a system."""
-_OPENING_ACTION = OPENING_ACTION
 
 STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
     # Cues that do not depend on a topic's vocabulary: how a sentence is built (who acts, in
@@ -583,7 +587,7 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         *_cues(
             3.5,
             r"^(?:ok(?:ay)?|fine|agreed|alright)[.,!]?\s+(?!(?:so|thanks|thx|ty|looking|checking|"
-            r"i|i'm|i'll|we|let|on|cool|got|sure|will|np|yes|yep|no)\b)(?:[\w./+-]+\s+){0,4}?"
+            r"i|i'm|i'll|we|let|on|cool|got|sure|will|np|yes|yep|no|now)\b)(?:[\w./+-]+\s+){1,4}?"
             r"(?:only|now|first|instead)\b(?![^.?!]*\?)",
         ),
         *_cues(8.0, r"^决定\s*[:\uff1a]"),
@@ -597,7 +601,7 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
     Category.MITIGATION: (
         # A sentence that opens with a past-tense verb is, in terse chat, what the author did:
         # "issued a 90d cert", "excluded the path from the rewrite".
-        Cue(_OPENING_ACTION, 3.0),
+        Cue(OPENING_ACTION, 3.0),
         # Work in progress that says how far it got: "pushing to edge pops, 3/12".
         *_cues(
             3.0,
@@ -646,7 +650,9 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         # Chinese: work reported finished ("purge 100% 完成", "规则改好了").
         *_cues(
             3.5,
-            r"(?<!没)(?<!未)(?:已)?(?:完成|搞定|做完|改好了|生效了|已生效)(?![^。!?]*[吗?\uff1f])",
+            # Not "还没有完成迁移", "尚未生效": a negation anywhere earlier in the clause.
+            r"^(?![^。!?\uff1f]*(?:没|未)[^。!?\uff1f]*(?:完成|搞定|做完|改好|生效))[^。!?\uff1f]*?"
+            r"(?:完成|搞定|做完|改好了|生效了|已生效)(?![^。!?]*[吗?\uff1f])",
         ),
     ),
     Category.RECOVERY: (
@@ -747,14 +753,13 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         # Numbers and units as evidence: a named system and a measurement of it.
         *_cues(
             1.5,
-            r"\b[a-z][\w]*[-_./][\w./-]*[a-z0-9]\b[^.?!。]{0,40}?\b\d[\d,.]*\s?(?:%|ms|s|gb|mb|"
-            r"tb|g|k|qps|rps|/s)(?![\w-])",
+            rf"{_NAME}\b[^.?!。]{{0,40}}?\b\d[\d,.]*\s?(?:%|ms|s|gb|mb|tb|g|k|qps|rps|/s)(?![\w-])",
             r"\bin the (?:last|past) \d+ ?(?:s|sec|seconds|min|mins|minutes|h|hours?)\b",
             # The same with the measurement first or in a terse unit: "31T cluster wide, 6.2T on
             # b-4", "clocks are 2m41s to 2m58s behind", "full gcs of 1.8-2.9s every 50-70s".
             r"(?<![\w.])~?\d[\d,.]*(?:-\d[\d,.]*)?(?:m\d+s|\s?(?:%|ms|s|m|h|d|t|tb|gb|mb|x))"
-            r"(?:/(?:s|h|min|day))?(?![\w-])[^.?!。]{0,40}?\b[a-z][\w]*[-_.][\w./-]*[a-z0-9]\b",
-            r"\b[a-z][\w]*[-_.][\w./-]*[a-z0-9]\b[^.?!。]{0,40}?(?<![\w.])~?\d[\d,.]*(?:-\d[\d,.]*)?"
+            rf"(?:/(?:s|h|min|day))?(?![\w-])[^.?!。]{{0,40}}?{_NAME}\b",
+            rf"{_NAME}\b[^.?!。]{{0,40}}?(?<![\w.])~?\d[\d,.]*(?:-\d[\d,.]*)?"
             r"(?:m\d+s|\s?(?:m|h|d|t|x))(?:/(?:s|h|min|day))?(?![\w-])",
             r"\b(?:is|are) (?:\w+ly )?(?:rebalanc|restart|crash|retry|flapp|fail)\w*\b",
         ),
@@ -786,14 +791,17 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
         # A setting and its value: "gateway read timeout on /search is 2s".
         *_cues(
             2.0,
-            r"\b(?:timeout|limit|ttl|retention|max[\w.]*|min[\w.]*|threshold|interval|default|"
+            r"\b(?:timeout|limit|ttl|retention|max(?:imum)?(?:[_.]\w+)*|min(?:imum)?(?:[_.]\w+)*|"
+            r"threshold|interval|default|"
             r"pool size|batch size)\b[^.?!]{0,30}?\b(?:is|was|=|set to)\s*~?\d",
         ),
         *_cues(2.0, r"超过|占了|被设成|设成|满了|没有\s*TTL"),
         # A Chinese statement about a named system: "app.js 是老代码", "拿到的 banner 是 5.11.3".
         *_cues(
             2.5,
-            r"[\w.-]*[a-z0-9][._/-][\w./-]+[^。!?\uff1f]{0,30}?(?:是|在|还在|变成|返回|拿到|显示|没有|"
+            # One name made of separated parts, each part read once (no backtracking on a long
+            # pasted token): "app.js", "worker-7", "v1.2".
+            r"(?<![\w./-])[^\W_]*[a-z0-9](?:[._/-][^\W_]+)+[^。!?\uff1f]{0,30}?(?:是|在|还在|变成|返回|拿到|显示|没有|"
             r"只有|不带|忽略|都是|一直)(?![^。!?\uff1f]*[吗?\uff1f])",
         ),
     ),
@@ -898,9 +906,10 @@ BOT_NOTIFICATION = _any(
     r"(?:succeeded|failed|started|finished|passed|cancell?ed|queued)\b",
     # A generated report or snapshot headed by its kind: "Nightly backup report: ...".
     r"^\s*(?:[\w-]+\s+){0,3}(?:report|summary|digest|snapshot shared)\s*:",
-    # Machine-formatted readings: three or more fields separated by middle dots, the way
-    # dashboard and monitoring integrations lay out a snapshot ("p50 41ms · p95 640ms · ...").
-    r"(?:[^\u00b7]+\u00b7){3,}",
+    # Machine-formatted readings: fields separated by middle dots on more than one line, the way
+    # dashboard integrations lay out a snapshot ("p50 41ms · p95 640ms" over "5xx 5.8% · rps
+    # 3.1k"). One line with dots is a person's ("rolled back to v41 · errors 0.2%", "王·小明").
+    r"\A(?=(?:[^\u00b7]*\u00b7){3})[^\u00b7]*\u00b7[^\n]*\n[\s\S]*\u00b7",
     # A component's state changed by a status sync: "Component 'X' changed from A to B".
     r"\bcomponent\s+['\"\u2018\u201c][^'\"\u2019\u201d]+['\"\u2019\u201d]\s+changed from\b",
 )

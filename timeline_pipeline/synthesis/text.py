@@ -89,7 +89,7 @@ _BARE_CONTRACTIONS = {
     "youre": "you're",
 }
 _BARE_CONTRACTION = re.compile(
-    r"\b(" + "|".join(sorted(_BARE_CONTRACTIONS, key=len, reverse=True)) + r")\b(?!['\u2019])",
+    r"\b(" + "|".join(sorted(_BARE_CONTRACTIONS, key=len, reverse=True)) + r")\b(?!['\u2019-])",
     re.IGNORECASE,
 )
 _CURLY_APOSTROPHE = re.compile("[\u2018\u2019]")

@@ -89,3 +89,10 @@ def test_the_rules_are_set_beside_the_reviewer_set_by_set() -> None:
 
 def test_no_second_review_gives_no_rows() -> None:
     assert _agreement_rows([]) == []
+
+
+def test_a_fact_found_with_another_kind_counts_only_when_the_kind_is_ignored() -> None:
+    gold = [_fact(Category.ROOT_CAUSE, "a"), _fact(Category.IMPACT, "b")]
+    drafts = facts_as_produced([_fact(Category.FINDING, "a"), _fact(Category.IMPACT, "b")])
+    assert score(drafts, gold).matched == 1
+    assert score(drafts, gold, any_kind=True).matched == 2

@@ -88,6 +88,8 @@ def test_numbers_are_one_feature_whatever_their_value_and_terse_spelling_is_read
 
 
 def test_the_shipped_model_was_fitted_on_the_tuned_set_and_the_tuning_half_only() -> None:
+    """The names are written by the fitting tool; with the refit test below they say the file
+    was fitted on today's tuned set and tuning half, and on no held-out transcript."""
     splits = load_splits(GOLD)
     trained_on = set(default_category_model().trained_on)
     assert trained_on == {n for n, s in splits.items() if s in (Split.TUNED, Split.TUNING)}
@@ -97,3 +99,26 @@ def test_the_shipped_model_was_fitted_on_the_tuned_set_and_the_tuning_half_only(
 def test_a_refit_gives_the_shipped_model() -> None:
     """Run `python -m tools.fit_category_model` after changing the gold set or the features."""
     assert same_model(json.loads(OUTPUT.read_text(encoding="utf-8")), fit(GOLD))
+
+
+def test_a_kind_the_model_does_not_know_gives_way_only_by_the_margin() -> None:
+    item = evidence(1, FINDING)
+    model = _model({"w:disk": (0.0, 4.0)})
+    assert model.reassign(Category.DECISION, item) is Category.IMPACT
+    assert _model({"w:disk": (0.0, 0.1)}, margin=0.6).reassign(Category.DECISION, item) is (
+        Category.DECISION
+    )
+
+
+def test_a_reassigned_kind_meets_that_kinds_own_bar() -> None:
+    """A finding must say something concrete: "i'll ic." stays the decision it is."""
+    model = _model({"w:ic": (6.0, 0.0)})
+    reading = read_message(evidence(1, "i'll ic."), category_model=model)
+    assert (reading.kind, reading.category) == (MessageKind.FACT, Category.DECISION)
+
+
+def test_a_refit_that_rounds_a_weight_to_zero_elsewhere_is_the_same_model() -> None:
+    a = {"categories": ["finding", "impact"], "intercepts": [0.1, 0.2], "margin": 0.5}
+    b = dict(a)
+    assert same_model({**a, "weights": {"w:x": [0.001, 0.0]}}, {**b, "weights": {}})
+    assert not same_model({**a, "weights": {"w:x": [0.5, 0.0]}}, {**b, "weights": {}})

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from timeline_pipeline.synthesis.text import clean_text, make_title, sentences, topic_words
+from timeline_pipeline.synthesis.text import (
+    casual_spelling,
+    clean_text,
+    make_title,
+    sentences,
+    topic_words,
+)
 
 
 @pytest.mark.parametrize(
@@ -60,3 +66,11 @@ def test_one_action_said_two_ways_shares_a_topic(first: str, second: str) -> Non
 def test_numbers_are_topics_and_stopwords_are_not() -> None:
     assert {"85%", "the", "is"}.isdisjoint(topic_words("the rate is 85%"))
     assert "85" in topic_words("the rate is 85%")
+
+
+def test_terse_spelling_is_read_as_usual_but_words_that_only_look_like_it_are_left() -> None:
+    assert casual_spelling("ill put it back, cant reach it, thats baseline") == (
+        "i'll put it back, can't reach it, that's baseline"
+    )
+    assert casual_spelling("an ill-formed request") == "an ill-formed request"
+    assert casual_spelling("it\u2019s back") == "it's back"
