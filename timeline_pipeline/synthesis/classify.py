@@ -304,13 +304,19 @@ def _second_opinion(
     chose, or the vocabulary's kind stays.
     """
     chosen = model.reassign(category, item)
-    if chosen is category:
+    if chosen is category or not _says_enough(chosen, sentence):
         return category
-    if chosen in (Category.FINDING, Category.IMPACT) and not is_substantive(sentence):
-        return category
-    if chosen is Category.FINDING and score < min_score + _FINDING_EXTRA_SCORE:
-        return category
-    return chosen
+    return chosen if score >= _bar(chosen, min_score) else category
+
+
+def _says_enough(category: Category, sentence: str) -> bool:
+    """An observation (a finding or an impact) must say something concrete."""
+    return category not in (Category.FINDING, Category.IMPACT) or is_substantive(sentence)
+
+
+def _bar(category: Category, min_score: float) -> float:
+    """The score a sentence needs to be a fact of this kind."""
+    return min_score + (_FINDING_EXTRA_SCORE if category is Category.FINDING else 0.0)
 
 
 def read_message(
@@ -345,10 +351,9 @@ def read_message(
         return noise
     topics = topic_words(cleaned)
     category, score, sentence = _best_sentence(text)
-    if category in (Category.FINDING, Category.IMPACT) and not is_substantive(sentence):
+    if category is not None and not _says_enough(category, sentence):
         category, score = None, 0.0
-    threshold = min_score + (_FINDING_EXTRA_SCORE if category is Category.FINDING else 0.0)
-    strong = category is not None and score >= threshold
+    strong = category is not None and score >= _bar(category, min_score)
     if (
         words <= _MAX_CLAIM_WORDS
         and lexicon.OWNERSHIP_CLAIM.search(text)
