@@ -1,8 +1,9 @@
 """The configuration reference, rendered from the settings models. Pure.
 
-The README's reference table is this module's output, checked by a test, so a key added,
-renamed or re-bounded in `settings.py` cannot leave the documentation behind. Descriptions are
-the fields' docstrings; a field without one makes rendering fail rather than print a gap.
+The reference table in docs/configuration.md is this module's output, checked by a test, so a
+key added, renamed or re-bounded in `settings.py` cannot leave the documentation behind.
+Descriptions are the fields' docstrings; a field without one makes rendering fail rather than
+print a gap.
 """
 
 from __future__ import annotations

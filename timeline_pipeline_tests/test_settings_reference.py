@@ -1,5 +1,5 @@
-"""The configuration reference is rendered from the settings models and the README carries it
-verbatim, so documentation and code cannot drift apart."""
+"""The configuration reference is rendered from the settings models and docs/configuration.md
+carries it verbatim, so documentation and code cannot drift apart."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from timeline_pipeline.settings_reference import (
     replace_block,
 )
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 
 
 def rows(rendered: str) -> dict[str, list[str]]:
@@ -35,12 +35,12 @@ def rows(rendered: str) -> dict[str, list[str]]:
     return found
 
 
-def test_the_readme_block_is_exactly_the_rendered_reference() -> None:
-    readme = README.read_text(encoding="utf-8")
+def test_the_documented_block_is_exactly_the_rendered_reference() -> None:
+    document = REFERENCE.read_text(encoding="utf-8")
 
-    assert replace_block(readme, render_reference()) == readme, (
-        "README.md's configuration reference is stale: run "
-        "`timeline-pipeline config reference --write README.md`"
+    assert replace_block(document, render_reference()) == document, (
+        "docs/configuration.md's configuration reference is stale: run "
+        "`timeline-pipeline config reference --write docs/configuration.md`"
     )
 
 

@@ -36,7 +36,10 @@ def config_group() -> None:
     "--write",
     "target",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Replace the reference block of this Markdown file (e.g. README.md) instead of printing.",
+    help=(
+        "Replace the reference block of this Markdown file (e.g. docs/configuration.md) "
+        "instead of printing."
+    ),
 )
 def config_reference(target: Path | None) -> None:
     """Print every setting as Markdown tables: YAML key, variable, type, default, bounds."""
