@@ -8,25 +8,27 @@ import. They are the same variables the CLI and the receiver read, so a Dagster 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 from pydantic import PrivateAttr
 from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import make_engine
-from timeline_pipeline.retry import RetryPolicy
-
-if TYPE_CHECKING:
-    import anthropic
-
+from timeline_pipeline.llm.setup import ClaudeSetup, claude_setup
 from timeline_pipeline.settings import (
     DEFAULT_DATABASE_URL,
     LarkTimelineSettings,
     Settings,
     load_settings,
 )
+
+__all__ = [
+    "ClaudeSetup",
+    "DatabaseResource",
+    "TimelineSettingsResource",
+    "claude_setup",
+]
 
 
 class DatabaseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
@@ -68,34 +70,3 @@ class TimelineSettingsResource(dg.ConfigurableResource):  # type: ignore[type-ar
     @property
     def timeline(self) -> LarkTimelineSettings:
         return self.load().timeline
-
-
-@dataclass(frozen=True)
-class ClaudeSetup:
-    """What both Claude callers (synthesis and summary) need: one client and one retry policy."""
-
-    client: anthropic.Anthropic
-    model: str
-    retry: RetryPolicy
-
-
-def claude_setup(
-    settings: Settings, api_key: str | None, base_url: str | None
-) -> ClaudeSetup | None:
-    """Claude when an Anthropic key is set (ANTHROPIC_API_KEY unless given), else None; the
-    model, timeout and retry bounds are the synthesis settings."""
-    key = api_key or settings.runtime.anthropic_api_key.get_secret_value()
-    if not key:
-        return None
-    from timeline_pipeline.llm.forced_tool import build_claude_client
-
-    timeline = settings.timeline
-    return ClaudeSetup(
-        client=build_claude_client(
-            key,
-            base_url or settings.runtime.anthropic_base_url,
-            timeline.model_timeout.total_seconds(),
-        ),
-        model=timeline.model,
-        retry=RetryPolicy.for_model_calls(timeline),
-    )

@@ -25,31 +25,26 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, Engine
 
-from timeline_pipeline.domain.evidence import EvidenceCursor, EvidenceRow
-from timeline_pipeline.domain.keys import (
-    SOURCE_LARK,
-    SOURCE_TYPE_LARK_MESSAGE,
-    message_source_key,
-)
+from timeline_pipeline.domain.evidence import EvidenceRow
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.interactions.planner import plan_review_card
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import entries, evidence, sync_states
-from timeline_pipeline.synthesis.chunking import plan_chunks
+from timeline_pipeline.store import entries, sync_states
 from timeline_pipeline.synthesis.models import (
     EvidenceItem,
-    InvalidSynthesisOutput,
     SynthesisChunk,
-    SynthesisError,
-    SynthesisRejected,
     SynthesisResult,
-    SynthesisUnavailable,
     Synthesizer,
-    validate_entries,
 )
-from timeline_pipeline.synthesis_run.bounds import chunk_limits
+from timeline_pipeline.synthesis_run.core import (
+    ModelUnavailable,
+    call_synthesizer,
+    context_candidates,
+    read_window,
+    window_chunks,
+)
 from timeline_pipeline.synthesis_run.drafts import draft_write, evidence_item
 from timeline_pipeline.synthesis_run.failures import ChunkFailure, bounded
 from timeline_pipeline.synthesis_run.lineage import (
@@ -63,13 +58,10 @@ from timeline_pipeline.synthesis_run.lineage import (
 from timeline_pipeline.windows.keys import WindowRef, encode_window_cursor
 from timeline_pipeline.windows.planning import outage_backoff
 
-__all__ = ["RunStatus", "WindowRunReport", "WindowRunner"]
+__all__ = ["ModelUnavailable", "RunStatus", "WindowRunReport", "WindowRunner"]
 
 log = structlog.get_logger(__name__)
 
-READ_PAGE = 1000
-MAX_CONTEXT_ROWS = 500
-MAX_REFERENCED_ROOTS = 50
 MAX_LATE_PASSES = 1
 """Extra passes over evidence that arrived while the run worked; what arrives after the last
 one is reported as `late_evidence` (bounded, so a flood into a closed window cannot hold a
@@ -84,16 +76,6 @@ class RunStatus(StrEnum):
     EMPTY = "empty"  # no eligible evidence, so no state row exists (nothing to do)
     FAILED = "failed"  # a chunk exhausted its attempts; the state records why
     DEFERRED = "deferred"  # the model was unavailable: back to pending, attempt not counted
-
-
-@dataclass(frozen=True, slots=True)
-class ModelUnavailable:
-    """A chunk stopped because the model service is unavailable (outage, not the window's
-    fault): the window is deferred with a window-level backoff instead of failing."""
-
-    reason: str
-    message: str
-    retry_after: float | None
 
 
 class LeaseLost(Exception):
@@ -308,61 +290,16 @@ class WindowRunner:
     def _read_window(self, ref: WindowRef, conn: Connection | None = None) -> list[EvidenceRow]:
         if conn is None:
             with self.engine.connect() as own:
-                return self._read_window(ref, own)
-        rows: list[EvidenceRow] = []
-        end = ref.window_end(self.settings.synthesis_window)
-        after: EvidenceCursor | None = None
-        while True:
-            page = evidence.scope_range(
-                conn,
-                ref.workspace_id,
-                ref.chat_id,
-                ref.window_start,
-                end,
-                after=after,
-                limit=READ_PAGE,
-            )
-            rows.extend(page)
-            if len(page) < READ_PAGE:
-                return rows
-            after = EvidenceCursor(page[-1].occurred_at, page[-1].id)
+                return read_window(own, ref, self.settings)
+        return read_window(conn, ref, self.settings)
 
     def _context_candidates(
         self, ref: WindowRef, window_items: Sequence[EvidenceItem]
     ) -> list[EvidenceItem]:
-        """The lookback before the window, referenced roots and parents, and the window itself.
-
-        `select_context` picks from these per chunk; same-thread messages older than the
-        lookback are reached through the root and parent they reply to.
-        """
-        lookback = self.settings.synthesis_context_lookback
-        candidates: dict[int, EvidenceItem] = {item.id: item for item in window_items}
-        referenced: set[str] = set()
-        for item in window_items:
-            referenced.update(r for r in (item.root_id, item.parent_id) if r is not None)
-        referenced -= {item.message_id for item in window_items}
+        """The window's context candidates (`core.context_candidates`) on a connection of
+        its own."""
         with self.engine.connect() as conn:
-            if lookback:
-                before = evidence.scope_nearest_before(
-                    conn,
-                    ref.workspace_id,
-                    ref.chat_id,
-                    ref.window_start - lookback,
-                    ref.window_start,
-                    limit=MAX_CONTEXT_ROWS,
-                )
-                candidates.update((row.id, evidence_item(row)) for row in before)
-            for message_id in sorted(referenced)[:MAX_REFERENCED_ROOTS]:
-                row = evidence.get_by_key(
-                    conn,
-                    ref.workspace_id,
-                    SOURCE_LARK,
-                    SOURCE_TYPE_LARK_MESSAGE,
-                    message_source_key(ref.chat_id, message_id),
-                )
-                if row is not None and row.ai_eligible and not row.deleted:
-                    candidates[row.id] = evidence_item(row)
-        return list(candidates.values())
+            return context_candidates(conn, ref, window_items, self.settings)
 
     def _process(
         self, ref: WindowRef, state: SyncState, report: WindowRunReport
@@ -403,13 +340,7 @@ class WindowRunner:
         todo = resume.todo
         passes = 0
         while True:
-            chunks = plan_chunks(
-                ref.window_start,
-                ref.window_end(self.settings.synthesis_window),
-                todo,
-                limits=chunk_limits(self.settings),
-                context_candidates=self._context_candidates(ref, items),
-            )
+            chunks = window_chunks(ref, todo, self._context_candidates(ref, items), self.settings)
             if done_before:
                 # Planned from the cursor on: number them as parts of the whole window (the
                 # prompt and the logs say "part N"), not from zero again.
@@ -485,45 +416,16 @@ class WindowRunner:
     def _synthesize_chunk(
         self, chunk: SynthesisChunk, report: WindowRunReport
     ) -> SynthesisResult | ChunkFailure | ModelUnavailable:
-        limit = self.retry.attempts
-        failure = ChunkFailure("unknown", "", 0, True)
-        for attempt in range(1, limit + 1):
-            report.model_calls += 1
-            if attempt > 1:
-                report.chunk_retries += 1
-            try:
-                result = self._timed_call(chunk, report)
-                checked = validate_entries(chunk, list(result.entries))
-                return result.model_copy(update={"entries": checked})
-            except SynthesisRejected as exc:
-                return ChunkFailure(exc.reason, bounded(str(exc), 300), attempt, False)
-            except SynthesisUnavailable as exc:
-                # The synthesizer already spent its own bounded, backed-off retries on this
-                # call; calling again now would multiply them. The window is deferred.
-                return ModelUnavailable(exc.reason, bounded(str(exc), 300), exc.retry_after)
-            except SynthesisError as exc:
-                if isinstance(exc, InvalidSynthesisOutput):
-                    report.validation_errors += 1
-                failure = ChunkFailure(exc.reason, bounded(str(exc), 300), attempt, True)
-            except Exception as exc:  # a synthesizer bug must fail the window, not the sensor
-                failure = ChunkFailure("unexpected_error", type(exc).__name__, attempt, True)
-            log.warning(
-                "window.chunk_retry",
-                window=report.ref.partition_key,
-                chunk=chunk.index,
-                attempt=attempt,
-                reason=failure.reason,
-            )
-            if attempt < limit:
-                self.sleep(self.retry.backoff(attempt, self.rng))
-        return failure
-
-    def _timed_call(self, chunk: SynthesisChunk, report: WindowRunReport) -> SynthesisResult:
-        started = self.timer()
-        try:
-            return self.synthesizer.synthesize(chunk)
-        finally:
-            report.model_seconds += self.timer() - started
+        return call_synthesizer(
+            self.synthesizer,
+            chunk,
+            self.retry,
+            report,
+            sleep=self.sleep,
+            rng=self.rng,
+            timer=self.timer,
+            label=report.ref.partition_key,
+        )
 
     def _commit_chunk(
         self,
