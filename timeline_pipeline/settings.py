@@ -166,6 +166,11 @@ class LarkTimelineSettings(BaseSettings):
     """Claude model used when `ANTHROPIC_API_KEY` is set."""
     model_timeout: PositiveDuration = timedelta(seconds=60)
     """Timeout of one Messages API request."""
+    synthesis_price_input_per_mtok: float | None = Field(default=None, ge=0)
+    """Price in USD of a million input tokens of `model`, for the cost a rerun preview
+    reports (docs/maintenance.md, "Preview a rerun"); unset: no cost is reported."""
+    synthesis_price_output_per_mtok: float | None = Field(default=None, ge=0)
+    """Price in USD of a million output tokens of `model`; both prices are needed for a cost."""
     retry_backoff_base: PositiveDuration = timedelta(seconds=1)
     """First backoff of a retry (Lark and model calls); doubles per attempt, full jitter."""
     retry_backoff_cap: PositiveDuration = timedelta(seconds=30)

@@ -78,20 +78,24 @@ def _port(port: int | None) -> int:
     return configured
 
 
-def _answer(reply: Reply) -> dict[str, Any]:
+def _answer(reply: Reply, emit: Callable[[dict[str, Any]], None] = _emit) -> dict[str, Any]:
     job = reply.job
     if reply.status in (200, 201) and job is not None:
-        _emit(job)
+        emit(job)
         return job
     if job is not None:
         _emit(job)
     _fail(f"{reply.message} (HTTP {reply.status}, {reply.code or 'error'})")
 
 
-def _call(port: int | None, request: Callable[[HttpTransport], Reply]) -> dict[str, Any]:
+def _call(
+    port: int | None,
+    request: Callable[[HttpTransport], Reply],
+    emit: Callable[[dict[str, Any]], None] = _emit,
+) -> dict[str, Any]:
     transport = HttpTransport(_port(port))
     try:
-        return _answer(request(transport))
+        return _answer(request(transport), emit)
     except TransportError as exc:
         _fail(
             f"no answer from the maintenance listener on 127.0.0.1 ({exc}); check that serve "
@@ -202,10 +206,24 @@ def create(
 
 @maintenance_group.command("status")
 @job_option
+@click.option(
+    "--markdown",
+    is_flag=True,
+    help="Print a completed rerun preview's report as Markdown tables instead of the JSON.",
+)
 @port_option
-def status(job_id: str, port: int | None) -> None:
-    """Print the job JSON."""
-    _call(port, lambda transport: transport.get(job_id))
+def status(job_id: str, markdown: bool, port: int | None) -> None:
+    """Print the job JSON (a rerun preview's report is its `result.preview`)."""
+    if not markdown:
+        _call(port, lambda transport: transport.get(job_id))
+        return
+    job = _call(port, lambda transport: transport.get(job_id), emit=lambda _job: None)
+    report = (job.get("result") or {}).get("preview")
+    if not isinstance(report, dict):
+        _fail(f"job {job_id} has no preview report (a completed window_rerun dry-run has one)")
+    from timeline_pipeline.maintenance.preview_report import markdown as render
+
+    click.echo(render(report), nl=False)
 
 
 def _action(action: str) -> Callable[[str, int, int | None], None]:

@@ -143,7 +143,13 @@ def _maintenance_listener(application: Any, app: AppContext, graceful_timeout: i
 
     # Its counters join the receiver's registry, so the public /metrics shows them.
     metrics = MaintenanceMetrics(application.state.resources.metrics.registry)
-    service = JobService(app.engine, default_registry(app.settings.timeline), metrics=metrics)
+    from timeline_pipeline.synthesis_run.synthesizers import build_synthesizer
+
+    # A rerun preview runs the synthesizer the window runs use (docs/maintenance.md).
+    registry = default_registry(
+        app.settings.timeline, synthesizer=lambda: build_synthesizer(app.settings)
+    )
+    service = JobService(app.engine, registry, metrics=metrics)
     return start_listener(service, raw_port, graceful_timeout=graceful_timeout)
 
 

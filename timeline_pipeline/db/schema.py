@@ -534,3 +534,40 @@ ui_sessions = Table(
     Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0006_lifecycle)
     Index(None, "link_id"),
 )
+
+# --- rerun previews (migration 0009_rerun_preview; docs/maintenance.md "Preview a rerun") ------
+
+# Scratch rows of a `window_rerun` dry-run: what the new processor version would propose per
+# window and which stored entries it would leave alone. Keyed by the maintenance job; no
+# foreign key to entries or jobs, so the scratch never holds back their purge, and nothing but
+# the preview and the lifecycle purge reads it: a preview row is never an entry.
+PREVIEW_KINDS = ("proposal", "prior")
+window_rerun_previews = Table(
+    "window_rerun_previews",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _workspace_fk(),
+    Column("job_id", String(36), nullable=False),
+    Column("chat_id", String(128), nullable=False),
+    Column("window_start", UTCDateTime(), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("entry_id", BigIntId, nullable=True),
+    Column("image_id", BigIntId, nullable=True),
+    Column("fingerprint", String(64), nullable=True),
+    Column("occurred_at", UTCDateTime(), nullable=False),
+    Column("title", String(512), nullable=False),
+    Column("category", String(32), nullable=False),
+    Column("detail", Text(), nullable=True),
+    Column("old_title", String(512), nullable=True),
+    Column("old_category", String(32), nullable=True),
+    Column("status", String(16), nullable=True),
+    Column("source", String(8), nullable=True),
+    Column("reason", String(32), nullable=True),
+    Column("evidence_json", JSONType, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    CheckConstraint(_in("kind", PREVIEW_KINDS), name="kind"),
+    Index(None, "job_id", "kind", "fingerprint"),
+    Index(None, "job_id", "kind", "entry_id"),
+    Index(None, "workspace_id", "created_at", "id"),  # the lifecycle purge
+)

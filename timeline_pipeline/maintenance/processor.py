@@ -45,6 +45,9 @@ class StepRequest:
     """Cumulative counters of the whole job so far."""
     batch_size: int
     now: datetime
+    job_id: str = ""
+    """The job's id: the key of what a processor keeps in a scratch namespace of its own (the
+    rerun preview's rows)."""
 
 
 @dataclass(frozen=True)

@@ -392,6 +392,7 @@ class JobService:
                 progress=job.progress,
                 batch_size=job.batch_size,
                 now=now,
+                job_id=job.id,
             )
             with (
                 conn.begin_nested(),

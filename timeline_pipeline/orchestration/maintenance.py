@@ -30,6 +30,7 @@ from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.maintenance.transports import ServiceTransport
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.synthesis_run.synthesizers import build_synthesizer
 
 MAINTENANCE_JOB = "drive_maintenance_job"
 TAG_PREFIX = "timeline/maintenance_"
@@ -60,7 +61,11 @@ class DriveMaintenanceConfig(DriveBudgetConfig):
 
 
 def job_service(database: DatabaseResource, settings: TimelineSettingsResource) -> JobService:
-    return JobService(database.engine, default_registry(settings.timeline))
+    # A rerun preview runs the synthesizer the window runs use (docs/maintenance.md).
+    registry = default_registry(
+        settings.timeline, synthesizer=lambda: build_synthesizer(settings.load())
+    )
+    return JobService(database.engine, registry)
 
 
 def drive_job(

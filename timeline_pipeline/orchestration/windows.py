@@ -33,17 +33,17 @@ import dagster as dg
 from timeline_pipeline.durations import format_duration
 from timeline_pipeline.maintenance.errors import MaintenanceError, OpenJobExists
 from timeline_pipeline.maintenance.limits import Limits, check_limits
-from timeline_pipeline.orchestration.maintenance import DriveBudgetConfig, drive_job, job_service
+from timeline_pipeline.orchestration.maintenance import DriveBudgetConfig, drive_job
 from timeline_pipeline.orchestration.partition_runs import runs_with_new_partitions
+from timeline_pipeline.orchestration.rerun_preview import preview_metadata, rerun_service
 from timeline_pipeline.orchestration.resources import (
     DatabaseResource,
     TimelineSettingsResource,
-    claude_setup,
 )
 from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_timeline_settings
 from timeline_pipeline.synthesis.models import Synthesizer
-from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
+from timeline_pipeline.synthesis_run.synthesizers import build_synthesizer
 from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup
 from timeline_pipeline.windows.keys import InvalidPartitionKey, WindowRef, parse_partition_key
 from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE, DiscoveryCursor
@@ -77,17 +77,7 @@ class SynthesizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     base_url: str | None = None
 
     def build(self, settings: Settings) -> Synthesizer:
-        setup = claude_setup(settings, self.api_key, self.base_url)
-        if setup is None:
-            return RuleSynthesizer()
-        from timeline_pipeline.synthesis.claude import ClaudeSynthesizer
-
-        return ClaudeSynthesizer(
-            setup.client,
-            model=setup.model,
-            max_output_tokens=settings.timeline.synthesis_max_output_tokens,
-            retry=setup.retry,
-        )
+        return build_synthesizer(settings, self.api_key, self.base_url)
 
 
 class WindowSynthesisConfig(dg.Config):
@@ -112,6 +102,10 @@ class WindowRerunConfig(DriveBudgetConfig):
     delay_ms: int = 10
     lock_timeout_ms: int = 500
     statement_timeout_ms: int = 3000
+    preview: bool = False
+    """Preview instead of applying: the dry-run that synthesizes each window into a scratch
+    table and reports, per window, the drafts added, changed and dropped and the entries left
+    alone (docs/maintenance.md, "Preview a rerun"); the report is this run's metadata."""
 
 
 # --- run tags: the per-workspace limit must hold however a run is launched --------------------
@@ -351,6 +345,7 @@ def create_rerun_windows(
     config: WindowRerunConfig,
     database: DatabaseResource,
     timeline_settings: TimelineSettingsResource,
+    synthesizer: SynthesizerResource,
 ) -> dg.Output[dict[str, Any]]:
     """Create (or continue) the `window_rerun` apply job of these parameters and drive it.
 
@@ -359,7 +354,7 @@ def create_rerun_windows(
     first only with `resume: true`. The sensor then adds the `:<version>` partitions and runs
     them oldest first within the backlog limits.
     """
-    service = job_service(database, timeline_settings)
+    service = rerun_service(database, timeline_settings, synthesizer.build)
     parameters = {
         key: value
         for key, value in {
@@ -385,17 +380,20 @@ def create_rerun_windows(
             idempotency_key=f"{RERUN_JOB}-{context.run_id}",
             parameters=parameters,
             limits=limits,
-            apply=True,
+            apply=not config.preview,
         )
     except OpenJobExists as exc:
         wanted = service.registry.latest(WINDOW_RERUN).validate(parameters).parameters
-        if exc.job is None or exc.job.parameters != wanted or not exc.job.apply:
+        if exc.job is None or exc.job.parameters != wanted or exc.job.apply == config.preview:
             raise dg.Failure(description=str(exc)) from None
         job = exc.job
         context.log.info("continuing the open window_rerun job %s", job.id)
     except MaintenanceError as exc:
         raise dg.Failure(description=str(exc)) from None
-    return drive_job(context, service, job.id, config.budget())
+    output = drive_job(context, service, job.id, config.budget())
+    if not config.preview:
+        return output
+    return dg.Output(output.value, metadata={**output.metadata, **preview_metadata(output.value)})
 
 
 @dg.job(

@@ -67,6 +67,7 @@ __all__ = [
     "ForeignEvidence",
     "UpsertResult",
     "bound_evidence",
+    "bound_to_evidence",
     "create_human_entry",
     "drafts_of_window",
     "edit_entry",
@@ -79,6 +80,7 @@ __all__ = [
     "list_for_workspace",
     "nearest_entry",
     "plan_draft_write",
+    "restated_candidates",
     "revision_of",
     "set_status",
     "upsert_draft",
@@ -355,6 +357,36 @@ def get_by_fingerprint(conn: Connection, workspace_id: str, fingerprint: str) ->
     if row is None:
         return None
     return _to_entry(row, evidence_ids_of(conn, [row.id])[row.id])
+
+
+def restated_candidates(conn: Connection, draft: DraftWrite) -> list[EntryRow]:
+    """Every stored entry under `draft`'s fingerprint or a nearby one, with bound evidence ids
+    (`nearest_entry` picks among them; the rerun preview adds its own scratch images first)."""
+    keys = sorted({draft.fingerprint, *draft.nearby_fingerprints})
+    rows = conn.execute(
+        select(en).where(en.c.workspace_id == draft.workspace_id, en.c.fingerprint.in_(keys))
+    ).all()
+    bound = evidence_ids_of(conn, [row.id for row in rows])
+    return [_to_entry(row, bound[row.id]) for row in rows]
+
+
+def bound_to_evidence(
+    conn: Connection, workspace_id: str, evidence_ids: Sequence[int]
+) -> list[EntryRow]:
+    """The entries bound to any of these evidence rows, in (occurred_at, id) order, with their
+    bound evidence ids: what a window's evidence supports (read by the rerun preview)."""
+    if not evidence_ids:
+        return []
+    ids = select(ee.c.entry_id).where(
+        ee.c.workspace_id == workspace_id, ee.c.evidence_id.in_(sorted(set(evidence_ids)))
+    )
+    rows = conn.execute(
+        select(en)
+        .where(en.c.workspace_id == workspace_id, en.c.id.in_(ids))
+        .order_by(en.c.occurred_at, en.c.id)
+    ).all()
+    bound = evidence_ids_of(conn, [row.id for row in rows])
+    return [_to_entry(row, bound[row.id]) for row in rows]
 
 
 def find_restated(conn: Connection, draft: DraftWrite) -> EntryRow | None:

@@ -12,6 +12,11 @@ past their end), since the sensor requests every such row as soon as there is ro
 are counted as held, and a later rerun job adds them. Verification: a fresh walk that rejects a
 window that should have a row and has none, naming its source key.
 
+Version 2's dry-run is also the rerun's preview (docs/maintenance.md, "Preview a rerun"):
+each window the apply would create is synthesized into the scratch table of `rerun_preview`,
+and the completed job's result carries the report under `preview`. Version 1 (jobs stored
+before) only counts.
+
 Parameters: `{"workspace_id": W, "processor_version": V, "chat_id"?: C, "since"?: ISO,
 "until"?: ISO}`; `since` defaults to the workspace's creation, `until` to the first batch's time.
 """
@@ -43,6 +48,11 @@ from timeline_pipeline.maintenance.processor import (
     require_object,
     state_version,
     workspace_scope,
+)
+from timeline_pipeline.maintenance.processors.rerun_preview import (
+    PREVIEW_COUNTERS,
+    RerunPreview,
+    SynthesizerFactory,
 )
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states, workspaces
@@ -113,8 +123,18 @@ class WindowRerun:
     type = "window_rerun"
     version = "1"
 
-    def __init__(self, settings: LarkTimelineSettings) -> None:
+    def __init__(
+        self,
+        settings: LarkTimelineSettings,
+        *,
+        preview: bool = True,
+        synthesizer: SynthesizerFactory | None = None,
+    ) -> None:
+        """`preview`: a dry-run previews each window (version 2); `synthesizer` builds the one
+        the rerun's runs use (the rule synthesizer when not given)."""
         self._limits = DiscoveryLimits.from_settings(settings)
+        self._preview = RerunPreview(settings, synthesizer) if preview else None
+        self.version = "2" if preview else "1"
 
     def validate(self, parameters: Mapping[str, Any]) -> ValidatedInput:
         params = require_object(parameters)
@@ -201,6 +221,7 @@ class WindowRerun:
         # Which windows are held back is decided as of the first batch, in both passes: a window
         # that closes meanwhile is left to a later rerun, not taken for one the scan missed.
         as_of = _stored_time(request.progress, "as_of") or request.now
+        previewed = self._previewed(request)
         while budget > 0 and position.chat is not None:
             at = position.at or start
             occurred = evidence.first_eligible_at_or_after(conn, workspace_id, position.chat, at)
@@ -211,7 +232,17 @@ class WindowRerun:
             budget -= 1
             ref = WindowRef(workspace_id, position.chat, window_start_of(occurred, window), version)
             position.at = ref.window_start + window
+            would_create = progress["would_create"]
             violation = self._window(conn, ref, request, progress, verifying, as_of)
+            if (
+                previewed is not None
+                and self._preview is not None
+                and progress["would_create"] > would_create
+            ):
+                # A window the apply would create, so the sensor would run: preview it.
+                self._preview.window(
+                    conn, ref, job_id=request.job_id, now=request.now, totals=previewed
+                )
             if violation is not None:
                 return StepOutcome(
                     dict(request.checkpoint), dict(request.progress), False, violation=violation
@@ -223,10 +254,30 @@ class WindowRerun:
             "as_of": as_of.isoformat(),
             **progress,
         }
+        if previewed is not None:
+            totals["preview"] = previewed
         result = None
         if done:
             result = {**totals, "processor_version": version}
+            if previewed is not None and self._preview is not None:
+                result["preview"] = self._preview.report(
+                    conn, request.job_id, previewed, processor_version=version
+                )
         return StepOutcome(position.as_json(), totals, done, result)
+
+    def _previewed(self, request: StepRequest) -> dict[str, Any] | None:
+        """The preview's running totals, when this is a previewing dry-run's scan."""
+        if self._preview is None or request.apply or request.phase is MaintenancePhase.VERIFY:
+            return None
+        stored = request.progress.get("preview") or {}
+        if not isinstance(stored, Mapping):
+            raise ProcessorRefused("malformed_state", "progress.preview is not an object")
+        totals: dict[str, Any] = counters(stored, PREVIEW_COUNTERS)
+        failures = stored.get("failures", [])
+        if not isinstance(failures, list):
+            raise ProcessorRefused("malformed_state", "progress.preview.failures is not a list")
+        totals["failures"] = list(failures)
+        return totals
 
     def _window(
         self,

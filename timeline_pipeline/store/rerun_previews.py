@@ -1,0 +1,213 @@
+"""Scratch rows of rerun previews (`window_rerun_previews`; docs/maintenance.md, "Preview a
+rerun").
+
+A `window_rerun` dry-run records here, keyed by its maintenance job, what the new processor
+version would propose in each window (`proposal` rows, with the outcome the entries store
+would reach: added, changed, unchanged, supported, untouched) and which stored entries the
+window's evidence already supports (`prior` rows: the machine drafts that may be dropped and
+the entries a person confirmed, edited, hid or wrote). Proposals that create or change an entry
+are also the preview's own images of those entries, so a later window of the same preview plans
+against what the rerun would have written by then, not against the timeline as it is.
+
+Nothing but the preview reads this table, and nothing of it is an entry: no view, API, summary,
+card or health read touches it, and the apply (the versioned rerun) never looks at it. The
+lifecycle purges it after a short retention. The only module with its SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import Connection, func, select
+
+from timeline_pipeline.db.schema import window_rerun_previews as pv
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
+
+__all__ = [
+    "DESCRIPTOR",
+    "PRIOR",
+    "PROPOSAL",
+    "PreviewRow",
+    "add",
+    "count_for_job",
+    "has_prior",
+    "images",
+    "latest_change",
+    "proposal_entry_ids",
+    "rows_for_job",
+]
+
+PROPOSAL: Final = "proposal"
+PRIOR: Final = "prior"
+CHANGED: Final = "changed"
+ADDED: Final = "added"
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewRow:
+    id: int
+    workspace_id: str
+    job_id: str
+    chat_id: str
+    window_start: datetime
+    kind: str
+    outcome: str
+    entry_id: int | None
+    image_id: int | None
+    fingerprint: str | None
+    occurred_at: datetime
+    title: str
+    category: str
+    detail: str | None
+    old_title: str | None
+    old_category: str | None
+    status: str | None
+    source: str | None
+    reason: str | None
+    evidence: Mapping[str, Any]
+    created_at: datetime
+
+
+def _row(row: Any) -> PreviewRow:
+    return PreviewRow(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        job_id=row.job_id,
+        chat_id=row.chat_id,
+        window_start=row.window_start,
+        kind=row.kind,
+        outcome=row.outcome,
+        entry_id=row.entry_id,
+        image_id=row.image_id,
+        fingerprint=row.fingerprint,
+        occurred_at=row.occurred_at,
+        title=row.title,
+        category=row.category,
+        detail=row.detail,
+        old_title=row.old_title,
+        old_category=row.old_category,
+        status=row.status,
+        source=row.source,
+        reason=row.reason,
+        evidence=dict(row.evidence_json or {}),
+        created_at=row.created_at,
+    )
+
+
+def add(conn: Connection, values: Mapping[str, Any]) -> int:
+    """One scratch row in the caller's transaction (the preview's batch); its id."""
+    row = conn.execute(pv.insert().values(**values).returning(pv.c.id)).one()
+    return int(row.id)
+
+
+def has_prior(conn: Connection, job_id: str, entry_id: int) -> bool:
+    """Whether this preview already listed the entry (under an earlier window)."""
+    found = conn.execute(
+        select(pv.c.id)
+        .where(pv.c.job_id == job_id, pv.c.kind == PRIOR, pv.c.entry_id == entry_id)
+        .limit(1)
+    ).first()
+    return found is not None
+
+
+def images(conn: Connection, job_id: str, fingerprints: Iterable[str]) -> list[PreviewRow]:
+    """The entries this preview would create, stored under one of `fingerprints`."""
+    keys = sorted(set(fingerprints))
+    if not keys:
+        return []
+    rows = conn.execute(
+        select(pv)
+        .where(
+            pv.c.job_id == job_id,
+            pv.c.kind == PROPOSAL,
+            pv.c.outcome == ADDED,
+            pv.c.fingerprint.in_(keys),
+        )
+        .order_by(pv.c.id)
+    ).all()
+    return [_row(row) for row in rows]
+
+
+def latest_change(
+    conn: Connection, job_id: str, *, entry_id: int | None = None, image_id: int | None = None
+) -> PreviewRow | None:
+    """The last proposal of this preview that changed a stored entry (`entry_id`) or an entry
+    the preview creates (`image_id`): that entry as the rerun would have left it."""
+    stmt = select(pv).where(pv.c.job_id == job_id, pv.c.kind == PROPOSAL, pv.c.outcome == CHANGED)
+    if entry_id is not None:
+        stmt = stmt.where(pv.c.entry_id == entry_id, pv.c.image_id.is_(None))
+    elif image_id is not None:
+        stmt = stmt.where(pv.c.image_id == image_id)
+    else:
+        return None
+    row = conn.execute(stmt.order_by(pv.c.id.desc()).limit(1)).first()
+    return None if row is None else _row(row)
+
+
+def rows_for_job(conn: Connection, job_id: str, *, limit: int) -> list[PreviewRow]:
+    """The preview's rows in window order, at most `limit` (the report lists that many)."""
+    rows = conn.execute(
+        select(pv)
+        .where(pv.c.job_id == job_id)
+        .order_by(pv.c.chat_id, pv.c.window_start, pv.c.id)
+        .limit(limit)
+    ).all()
+    return [_row(row) for row in rows]
+
+
+def proposal_entry_ids(conn: Connection, job_id: str) -> set[int]:
+    """Stored entries some proposal of this preview restates (kept, changed or supported)."""
+    rows = conn.execute(
+        select(pv.c.entry_id)
+        .where(pv.c.job_id == job_id, pv.c.kind == PROPOSAL, pv.c.entry_id.is_not(None))
+        .distinct()
+    )
+    return {int(row.entry_id) for row in rows}
+
+
+def count_for_job(conn: Connection, job_id: str) -> int:
+    return int(
+        conn.execute(select(func.count()).select_from(pv).where(pv.c.job_id == job_id)).scalar()
+        or 0
+    )
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="rerun_previews.window_rerun_previews",
+    table_name="window_rerun_previews",
+    owner="rerun_previews",
+    scope=Scope.WORKSPACE,
+    cursor_column="created_at",
+    retention_class=RetentionClass.OPERATIONAL_QUEUE,
+    retention_min_days=1,
+    retention_max_days=14,
+    default_retention_days=2,
+    partition=NOT_PARTITIONED,
+    archive=NOT_ARCHIVED,
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    required_indexes=(RequiredIndex(("workspace_id", "created_at", "id"), "the purge's keyset"),),
+    batch_limit=10_000,
+    backup_restore_notes=BACKUP_NOTES,
+    execution_mode=ExecutionMode.GENERIC,
+    notes="Scratch rows of rerun previews: the job's result keeps the report, so the rows are "
+    "of no use once it is read; purged two days after they were written.",
+)
