@@ -260,6 +260,7 @@ class DrainFigures:
     cpu_seconds: float
     ticks: int
     failed: int
+    expected: int
 
 
 def drain(product_url: str, dagster_url: str, plan: Scenario, timeout: float) -> DrainFigures:
@@ -291,9 +292,8 @@ def drain(product_url: str, dagster_url: str, plan: Scenario, timeout: float) ->
                     raise RuntimeError(f"the daemon exited:\n{running.tail()}")
                 time.sleep(0.5)
             else:
-                raise RuntimeError(
-                    f"{done} of {expected} windows drained in {timeout:g} s\n{running.tail()}"
-                )
+                # Figures of what drained, and a row that says the rest did not.
+                print(f"timed out: {done} of {expected} windows in {timeout:g} s", flush=True)
             os.environ["DAGSTER_HOME"] = str(home)
             os.environ["DAGSTER_PG_URL"] = dagster_url
             with dg.DagsterInstance.get() as instance:
@@ -315,9 +315,13 @@ def drain(product_url: str, dagster_url: str, plan: Scenario, timeout: float) ->
             ).all()
     engine.dispose()
     started = first if first.tzinfo else first.replace(tzinfo=UTC)
+    if not rows:
+        raise RuntimeError(f"no window drained in {timeout:g} s")
     last = max(row.updated_at for row in rows)
-    backlog_last = max(
-        (row.updated_at for row in rows if row.workspace_id == BACKLOG_ID), default=last
+    backlog = [row.updated_at for row in rows if row.workspace_id == BACKLOG_ID]
+    # A backlog that did not drain counts as the whole time limit, not as its last window.
+    backlog_last = (
+        max(backlog) if len(backlog) == len(plan.backlog) else started + timedelta(seconds=timeout)
     )
     return DrainFigures(
         windows=len(rows),
@@ -327,6 +331,7 @@ def drain(product_url: str, dagster_url: str, plan: Scenario, timeout: float) ->
         cpu_seconds=sum(running.cpu.values()),
         ticks=ticks,
         failed=failed,
+        expected=expected,
     )
 
 
@@ -367,6 +372,13 @@ def rows(figures: DrainFigures, baseline: float, baseline_windows: int) -> list[
         measured(name, "sensor ticks used", figures.ticks, "ticks"),
         measured(
             name, "windows failed", figures.failed, "windows", target=Target("==", 0, text="= 0")
+        ),
+        measured(
+            name,
+            "windows drained before the time limit",
+            figures.windows,
+            "windows",
+            target=Target(">=", figures.expected, text=f"all {figures.expected}"),
         ),
     ]
 
