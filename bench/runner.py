@@ -80,7 +80,16 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("ui", quick_args=("--entries", "50", "--evidence", "2000", "--repeat", "3")),
     Benchmark(
         "drain",
-        quick_args=("--workspaces", "20", "--backlog", "30", "--baseline-windows", "30"),
+        quick_args=(
+            "--workspaces",
+            "20",
+            "--backlog",
+            "30",
+            "--baseline-windows",
+            "30",
+            "--timeout",
+            "720",
+        ),
     ),
 )
 
