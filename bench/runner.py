@@ -78,6 +78,19 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("purge", quick_args=("--size", "50000")),
     Benchmark("callbacks", quick_args=("--cards", "60", "--raw-rows", "500")),
     Benchmark("ui", quick_args=("--entries", "50", "--evidence", "2000", "--repeat", "3")),
+    Benchmark(
+        "drain",
+        quick_args=(
+            "--workspaces",
+            "20",
+            "--backlog",
+            "30",
+            "--baseline-windows",
+            "30",
+            "--timeout",
+            "720",
+        ),
+    ),
 )
 
 

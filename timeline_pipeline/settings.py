@@ -180,11 +180,15 @@ class LarkTimelineSettings(BaseSettings):
 
     # Concurrency and backlog.
     max_concurrent_synthesis: int = Field(default=2, ge=1, le=64)
-    """Window syntheses at once in the deployment; enforced by Dagster's run queue, so keep
-    `dagster.yaml` (`timeline/synthesis` limit, pool default) equal to it."""
+    """Window syntheses at once in the deployment: the number of run lanes; enforced by
+    Dagster's run queue, so keep `dagster.yaml` (`timeline/synthesis` limit, pool default)
+    equal to it (docs/scaling.md)."""
     max_concurrent_per_workspace: int = Field(default=1, ge=1, le=8)
     """Runs at once per workspace; enforced by the `timeline/workspace` limit in
     `dagster.yaml`, keep it equal."""
+    synthesis_run_max_windows: int = Field(default=50, ge=1, le=500)
+    """Closed windows one synthesis run takes at most, one after another (a batch of one lane,
+    see docs/scaling.md); 1 gives every window a run of its own."""
     window_backlog_limit_per_workspace: int = Field(default=50, ge=1)
     """Windows requested and not finished per workspace; discovery requests no more."""
     window_backlog_limit_global: int = Field(default=500, ge=1)

@@ -1,4 +1,4 @@
-"""The sensor result both partition sensors return: runs for dynamic partitions, with the
+"""The sensor result of the summary sensor: runs for dynamic partitions, with the
 partitions that do not exist yet added in the same tick.
 
 Dagster checks run requests against the partitions as they will be after the tick's add

@@ -7,12 +7,17 @@
 * `timeline_window_drafts` synthesizes one window partition (`synthesis_run.runner`); its
   materialization records the lineage: evidence ids (or range and count), aggregate hash,
   chunks, entries created/updated, tokens, model, prompt version and status.
+* A run synthesizes one window or a batch of closed windows (a partition-range run), one
+  after another, oldest first, each window with its own claim and its own materialization
+  (`windows.batches`, docs/scaling.md).
 * Concurrency is Dagster's: the asset is in pool `synthesis`, and every run carries
-  `timeline/synthesis=1` and `timeline/workspace=<id>`, which the run queue limits in
-  `dagster.yaml` (two syntheses at once, one per workspace). Runs the sensor requests carry the
-  tags; launches of job `synthesize_windows` from the UI get them from the job's partition tag
-  function; a run without them (e.g. materialized from the asset graph, which uses Dagster's
-  implicit job and no tag function) is refused at start rather than run outside the limits.
+  `timeline/synthesis=1` and `timeline/lane=<crc32(workspace) mod maxConcurrentSynthesis>`
+  (a one-window run also `timeline/workspace=<id>`), which the run queue limits in
+  `dagster.yaml` (one run per lane, so `maxConcurrentSynthesis` at once and never two runs of
+  one workspace). Runs the sensor requests carry the tags; launches of job `synthesize_windows`
+  from the UI get them from the job's partition tag function; a run without them (e.g.
+  materialized from the asset graph, which uses Dagster's implicit job and no tag function)
+  is refused at start rather than run outside the limits.
 * Operators: launching `synthesize_windows` for a partition from the UI replays the window as a
   whole (the launchpad's default config is `replay: true`; set it to false to resume instead).
   A run with tag `timeline/replay=true` replays as well. Re-executing a failed sensor run keeps
@@ -24,6 +29,7 @@ No `from __future__ import annotations`: Dagster reads the annotations of assets
 sensors at definition time.
 """
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -34,7 +40,6 @@ from timeline_pipeline.durations import format_duration
 from timeline_pipeline.maintenance.errors import MaintenanceError, OpenJobExists
 from timeline_pipeline.maintenance.limits import Limits, check_limits
 from timeline_pipeline.orchestration.maintenance import DriveBudgetConfig, drive_job
-from timeline_pipeline.orchestration.partition_runs import runs_with_new_partitions
 from timeline_pipeline.orchestration.rerun_preview import preview_metadata, rerun_service
 from timeline_pipeline.orchestration.resources import (
     DatabaseResource,
@@ -44,6 +49,13 @@ from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_time
 from timeline_pipeline.synthesis.models import Synthesizer
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
 from timeline_pipeline.synthesis_run.synthesizers import build_synthesizer
+from timeline_pipeline.windows.batches import (
+    TAG_LANE,
+    TAG_REQUEST,
+    BatchItem,
+    lane_of,
+    plan_runs,
+)
 from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup
 from timeline_pipeline.windows.keys import InvalidPartitionKey, WindowRef, parse_partition_key
 from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE, DiscoveryCursor
@@ -111,20 +123,41 @@ class WindowRerunConfig(DriveBudgetConfig):
 # --- run tags: the per-workspace limit must hold however a run is launched --------------------
 
 
+def run_lanes() -> int:
+    """Lanes of the run queue: `maxConcurrentSynthesis`, read where the run or tick happens."""
+    return load_timeline_settings().max_concurrent_synthesis
+
+
 def partition_tags(partition_key: str) -> Mapping[str, str]:
     """Tags of a window partition's run: what dagster.yaml's run-queue limits act on."""
     ref = parse_partition_key(partition_key)
-    return {TAG_WORKSPACE: ref.workspace_id, TAG_SYNTHESIS: "1"}
+    return {
+        TAG_WORKSPACE: ref.workspace_id,
+        TAG_SYNTHESIS: "1",
+        TAG_LANE: lane_of(ref.workspace_id, run_lanes()),
+    }
 
 
-def run_tag_problem(tags: Mapping[str, str], ref: WindowRef) -> str | None:
-    """Why a run may not synthesize `ref` (its tags escape the concurrency limits), or None."""
+def run_tag_problem(
+    tags: Mapping[str, str], ref: WindowRef, lanes: int, *, batch: bool = False
+) -> str | None:
+    """Why a run may not synthesize `ref` (its tags escape the concurrency limits), or None.
+
+    Every run needs `timeline/synthesis=1` and the window's lane; a run of one window also
+    needs its workspace. A batch covers several workspaces of one lane, which the lane's
+    limit of one run keeps apart.
+    """
+    lane = lane_of(ref.workspace_id, lanes)
     workspace = tags.get(TAG_WORKSPACE)
-    if workspace != ref.workspace_id or tags.get(TAG_SYNTHESIS) != "1":
+    wrong_workspace = not batch and workspace != ref.workspace_id
+    if wrong_workspace or tags.get(TAG_SYNTHESIS) != "1" or tags.get(TAG_LANE) != lane:
+        wanted = f"{TAG_SYNTHESIS}='1' and {TAG_LANE}={lane!r}"
+        if not batch:
+            wanted = f"{TAG_WORKSPACE}={ref.workspace_id!r}, {wanted}"
         return (
             f"refusing to synthesize {ref.partition_key}: the run carries "
-            f"{TAG_WORKSPACE}={workspace!r} and {TAG_SYNTHESIS}={tags.get(TAG_SYNTHESIS)!r}, "
-            f"not {TAG_WORKSPACE}={ref.workspace_id!r} and {TAG_SYNTHESIS}='1', so Dagster's "
+            f"{TAG_WORKSPACE}={workspace!r}, {TAG_SYNTHESIS}={tags.get(TAG_SYNTHESIS)!r} and "
+            f"{TAG_LANE}={tags.get(TAG_LANE)!r}, not {wanted}, so Dagster's "
             "one-synthesis-per-workspace limit would not apply. Launch it through job "
             f"{SYNTHESIS_JOB!r} (its partitions carry these tags) or add the tags."
         )
@@ -185,32 +218,102 @@ def timeline_window_drafts(
     timeline_settings: TimelineSettingsResource,
     synthesizer: SynthesizerResource,
 ) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]
-    try:
-        ref = parse_partition_key(context.partition_key)
-    except InvalidPartitionKey as exc:
-        raise dg.Failure(description=str(exc)) from None
-    problem = run_tag_problem(context.run.tags, ref)
-    if problem is not None:
-        raise dg.Failure(description=problem)
-    replay = config.replay or context.run.tags.get(REPLAY_TAG, "").lower() == "true"
+    """One window, or a batch of windows one after another (a partition-range run).
+
+    Each window is claimed, synthesized and committed on its own: a finished window gets its
+    own materialization (partition, metadata, lineage) as soon as it is done, a failed one does
+    not stop the others, and the run fails at the end naming the windows that failed.
+    """
+    keys = list(context.partition_keys)
+    batch = context.has_partition_key_range
     settings = timeline_settings.load()
+    lanes = settings.timeline.max_concurrent_synthesis
+    refs: list[WindowRef] = []
+    for key in keys:
+        try:
+            refs.append(parse_partition_key(key))
+        except InvalidPartitionKey as exc:
+            if not batch:
+                raise dg.Failure(description=str(exc)) from None
+            context.log.warning("skipping %s: %s", key, exc)
+    if not batch:
+        problem = run_tag_problem(context.run.tags, refs[0], lanes)
+        if problem is not None:
+            raise dg.Failure(description=problem)
+    replay = config.replay or context.run.tags.get(REPLAY_TAG, "").lower() == "true"
     runner = WindowRunner(database.engine, settings.timeline, synthesizer.build(settings))
-    report = runner.run(ref, owner=context.run.run_id, replay=replay)
+    if not batch:
+        report = runner.run(refs[0], owner=context.run.run_id, replay=replay)
+        if report.status is RunStatus.FAILED:
+            raise dg.Failure(description=report.reason, metadata=report_metadata(report))
+        _record(context, report)
+        return
+    failed: list[WindowRunReport] = []
+    statuses: Counter[str] = Counter()
+    for ref in sorted(refs, key=WindowRef.sort_key):
+        problem = run_tag_problem(context.run.tags, ref, lanes, batch=True)
+        if problem is not None:
+            # Only a partition added by someone else between the sensor's keys can land here.
+            context.log.warning(problem)
+            statuses["refused"] += 1
+            continue
+        if _released(context):
+            # The sensor marked this run failed (a window's lease expired): its lane slot went
+            # to another run, so this one must not claim anything more. The windows left are
+            # still requested and are requested again (docs/scaling.md).
+            context.log.warning("run released by %s: stopping before %s", DISCOVERY_SENSOR, ref)
+            statuses["stopped"] += 1
+            break
+        try:
+            report = runner.run(ref, owner=context.run.run_id, replay=replay)
+        except Exception as exc:  # one window's crash must not lose the others
+            context.log.error("window %s raised %s", ref.partition_key, type(exc).__name__)
+            report = WindowRunReport(ref=ref, status=RunStatus.FAILED, reason=repr(exc)[:500])
+        statuses[report.status.value] += 1
+        if report.status is RunStatus.FAILED:
+            failed.append(report)
+            context.log.error("window %s failed: %s", ref.partition_key, report.reason)
+            continue
+        _record(context, report)
+    context.log.info("batch of %d windows: %s", len(keys), dict(sorted(statuses.items())))
+    if failed:
+        raise dg.Failure(
+            description=(
+                f"{len(failed)} of {len(keys)} windows failed: "
+                + ", ".join(r.ref.partition_key for r in failed[:20])
+            ),
+            metadata={
+                "failed_windows": dg.MetadataValue.json(
+                    [{"window": r.ref.partition_key, "reason": r.reason} for r in failed]
+                ),
+                "statuses": dg.MetadataValue.json(dict(statuses)),
+            },
+        )
+    return
+    yield  # a generator: results are logged per window, never one output for the range
+
+
+def _record(context: dg.AssetExecutionContext, report: WindowRunReport) -> None:
+    """The window's own event: a materialization when it finished, else an observation."""
     metadata = report_metadata(report)
+    key = report.ref.partition_key
     if report.status in (RunStatus.SKIPPED, RunStatus.EMPTY, RunStatus.DEFERRED):
         # Nothing was finished: the partition's last materialization (its lineage) stays as it
         # was. A deferred window (the model was unavailable) is not a failed run: the sensor
         # requests it again once its window-level backoff ends.
-        context.log.info("window %s %s: %s", ref.partition_key, report.status, report.reason)
+        context.log.info("window %s %s: %s", key, report.status, report.reason)
         context.log_event(
-            dg.AssetObservation(
-                asset_key=WINDOW_DRAFTS_KEY, partition=context.partition_key, metadata=metadata
-            )
+            dg.AssetObservation(asset_key=WINDOW_DRAFTS_KEY, partition=key, metadata=metadata)
         )
         return
-    if report.status is RunStatus.FAILED:
-        raise dg.Failure(description=report.reason, metadata=metadata)
-    yield dg.MaterializeResult(metadata=metadata)
+    context.log_event(
+        dg.AssetMaterialization(asset_key=WINDOW_DRAFTS_KEY, partition=key, metadata=metadata)
+    )
+
+
+def _released(context: dg.AssetExecutionContext) -> bool:
+    run = context.instance.get_run_by_id(context.run.run_id)
+    return run is not None and run.status not in _ALIVE
 
 
 # --- the discovery sensor ----------------------------------------------------------------------
@@ -227,6 +330,22 @@ def dagster_run_lookup(instance: dg.DagsterInstance) -> RunLookup:
                 key = run.tags.get(RUN_KEY_TAG)
                 if key is not None:
                     found[key] = found.get(key, False) or run.status in _FINISHED
+        return found
+
+    return lookup
+
+
+def request_group_lookup(instance: dg.DagsterInstance) -> RunLookup:
+    """Which request groups have runs, and whether all of them finished (one query per 100)."""
+
+    def lookup(groups: Sequence[str]) -> Mapping[str, bool]:
+        found: dict[str, bool] = {}
+        for start in range(0, len(groups), 100):
+            batch = list(groups[start : start + 100])
+            for run in instance.get_runs(filters=dg.RunsFilter(tags={TAG_REQUEST: batch})):
+                group = run.tags.get(TAG_REQUEST)
+                if group is not None:
+                    found[group] = found.get(group, True) and run.status in _FINISHED
         return found
 
     return lookup
@@ -275,7 +394,7 @@ def evaluate_discovery(
         settings,
         cursor,
         now or datetime.now(UTC),
-        run_lookup=dagster_run_lookup(context.instance),
+        run_lookup=request_group_lookup(context.instance),
     )
     outcome = tick.run()
     released = release_abandoned_runs(
@@ -293,21 +412,49 @@ def evaluate_discovery(
     counts = dict(sorted(outcome.counts.items()))
     oldest = outcome.oldest_uncovered.isoformat() if outcome.oldest_uncovered else None
     context.log.info("window discovery: %s; oldest uncovered window: %s", counts, oldest)
-    run_requests = [
-        dg.RunRequest(
-            partition_key=r.ref.partition_key,
-            run_key=r.run_key,
-            tags=dict(r.tags),
-            run_config={"ops": {_OP_NAME: {"config": {"replay": False}}}},
+    keys = list(dict.fromkeys(r.ref.partition_key for r in requests))
+    existing = (
+        context.instance.get_existing_dynamic_partitions(WINDOW_PARTITIONS, keys) if keys else set()
+    )
+    plan = plan_runs(
+        [BatchItem(r.ref, r.group, r.tags) for r in requests],
+        existing,
+        settings.synthesis_run_max_windows,
+    )
+    run_config = {"ops": {_OP_NAME: {"config": {"replay": False}}}}
+    by_key = {r.ref.partition_key: r for r in requests}
+    run_requests = []
+    for run in plan.runs:
+        if run.is_range:
+            run_requests.append(
+                dg.RunRequest(run_key=run.run_key, tags=dict(run.tags), run_config=run_config)
+            )
+        else:
+            single = by_key[run.keys[0]]
+            run_requests.append(
+                dg.RunRequest(
+                    partition_key=run.keys[0],
+                    run_key=single.run_key,
+                    tags=dict(run.tags),
+                    run_config=run_config,
+                )
+            )
+    if plan.runs:
+        context.log.info(
+            "requested %d windows in %d runs (%d new partitions)",
+            len(keys),
+            len(plan.runs),
+            len(plan.add_keys),
         )
-        for r in requests
-    ]
-    return runs_with_new_partitions(
-        context.instance,
-        window_partitions,
-        run_requests,
+    return dg.SensorResult(
+        run_requests=run_requests,
+        # One add request, in plan order: each range's keys are contiguous in Dagster's
+        # insertion order, so the range covers exactly the windows of its batch.
+        dynamic_partitions_requests=(
+            [window_partitions.build_add_request(list(plan.add_keys))] if plan.add_keys else []
+        ),
         cursor=outcome.cursor.to_json(),
-        idle_reason="no closed, uncovered window to request",
+        skip_reason=None if run_requests else "no closed, uncovered window to request",
     )
 
 

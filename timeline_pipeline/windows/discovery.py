@@ -53,6 +53,7 @@ from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states, workspaces
+from timeline_pipeline.windows.batches import request_group, run_tags
 from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline.windows.planning import (
     Admission,
@@ -64,7 +65,6 @@ from timeline_pipeline.windows.planning import (
     collection_covers,
     is_closed,
     run_key,
-    run_tags,
 )
 
 __all__ = [
@@ -92,9 +92,10 @@ STALE_ERROR = "stale: the worker stopped reporting and no attempts are left"
 
 
 class RunLookup(Protocol):
-    """Which of these run keys Dagster has runs for: key -> True once that run has finished."""
+    """Which of these request groups (`windows.batches.request_group`) Dagster has runs for:
+    group -> True once every run of the group has finished."""
 
-    def __call__(self, run_keys: Sequence[str]) -> Mapping[str, bool]: ...
+    def __call__(self, groups: Sequence[str], /) -> Mapping[str, bool]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +105,11 @@ class WindowRequest:
     ref: WindowRef
     state: SyncState
     run_key: str
+    """The key of a run of this window alone; a batch run has its own (`windows.batches`)."""
     tags: Mapping[str, str]
     reason: str  # new | retry | stale | deferred | pending | reissue | relaunch
+    group: str = ""
+    """The tick and lane that requested it (`timeline/request`)."""
 
 
 @dataclass
@@ -236,8 +240,16 @@ class DiscoveryTick:
         )
 
     def _request(self, ref: WindowRef, state: SyncState, reason: str) -> None:
+        lanes = self.limits.lanes
         self.outcome.requests.append(
-            WindowRequest(ref, state, run_key(ref, state), run_tags(ref, state), reason)
+            WindowRequest(
+                ref,
+                state,
+                run_key(ref, state),
+                run_tags(ref, state, lanes),
+                reason,
+                request_group(ref, state, lanes),
+            )
         )
         self.outcome.counts[f"requested_{reason}"] += 1
 
@@ -559,16 +571,17 @@ class DiscoveryTick:
 
         A sensor's state writes commit before Dagster receives the tick's run requests; a tick
         that dies in between would leave windows `pending` forever. Once per stale timeout the
-        sensor asks Dagster about requests older than that: a missing run is requested again
-        (the run key keeps it at-most-once), a finished run whose window is still pending (it
-        failed before claiming) counts as an attempt and is replaced by a new request, until the
-        window is out of attempts and stays `failed` for an operator.
+        sensor asks Dagster about requests older than that, by request group (the tick and lane
+        that requested them, tag `timeline/request`: a batch run carries many windows): a group
+        without runs is requested again, and a window still pending once every run of its group
+        has finished (its run failed before claiming it) counts as an attempt and is replaced by
+        a new request, until the window is out of attempts and stays `failed` for an operator.
         """
         cursor = self.cursor
         if cursor.reissue_at is not None and cursor.reissue_at > self.now:
             return
         self.cursor = replace(cursor, reissue_at=self.now + self.limits.reissue_after)
-        due: dict[str, tuple[WindowRef, SyncState]] = {}
+        due: list[tuple[str, WindowRef, SyncState]] = []
         for state in unfinished:
             if classify_state(state, self.now, self.limits) is not StateAction.QUEUED:
                 continue
@@ -579,14 +592,16 @@ class DiscoveryTick:
             ref = WindowRef(
                 state.workspace_id, state.scope_key, state.window_start, state.processor_version
             )
-            due[run_key(ref, state)] = (ref, state)
+            due.append((request_group(ref, state, self.limits.lanes), ref, state))
         if not due:
             return
-        known = self.run_lookup(sorted(due)) if self.run_lookup is not None else {}
-        for key, (ref, state) in due.items():
-            if key not in known:
+        groups = sorted({group for group, _, _ in due})
+        known = self.run_lookup(groups) if self.run_lookup is not None else {}
+        for group, ref, state in due:
+            if group not in known:
                 self._request(ref, state, "reissue")
-            elif known[key]:
+            elif known[group]:
+                # Every run of its request ended and the window is still pending: none claimed it.
                 with self._tx() as conn:
                     relaunched = sync_states.relaunch_unclaimed(
                         conn,

@@ -33,7 +33,6 @@ __all__ = [
     "outage_backoff",
     "run_key",
     "run_priority",
-    "run_tags",
 ]
 
 TAG_WORKSPACE = "timeline/workspace"
@@ -67,6 +66,8 @@ class DiscoveryLimits:
     reconciliation_enabled: bool
     lookback: timedelta
     reissue_after: timedelta
+    lanes: int = 1
+    """Run lanes (`maxConcurrentSynthesis`): a request's lane and group depend on it."""
 
     @classmethod
     def from_settings(cls, settings: LarkTimelineSettings) -> DiscoveryLimits:
@@ -82,6 +83,7 @@ class DiscoveryLimits:
             # A queued run waits at most for the runs ahead of it; a request not seen as a run
             # after a stale timeout is checked (and re-issued if Dagster never got it).
             reissue_after=settings.synthesis_stale_timeout,
+            lanes=settings.max_concurrent_synthesis,
         )
 
 
@@ -224,16 +226,6 @@ def run_key(ref: WindowRef, state: SyncState) -> str:
 def run_priority(window_start: datetime) -> int:
     """`dagster/priority`: higher runs first, so older windows get larger numbers."""
     return -int((window_start - PRIORITY_EPOCH) // timedelta(minutes=1))
-
-
-def run_tags(ref: WindowRef, state: SyncState) -> dict[str, str]:
-    """Tags that Dagster's run queue limits act on (dagster.yaml `tag_concurrency_limits`)."""
-    return {
-        TAG_WORKSPACE: ref.workspace_id,
-        TAG_SYNTHESIS: "1",
-        TAG_WINDOW_ATTEMPT: str(state.attempt_count + 1),
-        TAG_PRIORITY: str(run_priority(ref.window_start)),
-    }
 
 
 # --- the sensor cursor -----------------------------------------------------------------------

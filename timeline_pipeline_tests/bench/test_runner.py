@@ -67,6 +67,7 @@ def test_only_picks_known_benchmarks_in_the_order_given() -> None:
         "purge",
         "callbacks",
         "ui",
+        "drain",
     ]
     assert [b.name for b in select(["quality", "ingest", "quality"])] == ["quality", "ingest"]
     with pytest.raises(ValueError, match=r"unknown benchmark.*nope"):

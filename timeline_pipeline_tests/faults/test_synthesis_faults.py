@@ -26,6 +26,7 @@ from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.orchestration.windows import SYNTHESIS_JOB, SynthesizerResource
 from timeline_pipeline.settings import load_settings
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner
+from timeline_pipeline.windows.batches import lane_of
 from timeline_pipeline.windows.discovery import DiscoveryTick
 from timeline_pipeline.windows.keys import (
     WindowRef,
@@ -339,23 +340,33 @@ class Driver:
         data = sensor_tick(self.defs, self.instance, self.cursor)
         self.cursor = data.cursor
         requests = list(data.run_requests or [])
-        per_workspace = Counter(r.tags["timeline/workspace"] for r in requests)
-        assert len(requests) <= GLOBAL_BACKLOG
+        added = [k for r in data.dynamic_partitions_requests or [] for k in r.partition_keys]
+        windows = {id(r): keys_of(r, added) for r in requests}
+        per_workspace = Counter(ref_of(k).workspace_id for keys in windows.values() for k in keys)
+        assert sum(per_workspace.values()) <= GLOBAL_BACKLOG
         assert max(per_workspace.values(), default=0) <= PER_WORKSPACE
         for run_request in requests:
-            key = run_request.partition_key
-            assert key is not None
             result = self.defs.resolve_job_def(SYNTHESIS_JOB).execute_in_process(
-                partition_key=key,
+                partition_key=run_request.partition_key,
                 instance=self.instance,
                 run_config=run_request.run_config,
                 tags=request_tags(run_request),
                 raise_on_error=False,
             )
             self.runs["succeeded" if result.success else "failed"] += 1
-            if result.success and window_state(self.engine, ref_of(key)).status == "completed":
-                self.completed.append(key)
+            for key in windows[id(run_request)]:
+                if result.success and window_state(self.engine, ref_of(key)).status == "completed":
+                    self.completed.append(key)
         return requests
+
+
+def keys_of(request: dg.RunRequest, added: list[str]) -> list[str]:
+    """The windows of a request: its partition, or its range over the tick's added keys."""
+    if request.partition_key is not None:
+        return [request.partition_key]
+    start = added.index(request.tags["dagster/asset_partition_range_start"])
+    end = added.index(request.tags["dagster/asset_partition_range_end"])
+    return added[start : end + 1]
 
 
 def ref_of(key: str) -> WindowRef:
@@ -421,8 +432,12 @@ def test_an_ai_outage_across_many_windows_uses_no_attempts_and_the_backlog_resum
         drain_seconds = time.monotonic() - resumed
         assert driver.tick() == []
 
-    # Oldest first, each window exactly once, every attempt the first: no replay, no duplicate.
-    assert driver.completed == keys
+    # Oldest first in each lane (the lanes run side by side), each window exactly once, every
+    # attempt the first: no replay, no duplicate.
+    assert sorted(driver.completed) == sorted(keys) and len(set(driver.completed)) == len(keys)
+    for lane in {lane_of(ref_of(key).workspace_id, 2) for key in keys}:
+        in_lane = [k for k in keys if lane_of(ref_of(k).workspace_id, 2) == lane]
+        assert [k for k in driver.completed if k in in_lane] == in_lane
     assert driver.runs["failed"] == 0
     for key, evidence_ids in windows.items():
         ref = ref_of(key)

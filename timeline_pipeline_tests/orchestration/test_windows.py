@@ -3,7 +3,7 @@ real Dagster instance (`instance_for_test`) and the product database (SQLite and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -30,9 +30,12 @@ from timeline_pipeline.orchestration.windows import (
 )
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import entries
+from timeline_pipeline.windows.batches import lane_of
 from timeline_pipeline.windows.keys import WindowRef, window_start_of
+from timeline_pipeline.windows.planning import run_priority
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,
+    TextReply,
     cite_first_evidence,
     overloaded,
     tool_reply,
@@ -95,6 +98,41 @@ def materialization(instance: dg.DagsterInstance, key: str) -> dict[str, Any]:
     return {k: v.value for k, v in event.asset_materialization.metadata.items()}
 
 
+def add_partitions(instance: dg.DagsterInstance, result: Any) -> list[str]:
+    """Add a tick's partitions as the daemon does: one add request, in its order."""
+    added: list[str] = []
+    for request in result.dynamic_partitions_requests or []:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+        added.extend(request.partition_keys)
+    return added
+
+
+def run_request(
+    defs: dg.Definitions, instance: dg.DagsterInstance, request: dg.RunRequest
+) -> dg.ExecuteInProcessResult:
+    """Execute a sensor's request as the daemon would: its partition or range, tags, config."""
+    return defs.resolve_job_def(SYNTHESIS_JOB).execute_in_process(
+        instance=instance,
+        partition_key=request.partition_key,
+        tags=dict(request.tags),
+        run_config=request.run_config,
+        raise_on_error=False,
+    )
+
+
+def materializations(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict[str, Any]]:
+    """Each partition's materialization metadata recorded by one run."""
+    found: dict[str, dict[str, Any]] = {}
+    for record in instance.get_records_for_run(run_id).records:
+        event = record.event_log_entry.dagster_event
+        if event is None or not event.is_step_materialization:
+            continue
+        data = event.step_materialization_data.materialization
+        assert data.partition is not None
+        found[data.partition] = {k: v.value for k, v in data.metadata.items()}
+    return found
+
+
 def test_the_sensor_adds_partitions_and_requests_their_runs_in_one_tick(
     db_url: str, chat: list[int], instance: dg.DagsterInstance
 ) -> None:
@@ -105,17 +143,138 @@ def test_the_sensor_adds_partitions_and_requests_their_runs_in_one_tick(
     (added,) = first.dynamic_partitions_requests
     assert added.partitions_def_name == WINDOW_PARTITIONS
     assert list(added.partition_keys) == [k1, k2]
-    assert [r.partition_key for r in first.run_requests] == [k1, k2]
-    older, newer = first.run_requests
-    assert older.tags["timeline/workspace"] == "inc-1"
-    assert older.tags["timeline/synthesis"] == "1"
-    assert int(older.tags["dagster/priority"]) > int(newer.tags["dagster/priority"])
-    assert older.run_key.startswith(f"{k1}/attempt-1/")
-    assert older.run_config == {"ops": {"timeline_window_drafts": {"config": {"replay": False}}}}
+    # Both windows are new and in one lane: one batch, a range run over exactly them.
+    (batch,) = first.run_requests
+    assert batch.partition_key is None
+    assert batch.tags["dagster/asset_partition_range_start"] == k1
+    assert batch.tags["dagster/asset_partition_range_end"] == k2
+    assert batch.tags["timeline/windows"] == "2"
+    assert batch.tags["timeline/synthesis"] == "1"
+    assert batch.tags["timeline/lane"] == lane_of("inc-1", 2)
+    assert "timeline/workspace" not in batch.tags  # a batch may span workspaces of its lane
+    assert batch.tags["timeline/request"].startswith(lane_of("inc-1", 2) + "@")
+    assert int(batch.tags["dagster/priority"]) == run_priority(W1)
+    assert batch.run_config == {"ops": {"timeline_window_drafts": {"config": {"replay": False}}}}
     # The next tick finds nothing new and does not list partitions or request again.
     again = tick(defs, instance, first.cursor)
     assert again.run_requests == [] and again.skip_message
     assert not again.dynamic_partitions_requests
+
+
+def test_one_window_alone_is_a_run_of_its_partition(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance
+) -> None:
+    workspace(engine, created_at=NOW - timedelta(hours=3))
+    post(engine, [W1 + timedelta(minutes=1)], text=FACT)
+    defs = defs_for(db_url)
+    (single,) = tick(defs, instance).run_requests
+    key = WindowRef("inc-1", "oc_chat", W1).partition_key
+    assert single.partition_key == key
+    assert single.run_key.startswith(f"{key}/attempt-1/")
+    assert single.tags["timeline/workspace"] == "inc-1"
+    assert single.tags["timeline/lane"] == lane_of("inc-1", 2)
+    assert "dagster/asset_partition_range_start" not in single.tags
+
+
+def test_a_batch_run_materializes_each_window_on_its_own(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance
+) -> None:
+    """A range run over three workspaces' windows: one materialization per window, each with
+    its own lineage, in window order, each window claimed and finished by the run."""
+    lane = lane_of("inc-1", 2)
+    names = ["inc-1", *[f"inc-{i}" for i in range(2, 40) if lane_of(f"inc-{i}", 2) == lane][:2]]
+    ids: dict[str, int] = {}
+    for offset, name in enumerate(names):
+        workspace(engine, name, chats=("oc_chat",), created_at=NOW - timedelta(hours=3))
+        at = W1 + timedelta(minutes=10 * offset + 1)
+        (ids[name],) = post(engine, [at], workspace_id=name, text=FACT)
+    defs = defs_for(db_url)
+    first = tick(defs, instance)
+    (batch,) = first.run_requests
+    keys = add_partitions(instance, first)
+    assert len(keys) == 3 and batch.tags["timeline/lane"] == lane
+    result = run_request(defs, instance, batch)
+    assert result.success
+    meta = materializations(instance, result.run_id)
+    assert list(meta) == keys, "one materialization per window, oldest first"
+    states = {k: v for name in names for k, v in window_states(engine, name).items()}
+    for key, name in zip(keys, names, strict=True):
+        assert meta[key]["status"] == "completed"
+        assert meta[key]["workspace_id"] == name
+        assert meta[key]["evidence_ids"] == [ids[name]]
+        assert meta[key]["aggregate_hash"] == states[key].last_seen_content_hash
+        assert states[key].status == "completed"
+        assert states[key].attempt_count == 1  # its own claim: one attempt each
+    # Dagster sees each partition materialized, by this run.
+    materialized = instance.get_materialized_partitions(WINDOW_DRAFTS_KEY)
+    assert set(keys) <= materialized
+
+
+@pytest.mark.parametrize("fault", ["invalid", "outage"])
+def test_one_window_failing_or_deferred_in_a_batch_does_not_lose_the_others(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance, fault: str
+) -> None:
+    workspace(engine, created_at=NOW - timedelta(hours=3))
+    starts = [W1, W1 + timedelta(minutes=10), W1 + timedelta(minutes=20)]
+    ids = post(engine, [start + timedelta(minutes=1) for start in starts], text=FACT)
+    middle = TextReply() if fault == "invalid" else overloaded()
+    script = [tool_reply(cite_first_evidence), middle, tool_reply(cite_first_evidence)]
+    with AnthropicStandIn(script=script) as standin:
+        synthesizer = SynthesizerResource(api_key=standin.api_key, base_url=standin.base_url)
+        defs = defs_for(db_url, synthesizer)
+        first = tick(defs, instance)
+        (batch,) = first.run_requests
+        keys = add_partitions(instance, first)
+        result = run_request(defs, instance, batch)
+    states = window_states(engine)
+    meta = materializations(instance, result.run_id)
+    assert list(meta) == [keys[0], keys[2]]
+    assert meta[keys[0]]["evidence_ids"] == [ids[0]]
+    assert meta[keys[2]]["evidence_ids"] == [ids[2]]
+    assert states[keys[0]].status == states[keys[2]].status == "completed"
+    with engine.connect() as conn:
+        stored = entries.list_for_workspace(conn, "inc-1")
+    # (the stand-in's findings share a title, so they may merge into one entry)
+    assert {i for e in stored for i in e.evidence_ids} == {ids[0], ids[2]}
+    if fault == "invalid":
+        # The run says so: it failed, naming the window; the window has an attempt recorded.
+        assert not result.success
+        failure = result.get_step_failure_events()[0].step_failure_data.user_failure_data
+        assert failure is not None and keys[1] in (failure.description or "")
+        assert "1 of 3 windows failed" in (failure.description or "")
+        assert (states[keys[1]].status, states[keys[1]].attempt_count) == ("failed", 1)
+    else:
+        # An outage is not a failure: the window waits out its backoff with no attempt used.
+        assert result.success
+        middle_state = states[keys[1]]
+        assert (middle_state.status, middle_state.attempt_count) == ("pending", 0)
+        assert middle_state.deferred
+
+
+def test_a_released_batch_run_stops_before_claiming_more(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance
+) -> None:
+    """Once the sensor marked the run failed (a lease expired), its lane went to another run:
+    it claims nothing more, and the windows it did not reach stay requested."""
+    workspace(engine, created_at=NOW - timedelta(hours=3))
+    post(engine, [W1 + timedelta(minutes=1), W1 + timedelta(minutes=11)], text=FACT)
+
+    def release_after_first(body: Mapping[str, Any]) -> dict[str, Any]:
+        run = instance.get_runs(limit=1)[0]
+        instance.report_run_failed(run, message="window lease expired (test)")
+        return cite_first_evidence(body)
+
+    with AnthropicStandIn(script=[tool_reply(release_after_first)]) as standin:
+        synthesizer = SynthesizerResource(api_key=standin.api_key, base_url=standin.base_url)
+        defs = defs_for(db_url, synthesizer)
+        first = tick(defs, instance)
+        (batch,) = first.run_requests
+        keys = add_partitions(instance, first)
+        run_request(defs, instance, batch)
+        states = window_states(engine)
+        assert states[keys[0]].status == "completed"
+        assert (states[keys[1]].status, states[keys[1]].attempt_count) == ("pending", 0)
+        assert len(standin.requests) == 1
 
 
 def test_a_window_partition_materializes_with_lineage_to_its_evidence(
@@ -123,11 +282,12 @@ def test_a_window_partition_materializes_with_lineage_to_its_evidence(
 ) -> None:
     defs = defs_for(db_url)
     first = tick(defs, instance)
-    key = first.run_requests[0].partition_key
+    key = WindowRef("inc-1", "oc_chat", W1).partition_key
     instance.add_dynamic_partitions(WINDOW_PARTITIONS, [key])
     result = launch(defs, instance, key, run_config=first.run_requests[0].run_config)
     assert result.success
     assert result.dagster_run.tags["timeline/workspace"] == "inc-1"  # from the job itself
+    assert result.dagster_run.tags["timeline/lane"] == lane_of("inc-1", 2)
     meta = materialization(instance, key)
     assert meta["status"] == "completed"
     assert meta["evidence_ids"] == [chat[0]] and meta["evidence_count"] == 1
@@ -180,6 +340,17 @@ def test_a_run_without_the_workspace_tag_is_refused(
     failure = result.get_step_failure_events()[0].step_failure_data.user_failure_data
     assert failure is not None and "timeline/workspace" in (failure.description or "")
     assert window_states(engine) == {}  # refused before touching the window
+    # The workspace alone is not enough: without its lane, a batch of that lane could overlap.
+    no_lane = {k: v for k, v in partition_tags(key).items() if k != "timeline/lane"}
+    unlaned = dg.materialize(
+        [timeline_window_drafts],
+        partition_key=key,
+        instance=instance,
+        resources=defs.resources,
+        tags=no_lane,
+        raise_on_error=False,
+    )
+    assert not unlaned.success and window_states(engine) == {}
     tagged = dg.materialize(
         [timeline_window_drafts],
         partition_key=key,
@@ -212,9 +383,15 @@ def test_the_versioned_rerun_job_drives_a_window_rerun_job_and_the_sensor_runs_i
     ]
     assert v2[0].endswith(":v2")
     requested = tick(defs, instance)
-    assert [k for k in (r.partition_key for r in requested.run_requests) if k.endswith(":v2")] == v2
     (added,) = requested.dynamic_partitions_requests
-    assert set(v2) <= set(added.partition_keys)
+    assert [k for k in added.partition_keys if k.endswith(":v2")] == v2
+    ranges = [
+        (r.tags["dagster/asset_partition_range_start"], r.tags["dagster/asset_partition_range_end"])
+        for r in requested.run_requests
+    ]
+    order = list(added.partition_keys)
+    covered = [k for start, end in ranges for k in order[order.index(start) : order.index(end) + 1]]
+    assert sorted(covered) == sorted(order) and set(v2) <= set(covered)
     states = window_states(engine)
     assert states[v2[0]].source_key.startswith("chat/oc_chat/processor/v2/window/")
     again = defs.resolve_job_def(RERUN_JOB).execute_in_process(
@@ -260,8 +437,18 @@ def test_dagster_yaml_limits_act_on_the_tags_every_synthesis_run_carries() -> No
     assert per_workspace["value"] == {"applyLimitPerUniqueValue": True}
     assert per_workspace["limit"] == defaults.max_concurrent_per_workspace
     assert config["concurrency"]["pools"]["default_limit"] == defaults.max_concurrent_synthesis
+    lanes = limits["timeline/lane"]
+    assert lanes["value"] == {"applyLimitPerUniqueValue": True} and lanes["limit"] == 1
     tags = partition_tags("inc-1:oc_chat:20261129T1020Z:v2")
-    assert tags == {"timeline/workspace": "inc-1", "timeline/synthesis": "1"}
+    assert tags == {
+        "timeline/workspace": "inc-1",
+        "timeline/synthesis": "1",
+        "timeline/lane": lane_of("inc-1", defaults.max_concurrent_synthesis),
+    }
+    # One run per lane and maxConcurrentSynthesis lanes: the lanes alone keep the limit.
+    assert {lane_of(f"ws-{i}", defaults.max_concurrent_synthesis) for i in range(50)} == {
+        str(lane) for lane in range(defaults.max_concurrent_synthesis)
+    }
     assert timeline_window_drafts.op.pool == "synthesis"
 
 

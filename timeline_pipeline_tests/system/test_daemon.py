@@ -3,7 +3,8 @@ complete, all within the concurrency limits of the production `deploy/dagster.ya
 
 One test, in the order an incident unfolds: the reconcile schedule ticks and its run reads the
 chats from the local Lark; the window sensor adds a partition per closed window and requests
-their syntheses; the queue runs them two at a time and one per workspace; then an operator
+their syntheses in batches (partition-range runs, one lane each); the queue runs one run per
+lane, so two at a time and one per workspace; then an operator
 replays one window and backfills three through the GraphQL API, and those runs obey the same
 limits. Everything is observed through GraphQL and the product database, never in-process.
 """
@@ -28,6 +29,7 @@ from timeline_pipeline.orchestration.windows import (
     SYNTHESIS_JOB,
     WINDOW_DRAFTS_KEY,
 )
+from timeline_pipeline.windows.batches import RANGE_START_TAG, TAG_LANE, TAG_WINDOWS, lane_of
 from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE
 from timeline_pipeline_tests.system import concurrency
 from timeline_pipeline_tests.system.conftest import REPO, Deployment
@@ -39,6 +41,7 @@ pytestmark = [pytest.mark.system, pytest.mark.slow]
 T = TypeVar("T")
 
 PARTITION_SET = f"{SYNTHESIS_JOB}_partition_set"
+WINDOWS_TAG = TAG_WINDOWS
 PARTITION_TAG = "dagster/partition"
 BACKFILL_TAG = "dagster/backfill"
 SENSOR_TAG = "dagster/sensor_name"
@@ -57,6 +60,7 @@ def _tag_limits() -> dict[str, int]:
 
 SYNTHESIS_LIMIT = _tag_limits()[TAG_SYNTHESIS]
 PER_WORKSPACE_LIMIT = _tag_limits()[TAG_WORKSPACE]  # per unique value
+LANE_LIMIT = _tag_limits()[TAG_LANE]  # per unique value
 
 
 def _phase(d: Deployment, name: str, wait: Callable[[], T]) -> T:
@@ -71,15 +75,6 @@ def _no_failed(d: Deployment, runs: list[Run]) -> None:
     if failed:
         details = ", ".join(f"{r.run_id} {r.job_name} {r.status}" for r in failed)
         pytest.fail(f"runs failed: {details}\n{d.processes.report()}", pytrace=False)
-
-
-def _succeeded_by_partition(d: Deployment, runs: list[Run]) -> dict[str, Run]:
-    _no_failed(d, runs)
-    return {
-        run.tags[PARTITION_TAG]: run
-        for run in runs
-        if run.status == "SUCCESS" and PARTITION_TAG in run.tags
-    }
 
 
 # --- phases ----------------------------------------------------------------------------------
@@ -139,35 +134,39 @@ def sensor_adds_the_window_partitions(d: Deployment) -> None:
     assert set(keys) == expected, "the sensor added partitions for windows that have no messages"
 
 
-def sensor_runs_succeed(d: Deployment, partition_keys: list[str]) -> dict[str, Run]:
-    """Wait for the sensor's own runs of these partitions (not the operator's) to succeed."""
+def sensor_runs_succeed(d: Deployment, partition_keys: list[str]) -> list[Run]:
+    """Wait until a successful sensor run (not the operator's) materialized each of these
+    partitions; a run may be a batch (a partition range) or one window."""
     expected = set(partition_keys)
 
     def sensor_runs() -> list[Run]:
-        runs = d.graphql.runs(job=SYNTHESIS_JOB, tags={SENSOR_TAG: DISCOVERY_SENSOR})
-        return [run for run in runs if run.tags.get(PARTITION_TAG) in expected]
+        return d.graphql.runs(job=SYNTHESIS_JOB, tags={SENSOR_TAG: DISCOVERY_SENSOR})
 
-    def all_done() -> dict[str, Run] | None:
-        done = _succeeded_by_partition(d, sensor_runs())
-        return done if expected <= done.keys() else None
+    def all_done() -> list[Run] | None:
+        runs = sensor_runs()
+        _no_failed(d, runs)
+        succeeded = {run.run_id for run in runs if run.status == "SUCCESS"}
+        for key in expected:
+            if not succeeded & set(d.graphql.materialization_runs(ASSET, key)):
+                return None
+        return runs
 
     return wait_for(
         f"the sensor's runs of {SYNTHESIS_JOB} for {len(expected)} windows to succeed",
         all_done,
         timeout=300,
         processes=d.processes,
-        describe=lambda: str(sorted((r.tags[PARTITION_TAG], r.status) for r in sensor_runs())),
+        describe=lambda: str(sorted((r.run_id, r.status) for r in sensor_runs())),
     )
 
 
-def one_tick_asked_for_more_than_a_workspace_may_run(d: Deployment, runs: list[Run]) -> None:
-    by_id = {run.run_id: run for run in runs}
-    widest = 0
-    for tick in d.graphql.sensor_ticks(d.repo, DISCOVERY_SENSOR):
-        requested = [by_id[run_id] for run_id in tick.run_ids if run_id in by_id]
-        for group in concurrency.by_tag(requested, TAG_WORKSPACE).values():
-            widest = max(widest, len(group))
-    assert widest > PER_WORKSPACE_LIMIT, "no tick requested several windows of one workspace"
+def the_sensor_batched_windows(d: Deployment, runs: list[Run]) -> None:
+    """At least one sensor run was a batch: one run, several windows, each its own partition."""
+    batches = [run for run in runs if int(run.tags.get(WINDOWS_TAG, "1")) > 1]
+    assert batches, "no sensor run synthesized more than one window"
+    for run in batches:
+        assert RANGE_START_TAG in run.tags and TAG_WORKSPACE not in run.tags
+        assert run.tags[TAG_LANE] in {str(lane) for lane in range(SYNTHESIS_LIMIT)}
 
 
 def replay_from_the_launchpad(d: Deployment, partition_key: str, workspace_id: str) -> str:
@@ -177,6 +176,7 @@ def replay_from_the_launchpad(d: Deployment, partition_key: str, workspace_id: s
     assert config["ops"][WINDOW_DRAFTS_KEY.to_python_identifier()]["config"]["replay"] is True
     assert tags[TAG_WORKSPACE] == workspace_id
     assert tags[TAG_SYNTHESIS] == "1"
+    assert tags[TAG_LANE] == lane_of(workspace_id, SYNTHESIS_LIMIT)
     return d.graphql.launch_run(
         d.repo, SYNTHESIS_JOB, config_yaml, {**tags, PARTITION_TAG: partition_key}
     )
@@ -200,7 +200,9 @@ def backfill_completes(d: Deployment, backfill_id: str, selected: list[str]) -> 
     assert sorted(run.tags[PARTITION_TAG] for run in runs) == sorted(selected)
     assert all(run.status == "SUCCESS" for run in runs)
     for run in runs:  # the partition set's tag function put each run under its workspace's limit
-        assert run.tags[TAG_WORKSPACE] == run.tags[PARTITION_TAG].split(":")[0]
+        workspace_id = run.tags[PARTITION_TAG].split(":")[0]
+        assert run.tags[TAG_WORKSPACE] == workspace_id
+        assert run.tags[TAG_LANE] == lane_of(workspace_id, SYNTHESIS_LIMIT)
 
 
 def replay_completes(d: Deployment, run_id: str, partition_key: str, revision: int) -> None:
@@ -258,9 +260,24 @@ def window_revision(d: Deployment, partition_key: str) -> int:
     return int(revision)
 
 
+def workspaces_of_runs(d: Deployment, runs: list[Run]) -> dict[str, list[Run]]:
+    """The runs that synthesized each workspace's windows: a run of one window by its tag, a
+    batch by the partitions it materialized."""
+    by_id = {run.run_id: run for run in runs}
+    touched: dict[str, dict[str, Run]] = {}
+    for run in runs:
+        if TAG_WORKSPACE in run.tags:
+            touched.setdefault(run.tags[TAG_WORKSPACE], {})[run.run_id] = run
+    for key in d.partition_keys:
+        for run_id in d.graphql.materialization_runs(ASSET, key):
+            if run_id in by_id:
+                touched.setdefault(key.split(":")[0], {})[run_id] = by_id[run_id]
+    return {workspace: list(group.values()) for workspace, group in touched.items()}
+
+
 def the_limits_held_and_mattered(d: Deployment, expected_runs: int) -> None:
-    """No two runs of a workspace overlapped, never more than two syntheses ran, while the
-    queue held more runs than that and runs waited for their workspace's previous run."""
+    """No two runs of a workspace overlapped, one run per lane, never more than two syntheses
+    ran, while the queue held more runs than that and runs waited for their lane."""
 
     def all_finished() -> list[Run] | None:
         runs = d.graphql.runs(job=SYNTHESIS_JOB)
@@ -271,18 +288,23 @@ def the_limits_held_and_mattered(d: Deployment, expected_runs: int) -> None:
     )
     assert all(run.status == "SUCCESS" for run in runs), [(r.run_id, r.status) for r in runs]
     assert len(runs) >= expected_runs
-    groups = concurrency.by_tag(runs, TAG_WORKSPACE)
-    assert sum(len(group) for group in groups.values()) == len(runs), "a run had no workspace tag"
-    for workspace_id, group in groups.items():
+    lanes = concurrency.by_tag(runs, TAG_LANE)
+    assert sum(len(group) for group in lanes.values()) == len(runs), "a run had no lane tag"
+    for lane, group in lanes.items():
+        assert concurrency.max_running(group) <= LANE_LIMIT, (
+            f"runs of lane {lane} overlapped: {concurrency.overlapping_pairs(group)}"
+        )
+    for workspace_id, group in workspaces_of_runs(d, runs).items():
         assert concurrency.max_running(group) <= PER_WORKSPACE_LIMIT, (
             f"runs of workspace {workspace_id} overlapped: {concurrency.overlapping_pairs(group)}"
         )
+        assert {run.tags[TAG_LANE] for run in group} == {lane_of(workspace_id, SYNTHESIS_LIMIT)}
     assert all(run.tags.get(TAG_SYNTHESIS) == "1" for run in runs), "a run escaped the limit"
     running, waiting = concurrency.max_running(runs), concurrency.max_waiting(runs)
     assert running <= SYNTHESIS_LIMIT, f"{running} syntheses ran at once"
     assert waiting > SYNTHESIS_LIMIT, f"the queue never held more than {waiting} runs"
-    waits = [pair for group in groups.values() for pair in concurrency.waited_behind(group)]
-    assert waits, "no run ever waited for its workspace's previous run"
+    waits = [pair for group in lanes.values() for pair in concurrency.waited_behind(group)]
+    assert waits, "no run ever waited for its lane's previous run"
     d.timings.update(runs=len(runs), max_running=running, max_waiting=waiting, waits=len(waits))
 
 
@@ -308,9 +330,10 @@ def test_daemon_ticks_the_pipeline_and_api_launches_complete_within_the_limits(
     rerun_id = replay_from_the_launchpad(d, replayed, beta.workspace_id)
 
     sensor_runs = _phase(d, "all_windows", lambda: sensor_runs_succeed(d, d.partition_keys))
-    one_tick_asked_for_more_than_a_workspace_may_run(d, list(sensor_runs.values()))
+    the_sensor_batched_windows(d, sensor_runs)
     _phase(d, "backfill", lambda: backfill_completes(d, backfill_id, selected))
     _phase(d, "replay", lambda: replay_completes(d, rerun_id, replayed, revision_before))
     windows_are_synthesized(d)
-    the_limits_held_and_mattered(d, len(d.partition_keys) + len(selected) + 1)
+    # the sensor's runs (at least one batch), one per backfilled window, the replay
+    the_limits_held_and_mattered(d, 1 + len(selected) + 1)
     print(f"system test figures: {d.timings}")

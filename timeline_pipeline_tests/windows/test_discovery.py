@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, event
 
 from timeline_pipeline.store import sync_states
@@ -300,27 +301,44 @@ def test_stored_evidence_is_scheduled_whatever_the_workspaces_status_or_age(
     assert tick(engine, settings(enabled=False), DiscoveryCursor(), AFTER_ALL).skip_reason
 
 
-def test_a_request_dagster_never_received_is_reissued_with_the_same_run_key(
-    engine: Engine,
+@pytest.mark.parametrize(
+    ("dagster_has", "reason"),
+    [
+        (None, "reissue"),  # the tick's requests never reached Dagster
+        (True, "relaunch"),  # every run of the request ended without claiming the windows
+        (False, None),  # a run of the request is still queued or running: wait for it
+    ],
+)
+def test_a_request_without_a_live_run_is_reissued_or_relaunched_by_its_group(
+    engine: Engine, dagster_has: bool | None, reason: str | None
 ) -> None:
     workspace(engine)
     post(engine, [T0 + MIN, T0 + 11 * MIN])
     config = settings()
     outcome = tick(engine, config, DiscoveryCursor(), AFTER_ALL)
-    lost, failed_early = outcome.requests
+    first, second = outcome.requests
+    assert first.group == second.group, "one tick, one workspace: one request group"
     seen: list[Sequence[str]] = []
 
-    def dagster_knows(run_keys: Sequence[str]) -> dict[str, bool]:
-        seen.append(list(run_keys))
-        # The first request never reached Dagster; the second's run died before claiming.
-        return {failed_early.run_key: True}
+    def dagster_knows(groups: Sequence[str]) -> dict[str, bool]:
+        seen.append(list(groups))
+        return {} if dagster_has is None else {first.group: dagster_has}
 
     later = tick(engine, config, outcome.cursor, AFTER_ALL + 16 * MIN, dagster_knows)
-    assert seen == [sorted([lost.run_key, failed_early.run_key])]
-    by_reason = {r.reason: r for r in later.requests}
-    assert by_reason["reissue"].run_key == lost.run_key
-    assert by_reason["relaunch"].ref == failed_early.ref
-    assert by_reason["relaunch"].run_key != failed_early.run_key
+    assert seen == [[first.group]]
+    if reason is None:
+        assert later.requests == []
+    else:
+        assert [r.reason for r in later.requests] == [reason, reason]
+        assert [r.ref for r in later.requests] == [first.ref, second.ref]
+    if reason == "reissue":  # the same request again: same run keys, same group
+        assert [r.run_key for r in later.requests] == [first.run_key, second.run_key]
+        assert {r.group for r in later.requests} == {first.group}
+    if reason == "relaunch":  # a new attempt, under this tick's group
+        assert all(
+            r.run_key != first.run_key and r.run_key != second.run_key for r in later.requests
+        )
+        assert {r.group for r in later.requests} != {first.group}
     # Checked once per stale timeout, not on every tick.
     assert tick(engine, config, later.cursor, AFTER_ALL + 18 * MIN, dagster_knows).requests == []
     assert len(seen) == 1

@@ -10,6 +10,7 @@ import pytest
 
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.windows.batches import lane_of, run_tags
 from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline.windows.planning import (
     COMMIT_MARGIN,
@@ -23,7 +24,6 @@ from timeline_pipeline.windows.planning import (
     outage_backoff,
     run_key,
     run_priority,
-    run_tags,
 )
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -161,9 +161,10 @@ def test_run_keys_differ_for_every_attempt_even_after_an_operator_reset() -> Non
 
 def test_older_windows_get_higher_dagster_priority() -> None:
     assert run_priority(START) > run_priority(START + timedelta(minutes=10))
-    tags = run_tags(WindowRef("inc-1", "oc_1", START), state(attempt_count=1))
+    tags = run_tags(WindowRef("inc-1", "oc_1", START), state(attempt_count=1), 2)
     assert tags["timeline/workspace"] == "inc-1"
     assert tags["timeline/synthesis"] == "1"
+    assert tags["timeline/lane"] == lane_of("inc-1", 2)
     assert tags["timeline/window_attempt"] == "2"
     assert int(tags["dagster/priority"]) == run_priority(START)
 
