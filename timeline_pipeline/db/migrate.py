@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
+from typing import Final
 
 from alembic import command
 from alembic.config import Config
@@ -11,10 +13,13 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-# The scripts live at the top of the repository (design card layout); the package is installed
-# in editable mode by the README's commands, so they sit two levels above this file. An installed
-# copy elsewhere can point at them with TIMELINE_MIGRATIONS_DIR.
-_DEFAULT_DIR = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS_PACKAGE: Final = "timeline_pipeline.migrations"
+"""The alembic scripts as the package ships them: the repository's top-level `migrations/`
+folder, mapped into the package by setup.py, so an editable install and a wheel installed
+anywhere find them the same way (docs/packaging.md)."""
+
+MIGRATIONS_DIR_VARIABLE: Final = "TIMELINE_MIGRATIONS_DIR"
+"""Points at another copy of the scripts, e.g. a patched one; unset, the package's own."""
 
 
 class MigrationError(Exception):
@@ -22,10 +27,29 @@ class MigrationError(Exception):
 
 
 def migrations_dir() -> Path:
-    path = Path(os.environ.get("TIMELINE_MIGRATIONS_DIR", _DEFAULT_DIR))
+    override = os.environ.get(MIGRATIONS_DIR_VARIABLE)
+    path = Path(override) if override else _packaged_dir()
     if not (path / "env.py").is_file():
-        raise MigrationError(f"migration scripts not found at {path} (set TIMELINE_MIGRATIONS_DIR)")
+        raise MigrationError(
+            f"migration scripts not found at {path} (set {MIGRATIONS_DIR_VARIABLE})"
+        )
     return path
+
+
+def _packaged_dir() -> Path:
+    try:
+        found = resources.files(MIGRATIONS_PACKAGE)
+    except ModuleNotFoundError:
+        raise MigrationError(
+            f"this installation has no migration scripts ({MIGRATIONS_PACKAGE} is missing): "
+            f"reinstall timeline-pipeline, or set {MIGRATIONS_DIR_VARIABLE}"
+        ) from None
+    if not isinstance(found, Path):
+        # alembic reads the scripts from a folder; a zipped installation has none.
+        raise MigrationError(
+            f"the migration scripts are not on the file system; set {MIGRATIONS_DIR_VARIABLE}"
+        )
+    return found
 
 
 def alembic_config() -> Config:

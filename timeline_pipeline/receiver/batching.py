@@ -6,6 +6,11 @@ batch, items submitted with the same group writer and key (e.g. messages of one 
 handed to that writer together, so it can write them with one statement. Nothing is delayed on
 purpose; a lone event is committed at once.
 
+Groups are written in the order of their keys, not of their arrival: receiver replicas on one
+database take the rows of several chats in one transaction each, and two batches that took
+them in opposite orders could deadlock (docs/deployment-receivers.md). Writers sort the rows
+inside a group the same way (the evidence store's batch upsert does).
+
 An event is acknowledged only after the commit that carried it. If a batch fails for a reason
 other than the database being unreachable, every item in it is retried in a transaction of its
 own, so one poisoned event cannot make its neighbours fail; a database that does not answer
@@ -139,11 +144,10 @@ class WriteBatcher:
         groups: dict[tuple[GroupWriter, Hashable], list[_Job]] = {}
         for job in batch:
             groups.setdefault((job.writer, job.key), []).append(job)
+        ordered = sorted(groups.values(), key=lambda jobs: lock_order(jobs[0].key))
         try:
             with transaction(self._engine) as conn:
-                results = [
-                    (jobs, _write_group(conn, jobs[0].writer, jobs)) for jobs in groups.values()
-                ]
+                results = [(jobs, _write_group(conn, jobs[0].writer, jobs)) for jobs in ordered]
         except UNAVAILABLE_ERRORS as exc:
             for job in batch:
                 job.future.set_exception(exc)
@@ -158,6 +162,16 @@ class WriteBatcher:
         for jobs, outcomes in results:
             for job, outcome in zip(jobs, outcomes, strict=True):
                 job.future.set_result(outcome)
+
+
+def lock_order(key: Hashable) -> tuple[int, tuple[str, ...]]:
+    """Where a group goes in its transaction: keys made of strings (`("message", chat_id)`) in
+    their own order, the same in every process; any other key (a write of its own) after them,
+    in arrival order (the sort is stable)."""
+    parts = (key,) if isinstance(key, str) else key
+    if isinstance(parts, tuple) and all(isinstance(part, str) for part in parts):
+        return (0, tuple(str(part) for part in parts))
+    return (1, ())
 
 
 def _write_group(conn: Connection, writer: GroupWriter, jobs: list[_Job]) -> Sequence[Any]:

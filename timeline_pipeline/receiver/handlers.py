@@ -195,7 +195,14 @@ class EventHandlers:
         return Pending(self._write_recalls, request, ("recall", chat_id), message_id, chat_id)
 
     def _write_recalls(self, conn: Connection, recalls: Sequence[_Recall]) -> list[Outcome]:
-        return [self._write_recall(conn, request) for request in recalls]
+        """Recalls of one chat, redacted in message id order (each redaction locks its row, and
+        another replica may be redacting the same messages: one order for all, see
+        receiver/batching.py); the outcomes come back in the order given."""
+        order = sorted(range(len(recalls)), key=lambda index: recalls[index].message_id)
+        outcomes: dict[int, Outcome] = {}
+        for index in order:
+            outcomes[index] = self._write_recall(conn, recalls[index])
+        return [outcomes[index] for index in range(len(recalls))]
 
     def _write_recall(self, conn: Connection, request: _Recall) -> Outcome:
         base = Outcome(request.message_id, request.chat_id)

@@ -120,9 +120,14 @@ def _params(record: EvidenceRecord, now: datetime) -> dict[str, Any]:
 
 
 def _latest_per_key(records: Iterable[EvidenceRecord]) -> list[EvidenceRecord]:
-    """One record per identity: a multi-row upsert may not touch the same row twice.
+    """One record per identity, in identity order: a multi-row upsert may not touch the same
+    row twice, and must lock its rows in one order.
 
-    The winner is the one the database would keep anyway: a redaction, else the newest.
+    The winner is the one the database would keep anyway: a redaction, else the newest. The
+    order is the key's, never the arrival's: an upsert locks each row it inserts or finds (even
+    one it leaves unchanged), so two batches holding the same messages in opposite orders, from
+    two receiver replicas or a receiver and reconciliation, would each hold a row the other
+    waits for, and PostgreSQL would abort one as a deadlock (docs/deployment-receivers.md).
     """
     chosen: dict[tuple[str, str, str, str], EvidenceRecord] = {}
     for record in records:
@@ -133,7 +138,7 @@ def _latest_per_key(records: Iterable[EvidenceRecord]) -> list[EvidenceRecord]:
             and (record.deleted or record.source_updated_at >= held.source_updated_at)
         ):
             chosen[key] = record
-    return list(chosen.values())
+    return [chosen[key] for key in sorted(chosen)]
 
 
 def upsert(
@@ -152,7 +157,8 @@ def upsert_many(
     now: datetime | None = None,
     batch_size: int = 500,
 ) -> UpsertSummary:
-    """Batch upsert for reconciliation pages; same semantics as `upsert`, row for row."""
+    """Batch upsert for reconciliation pages and the receiver's batches; same semantics as
+    `upsert`, row for row, written in key order (`_latest_per_key`)."""
     unique = _latest_per_key(records)
     stamp = now or datetime.now(UTC)
     write = _pg_batch if conn.dialect.name == "postgresql" else _generic_batch
@@ -360,9 +366,12 @@ def scope_nearest_before(
 
 
 def fill_display_names(conn: Connection, workspace_id: str, names: dict[str, str]) -> int:
-    """Fill missing display names for actors resolved by the batched contact lookup."""
+    """Fill missing display names for actors resolved by the batched contact lookup.
+
+    Actors are written in id order, whatever order the lookup answered in, so that two fills
+    of one workspace lock its rows in the same order (see `_latest_per_key`)."""
     total = 0
-    for actor_id, name in names.items():
+    for actor_id, name in sorted(names.items()):
         result = conn.execute(
             ev.update()
             .where(

@@ -25,6 +25,7 @@ from timeline_pipeline.domain.evidence import EvidenceRecord, EvidenceRow
 from timeline_pipeline.domain.keys import SOURCE_TYPE_WINDOW
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import normalize_event_message, normalize_list_item
+from timeline_pipeline.lark.simulator import ChatStore
 from timeline_pipeline.store import evidence, workspaces
 
 COMPLETE_FIELDS: Final = (
@@ -47,6 +48,31 @@ shapes legitimately differ in bookkeeping keys that the content hash already ign
 FACT_FIELDS: Final = (*COMPLETE_FIELDS, "id", "observed_at", "revision", "metadata")
 """What must not move once a row is acknowledged, unless the message itself changed (the
 display name is filled in later by design, so it is not a fact here)."""
+
+
+def _edited_content(message_type: str, line: str) -> dict[str, Any]:
+    """New content in the message's own shape (an edit never changes the type)."""
+    if message_type == "post":
+        return {"title": "Correction", "content": [[{"tag": "text", "text": line}]]}
+    return {"text": line}
+
+
+def message_versions(
+    store: ChatStore, items: list[dict[str, Any]], edit_every: int
+) -> dict[str, list[dict[str, Any]]]:
+    """message id -> its list items, oldest first: the original, then each edit. Every
+    `edit_every`-th message is edited twice in `store` (one and two minutes after it was sent),
+    so it has three versions in flight."""
+    versions = {item["message_id"]: [item] for item in items}
+    for index, item in enumerate(items[::edit_every]):
+        created = datetime.fromtimestamp(int(item["create_time"]) / 1000, UTC)
+        for edit in (1, 2):
+            content = _edited_content(item["msg_type"], f"correction {edit} to update {index}")
+            edited = store.edit_message(
+                item["message_id"], content, at=created + timedelta(minutes=edit)
+            )
+            versions[item["message_id"]].append(edited)
+    return versions
 
 
 def message_id_of(source_key: str) -> str:

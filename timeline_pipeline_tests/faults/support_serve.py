@@ -100,9 +100,13 @@ class ServeProcess:
     failing assertion may point at.
     """
 
-    def __init__(self, runtime: Mapping[str, str], workdir: Path) -> None:
+    def __init__(
+        self, runtime: Mapping[str, str], workdir: Path, *, executable: Path | None = None
+    ) -> None:
+        """`executable`: another installation's `timeline-pipeline` (default: this one's)."""
         self._env = serve_environment(runtime)
         self._workdir = workdir
+        self._executable = executable or Path(sys.executable).parent / "timeline-pipeline"
         self.log_path = workdir / "serve.log"
         self._use_port(free_port())
         self._process: subprocess.Popen[bytes] | None = None
@@ -131,7 +135,7 @@ class ServeProcess:
 
     def _start_once(self) -> bool:
         command = [
-            str(Path(sys.executable).parent / "timeline-pipeline"),
+            str(self._executable),
             "serve",
             "--host",
             "127.0.0.1",
@@ -353,3 +357,29 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
     while not check():
         assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
         time.sleep(0.1)
+
+
+def redeliver(
+    url: str,
+    app: LarkApp,
+    events: Sequence[Mapping[str, Any]],
+    answers: Sequence[Answer],
+    *,
+    within: float = 120.0,
+) -> tuple[int, list[Answer]]:
+    """Lark's retries: send every unacknowledged event again, in rounds, until each one is
+    acknowledged (or `within` seconds pass). Returns (rounds, every answer of every round)."""
+    pending = [i for i, answer in enumerate(answers) if not answer.accepted]
+    rounds: list[Answer] = []
+    deadline = time.monotonic() + within
+    count = 0
+    with client(4) as http:
+        while pending:
+            assert time.monotonic() < deadline, f"{len(pending)} events never acknowledged"
+            if count:
+                time.sleep(0.5)  # Lark backs off between attempts
+            count += 1
+            got = [(index, deliver(http, url, events[index], app)) for index in pending]
+            rounds.extend(answer for _, answer in got)
+            pending = [index for index, answer in got if not answer.accepted]
+    return count, rounds

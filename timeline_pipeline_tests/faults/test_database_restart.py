@@ -10,11 +10,9 @@ The database is a throwaway cluster made here with initdb and pg_ctl, never the 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import Engine
@@ -34,15 +32,13 @@ from timeline_pipeline_tests.faults.support_evidence import (
     windows_without_evidence,
 )
 from timeline_pipeline_tests.faults.support_serve import (
-    Answer,
     Burst,
     LarkApp,
     ServeProcess,
-    client,
-    deliver,
     describe,
     labels,
     metric_value,
+    redeliver,
     wait_until,
 )
 
@@ -75,27 +71,6 @@ def _prepare(url: str, created_at: datetime) -> Engine:
         workspaces.create(conn, WORKSPACE, created_at=created_at)
         workspaces.bind_chat(conn, WORKSPACE, CHAT)
     return engine
-
-
-def _redeliver(
-    url: str, app: LarkApp, events: list[dict[str, Any]], answers: list[Answer]
-) -> tuple[int, list[Answer]]:
-    """Lark's retries: send every unacknowledged event again, in rounds, until each one is
-    acknowledged. Returns (rounds, every answer of every round)."""
-    pending = [i for i, answer in enumerate(answers) if not answer.accepted]
-    rounds: list[Answer] = []
-    deadline = time.monotonic() + REDELIVERY_SECONDS
-    count = 0
-    with client(4) as http:
-        while pending:
-            assert time.monotonic() < deadline, f"{len(pending)} events never acknowledged"
-            if count:
-                time.sleep(0.5)  # Lark backs off between attempts
-            count += 1
-            got = [(index, deliver(http, url, events[index], app)) for index in pending]
-            rounds.extend(answer for _, answer in got)
-            pending = [index for index, answer in got if not answer.accepted]
-    return count, rounds
 
 
 @pytest.mark.fault
@@ -132,7 +107,9 @@ def test_postgres_crashing_mid_stream_gives_503s_then_full_recovery(
 
         cluster.start()
         wait_until(lambda: serve.health_status() == 200, 60, "/healthz to recover")
-        rounds, redelivered = _redeliver(serve.events_url, app, events, stream)
+        rounds, redelivered = redeliver(
+            serve.events_url, app, events, stream, within=REDELIVERY_SECONDS
+        )
         health_up = serve.health()
         metrics = serve.metrics()
         still_running = serve.running

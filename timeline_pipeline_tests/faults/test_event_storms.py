@@ -22,6 +22,7 @@ from timeline_pipeline_tests.faults.support_evidence import (
     bound_workspace,
     expected_from_events,
     expected_records,
+    message_versions,
     rows_by_message,
     tally,
 )
@@ -47,27 +48,6 @@ def bound(pg_url: str) -> Iterator[Engine]:
     """The fresh PostgreSQL database with a firing workspace bound to CHAT."""
     with bound_workspace(pg_url, WORKSPACE, CHAT) as made:
         yield made
-
-
-def _edited_content(message_type: str, line: str) -> dict[str, Any]:
-    """New content in the message's own shape (an edit never changes the type)."""
-    if message_type == "post":
-        return {"title": "Correction", "content": [[{"tag": "text", "text": line}]]}
-    return {"text": line}
-
-
-def _versions(store: ChatStore, items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """message id -> its list items, oldest first: the original, then each edit."""
-    versions = {item["message_id"]: [item] for item in items}
-    for index, item in enumerate(items[::EDIT_EVERY]):
-        created = datetime.fromtimestamp(int(item["create_time"]) / 1000, UTC)
-        for edit in (1, 2):
-            content = _edited_content(item["msg_type"], f"correction {edit} to update {index}")
-            edited = store.edit_message(
-                item["message_id"], content, at=created + timedelta(minutes=edit)
-            )
-            versions[item["message_id"]].append(edited)
-    return versions
 
 
 def _storm(
@@ -103,7 +83,7 @@ def test_a_storm_of_duplicates_and_reordered_edits_leaves_one_row_each_with_the_
     store = ChatStore(items)
     versions = {
         message_id: [message_receive_event(item, app.identity) for item in kept]  # one id each
-        for message_id, kept in _versions(store, items).items()
+        for message_id, kept in message_versions(store, items, EDIT_EVERY).items()
     }
     storm, overtaking = _storm(versions, random.Random(17))
 

@@ -114,3 +114,40 @@ def test_queued_items_of_one_group_reach_their_writer_in_one_call(engine: Engine
     assert [future.result(timeout=10) for future in futures] == ["A1", "B1", "A2"]
     writer.close()
     assert calls == [["a1", "a2"], ["b1"]]
+
+
+def test_groups_are_written_in_key_order_whatever_order_they_arrived_in(engine: Engine) -> None:
+    """Two replicas' batches holding the same chats must take their rows in one order, or each
+    could hold a row the other waits for (docs/deployment-receivers.md)."""
+    writer = WriteBatcher(engine)
+    release = threading.Event()
+    calls: list[str] = []
+
+    def write_group(conn: Connection, items: Sequence[str]) -> list[str]:
+        calls.extend(items)
+        return list(items)
+
+    def alone(conn: Connection) -> str:
+        calls.append("alone")
+        return "alone"
+
+    writer.submit(lambda conn: release.wait(10))
+    arrivals = (
+        ("recall-a", ("recall", "chat-a")),
+        ("message-c", ("message", "chat-c")),
+        ("message-a", ("message", "chat-a")),
+        ("message-b", ("message", "chat-b")),
+    )
+    futures: list[Future[str]] = [writer.submit(alone)]
+    futures += [writer.submit_to_group(write_group, item, key) for item, key in arrivals]
+    release.set()
+
+    assert [future.result(timeout=10) for future in futures] == [
+        "alone",
+        "recall-a",
+        "message-c",
+        "message-a",
+        "message-b",
+    ]
+    writer.close()
+    assert calls == ["message-a", "message-b", "message-c", "recall-a", "alone"]
