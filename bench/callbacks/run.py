@@ -138,7 +138,7 @@ def seed(url: str, n_cards: int, per_card: int) -> list[dict[str, Any]]:
                         operator_open_id=CURATOR,
                         open_message_id=message_id,
                         open_chat_id=chat,
-                        action_value=action_value(token, entry.id, CardAction.CONFIRM),
+                        action_value=action_value(token, entry, CardAction.CONFIRM),
                         event_id=uuid.uuid4().hex,
                     )
                 )

@@ -8,7 +8,7 @@ service checks again (the CLI reaches it without these models).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, RootModel
 from pydantic.json_schema import SkipJsonSchema
@@ -69,6 +69,11 @@ class Problem(BaseModel):
     message: str
     current_revision: int | None = Field(
         default=None, description="On `stale_revision`: the revision to re-read."
+    )
+    current: dict[str, Any] | None = Field(
+        default=None,
+        description="On a 409 about an entry: the entry as it is now (an `EntryOut`), so the "
+        "client can show what changed before deciding again.",
     )
 
 

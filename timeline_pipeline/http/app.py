@@ -16,7 +16,9 @@ handler registered in receiver/handlers.py (see receiver/registry.py). A separat
 maintenance listener) gets its own `create_..._app` here, including only its routers.
 
 Every JSON body, the API's included, is encoded by `SafeJSONResponse`, and the exception
-handlers installed here answer with it too, so that no response can fail to encode.
+handlers installed here answer with it too, so that no response can fail to encode. A path that
+differs from a route only by a trailing slash is redirected with a relative `Location` (the
+path alone), never one built from the request's `Host` header, which the client writes.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from datetime import UTC, datetime
 from fastapi import FastAPI, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import RedirectResponse
 from fastapi.utils import is_body_allowed_for_status_code
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 
 from timeline_pipeline.api.router import api_router
 from timeline_pipeline.http import health
@@ -89,6 +93,7 @@ def create_app(
         default_response_class=SafeJSONResponse,
     )
     app.state.resources = resources
+    app.router.redirect_slashes = False  # Starlette's own builds Location from Host
     _install_exception_handlers(app)
     _include_routers(app)
     return app
@@ -140,8 +145,12 @@ def _install_exception_handlers(app: FastAPI) -> None:
     it itself) is logged once, by route, and gets an answer it will never read.
     """
 
-    async def http_error(_request: Request, exc: Exception) -> Response:
+    async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 404:
+            moved = _slash_redirect(request)
+            if moved is not None:
+                return moved
         headers = dict(exc.headers or {})
         if not is_body_allowed_for_status_code(exc.status_code):
             return Response(status_code=exc.status_code, headers=headers)
@@ -159,3 +168,24 @@ def _install_exception_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(ClientDisconnect, client_disconnected)
+
+
+def _slash_redirect(request: Request) -> Response | None:
+    """A relative redirect to the route this path names but for a trailing slash, else None.
+
+    What Starlette's `redirect_slashes` does, without the absolute URL it builds from `Host`.
+    A path that would begin with `//` is not redirected: as a `Location` it names another host.
+    """
+    path = request.scope.get("path", "")
+    if request.scope.get("type") != "http" or path == "/" or path.startswith("//"):
+        return None
+    other = path.rstrip("/") if path.endswith("/") else path + "/"
+    if not other or other.startswith("//"):
+        return None
+    probe = {**request.scope, "path": other}
+    for route in request.app.router.routes:
+        match, _child = route.matches(probe)
+        if match is not Match.NONE:
+            query = request.scope.get("query_string", b"").decode("latin-1")
+            return RedirectResponse(other + (f"?{query}" if query else ""), status_code=307)
+    return None

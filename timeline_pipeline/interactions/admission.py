@@ -6,7 +6,15 @@ The database is the only authority: the card is found by the message id of the c
 context, its token by hash, its curators, expiry and the entry's current revision are read in
 the same transaction that admits. Nothing here is kept in memory between callbacks, so a
 restarted or another replica answers the same. Every answer is HTTP 200 (Lark must not
-redeliver a refusal); a refusal changes no row and is counted by reason.
+redeliver a refusal), a database that fails in any way included; a refusal applies nothing and
+is counted by reason.
+
+A decision is admitted only on the revision the card stands for (the entry's stored revision
+plus the card's decisions still being applied): a click on an older drawing of the card, or on
+a draft changed elsewhere (the timeline page, the API), is refused as stale with a toast saying
+what the draft reads now, and the answer redraws the card as it stands. When the draft changed
+elsewhere, the card's copy of it is brought up to date in that answer's transaction, so that
+the redrawn card can be decided on.
 """
 
 from __future__ import annotations
@@ -29,10 +37,12 @@ from timeline_pipeline.interactions.callbacks import (
     CardFacts,
     Refusal,
     check,
+    claimed_key,
     parse,
+    stale_toast,
 )
 from timeline_pipeline.interactions.cards import render_card
-from timeline_pipeline.interactions.model import Decision
+from timeline_pipeline.interactions.model import CardRequest, Decision, pending_count
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
 from timeline_pipeline.settings import LarkTimelineSettings
@@ -40,6 +50,7 @@ from timeline_pipeline.store import entries, workspaces
 from timeline_pipeline.store import interaction_admissions as admissions
 from timeline_pipeline.store import interaction_requests as cards
 from timeline_pipeline.store import interaction_tokens as tokens
+from timeline_pipeline.store.interaction_admissions import AdmissionLimitReached
 from timeline_pipeline.store.interaction_requests import CardRow
 
 log = get_logger("timeline_pipeline.interactions")
@@ -113,14 +124,27 @@ class CardCallbacks:
         except (DatabaseUnavailable, OperationalError) as error:
             log.error("card_callback.unavailable", error_type=type(error).__name__, **ids)
             answer = self._refused(CallbackRefused(Refusal.UNAVAILABLE), ids)
+        except Exception as error:  # the callback's boundary: see below
+            # A value the database would not take (a check above should have refused it), a
+            # constraint it broke, or a fault of our own: still a 200 with a toast, never a 500
+            # that Lark redelivers. Logged with ids and the error's type only.
+            log.error("card_callback.failed", error_type=type(error).__name__, **ids)
+            answer = self._refused(CallbackRefused(Refusal.UNAVAILABLE), ids)
         self._metrics.callbacks.labels(answer.outcome).inc()
         self._metrics.answer_seconds.labels(answer.outcome).observe(time.perf_counter() - started)
         return answer
 
-    def _refused(self, refused: CallbackRefused, ids: dict[str, Any]) -> CardAnswer:
+    def _refused(
+        self,
+        refused: CallbackRefused,
+        ids: dict[str, Any],
+        card: dict[str, Any] | None = None,
+    ) -> CardAnswer:
         self._metrics.refused.labels(refused.reason.value).inc()
         log.info("card_callback.refused", reason=refused.reason.value, **ids)
-        return CardAnswer(toast("error", refused.toast), REFUSED, refused.reason.value)
+        return CardAnswer(
+            {**toast("error", refused.toast), **(card or {})}, REFUSED, refused.reason.value
+        )
 
     def _admit(self, callback: CardCallback) -> CardAnswer:
         for _ in range(_CAS_ATTEMPTS):
@@ -134,8 +158,8 @@ class CardCallbacks:
         raise CallbackRefused(Refusal.UNAVAILABLE)
 
     def _admit_once(self, conn: Connection, callback: CardCallback) -> CardAnswer:
-        """One read of each thing the checks need, then the write; the happy path is eight
-        statements, so that admission stays cheap (bench/callbacks)."""
+        """One read of each thing the checks need, then the write; the happy path stays a
+        handful of statements, so that admission stays cheap (bench/callbacks)."""
         now = self._clock()
         card = cards.get_by_message(conn, callback.message_id)
         if card is None:
@@ -150,21 +174,51 @@ class CardCallbacks:
                 now=now,
             )
         except CallbackRefused as refused:
-            # A redelivery of a click already admitted finds its own decision on the card.
-            if refused.reason is Refusal.ALREADY_DECIDED:
+            if refused.reason in (Refusal.ALREADY_DECIDED, Refusal.STALE_REVISION):
+                # The same click again (a redelivery, a second tap) finds its own decision.
                 earlier = admissions.by_event(conn, callback.event_id)
+                if earlier is None:
+                    key = claimed_key(callback, card.id, card.request.title_max_chars)
+                    earlier = admissions.by_decision_key(conn, key) if key else None
                 if earlier is not None and earlier.request_id == card.id:
                     return self._duplicate(card, callback, earlier.id)
+            if refused.reason is Refusal.STALE_REVISION:
+                return self._stale(card, callback, refused)
             raise
-        entry = entries.revision_of(conn, admissible.entry_id)
-        if entry is None or entry[0] != card.workspace_id:
+        entry = entries.get(conn, admissible.entry_id)
+        if entry is None or entry.workspace_id != card.workspace_id:
             raise CallbackRefused(Refusal.ENTRY_GONE)
-        if entry[1] != admissible.entry_revision:
-            raise CallbackRefused(Refusal.STALE_REVISION)
-        limit = self._settings.review_card_admission_limit_per_workspace
-        if admissions.working_count(conn, card.workspace_id) >= limit:
-            raise CallbackRefused(Refusal.ADMISSION_LIMIT)
+        shown = card.request.entry(admissible.entry_id)
+        assert shown is not None  # check() found it
+        pending = pending_count(card.decisions.get(admissible.entry_id, []))
+        if entry.revision + pending != admissible.entry_revision:
+            # Changed elsewhere (the page, the API) since the card was drawn. With nothing of
+            # the card's own in flight, the card's copy catches up, so the redrawn card works.
+            if pending == 0:
+                request = card.request.with_revision(
+                    entry.id, entry.revision, title=entry.title, category=entry.category
+                )
+                refreshed = cards.write_state(
+                    conn,
+                    card,
+                    request=request,
+                    decisions=card.decisions,
+                    status=card.status,
+                    now=now,
+                )
+                if refreshed is None:
+                    raise _Moved
+                card = refreshed
+                shown = card.request.entry(entry.id) or shown
+            stale = CallbackRefused(Refusal.STALE_REVISION, stale_toast(shown))
+            return self._stale(card, callback, stale)
         return self._write(conn, card, callback, admissible, now)
+
+    def _stale(self, card: CardRow, callback: CardCallback, refused: CallbackRefused) -> CardAnswer:
+        """A stale click's answer: the toast says what the draft reads now, and the card is
+        redrawn as it stands, so the clicker sees it before deciding again."""
+        ids = {"event_id": callback.event_id, "message_id": callback.message_id}
+        return self._refused(refused, ids, self._card(card, callback))
 
     def _write(
         self,
@@ -175,26 +229,28 @@ class CardCallbacks:
         now: datetime,
     ) -> CardAnswer:
         decisions = {k: list(v) for k, v in card.decisions.items()}
-        decision = Decision(admissible.action, callback.operator, now, value=admissible.value)
+        decision = Decision(
+            admissible.action,
+            callback.operator,
+            now,
+            value=admissible.value,
+            revision=admissible.entry_revision,
+        )
         decisions.setdefault(admissible.entry_id, []).append(decision)
         written = cards.write_state(
-            conn, card, request=card.request, decisions=decisions, status=card.status, now=now
+            conn,
+            card,
+            request=_ahead(card, admissible),
+            decisions=decisions,
+            status=card.status,
+            now=now,
         )
         if written is None:
             raise _Moved
-        admission_id = admissions.admit(
-            conn,
-            request_id=card.id,
-            workspace_id=card.workspace_id,
-            event_id=callback.event_id,
-            decision_key=admissible.decision_key(card.id),
-            entry_id=admissible.entry_id,
-            entry_revision=admissible.entry_revision,
-            action=admissible.action,
-            value=admissible.value,
-            actor_open_id=callback.operator,
-            now=now,
-        )
+        try:
+            admission_id = self._insert(conn, card, callback, admissible, now)
+        except AdmissionLimitReached:
+            raise CallbackRefused(Refusal.ADMISSION_LIMIT) from None  # rolls the card back
         if admission_id is None:
             raise _Duplicate(card)  # rolls the card's write back with the transaction
         log.info(
@@ -213,6 +269,29 @@ class CardCallbacks:
             },
             ADMITTED,
             admission_id=admission_id,
+        )
+
+    def _insert(
+        self,
+        conn: Connection,
+        card: CardRow,
+        callback: CardCallback,
+        admissible: Admissible,
+        now: datetime,
+    ) -> int | None:
+        return admissions.admit(
+            conn,
+            request_id=card.id,
+            workspace_id=card.workspace_id,
+            event_id=callback.event_id,
+            decision_key=admissible.decision_key(card.id),
+            entry_id=admissible.entry_id,
+            entry_revision=admissible.entry_revision,
+            action=admissible.action,
+            value=admissible.value,
+            actor_open_id=callback.operator,
+            now=now,
+            limit=self._settings.review_card_admission_limit_per_workspace,
         )
 
     def _duplicate(
@@ -237,6 +316,19 @@ class CardCallbacks:
             link_base_url=self._settings.review_card_link_base_url,
         )
         return {"card": {"type": "raw", "data": data}}
+
+
+def _ahead(card: CardRow, admissible: Admissible) -> CardRequest:
+    """The card's request with the draft one revision on, showing the admitted change: the
+    revision and values the draft will have once the worker applies this decision."""
+    shown = card.request.entry(admissible.entry_id)
+    assert shown is not None
+    changes: dict[str, Any] = {}
+    if admissible.action is CardAction.CATEGORY and admissible.value is not None:
+        changes["category"] = admissible.value
+    elif admissible.action is CardAction.EDIT and admissible.value is not None:
+        changes["title"] = admissible.value
+    return card.request.with_revision(shown.id, shown.revision + 1, **changes)
 
 
 def _facts(card: CardRow) -> CardFacts:

@@ -1,13 +1,17 @@
 """A `card.action.trigger` callback, parsed and checked against the stored card. Pure.
 
-Parsing reads only the token, the entry id and the action from the button value, the message
-and chat ids from the context, the operator and the app; everything the decision means (field
-types, the options offered, the entry revision) comes from the stored request. Every refusal has
-a reason code (a metric label) and a toast a person can act on.
+Parsing reads only the token, the entry id, the action and the entry revision the curator saw
+from the button value, the message and chat ids from the context, the operator and the app;
+everything else the decision means (field types, the options offered) comes from the stored
+request, and a click on another revision than the one the card now stands for is refused
+(README, "Review cards"). A title goes through the curation rules' own text check, the one the
+API and the page use. Every refusal has a reason code (a metric label) and a toast a person can
+act on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
@@ -16,9 +20,22 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
+from timeline_pipeline.curation.errors import InvalidInput
+from timeline_pipeline.curation.rules import check_text
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
-from timeline_pipeline.interactions.cards import EDIT_FIELD, VALUE_ACTION, VALUE_ENTRY, VALUE_TOKEN
-from timeline_pipeline.interactions.model import CardRequest, Decisions, closing_decision
+from timeline_pipeline.interactions.cards import (
+    EDIT_FIELD,
+    VALUE_ACTION,
+    VALUE_ENTRY,
+    VALUE_REVISION,
+    VALUE_TOKEN,
+)
+from timeline_pipeline.interactions.model import (
+    CardEntry,
+    CardRequest,
+    Decisions,
+    closing_decision,
+)
 from timeline_pipeline.interactions.tokens import MAX_TOKEN_CHARS
 
 _ID: Final = re.compile(r"[\x21-\x7e]{1,256}")
@@ -56,10 +73,13 @@ TOASTS: Final[dict[Refusal, str]] = {
     Refusal.CARD_CLOSED: "This card is closed; nothing was changed.",
     Refusal.ENTRY_NOT_OFFERED: "That draft is not on this card; nothing was changed.",
     Refusal.OPTION_NOT_OFFERED: "That category is not one this card offers; nothing was changed.",
-    Refusal.INVALID_TITLE: "The title must be one line of 1 to {max} characters.",
+    Refusal.INVALID_TITLE: (
+        "The title must be one line of 1 to {max} characters, without control characters."
+    ),
     Refusal.ALREADY_DECIDED: "This draft was already decided; nothing was changed.",
     Refusal.STALE_REVISION: (
-        "Someone edited this draft meanwhile; review it on the timeline page. Nothing was changed."
+        "This draft changed meanwhile; nothing was changed. Review it on the card or the timeline "
+        "page."
     ),
     Refusal.ENTRY_GONE: "This draft no longer exists; nothing was changed.",
     Refusal.ADMISSION_LIMIT: "Too many decisions are waiting; try again in a minute.",
@@ -67,11 +87,41 @@ TOASTS: Final[dict[Refusal, str]] = {
 }
 
 
+_TOAST_TITLE_CHARS: Final = 120
+
+
+def stale_toast(entry: CardEntry) -> str:
+    """The stale refusal, saying what the draft reads now (its title cut short for a toast)."""
+    title = entry.title
+    if len(title) > _TOAST_TITLE_CHARS:
+        title = title[: _TOAST_TITLE_CHARS - 1] + "\u2026"
+    return (
+        "This draft changed meanwhile; nothing was changed. It now reads: "
+        f"{entry.occurred_at.strftime('%H:%M UTC')} · {entry.category} · {title}"
+    )
+
+
 class CallbackRefused(Exception):
     def __init__(self, reason: Refusal, toast: str | None = None) -> None:
         super().__init__(reason.value)
         self.reason = reason
         self.toast = toast or TOASTS[reason]
+
+
+def value_digest(value: str | None) -> str:
+    """The whole value in a fixed width: two different values never share a decision key."""
+    if value is None:
+        return "-"
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def decision_key(
+    request_id: int, entry_id: int, action: CardAction, revision: int, value: str | None
+) -> str:
+    """One admission per card, entry, action, revision and whole value: the same click twice,
+    from any replica or as a redelivery under a new event id, is admitted once, and a different
+    value (a title sharing a long prefix included) is a different decision."""
+    return f"{request_id}:{entry_id}:{action.value}:{revision}:{value_digest(value)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +138,8 @@ class CardCallback:
     operator: str
     option: str | None
     title: str | None
+    revision: int | None = None
+    """The entry revision the clicked card showed; None from a card drawn before it was sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,12 +167,7 @@ class Admissible:
     value: str | None
 
     def decision_key(self, request_id: int) -> str:
-        """One admission per card, entry, action, value and revision: the same click twice,
-        from any replica or as a redelivery under a new event id, is admitted once."""
-        return (
-            f"{request_id}:{self.entry_id}:{self.action.value}:{self.entry_revision}:"
-            + (self.value or "")[:128]
-        )
+        return decision_key(request_id, self.entry_id, self.action, self.entry_revision, self.value)
 
 
 def _str(value: object) -> str | None:
@@ -149,6 +196,7 @@ def parse(payload: Mapping[str, Any]) -> CardCallback:
     kind = value.get(VALUE_ACTION)
     if isinstance(entry, str) and entry.isascii() and entry.isdigit() and len(entry) <= 18:
         entry = int(entry)
+    seen = _revision(value.get(VALUE_REVISION))
     ids = (
         _str(header.get("event_id")),
         _str(header.get("app_id")),
@@ -162,6 +210,7 @@ def parse(payload: Mapping[str, Any]) -> CardCallback:
         or not isinstance(entry, int)
         or isinstance(entry, bool)
         or not 0 < entry < 2**63
+        or not isinstance(kind, str)
         or kind not in {a.value for a in CardAction}
         or None in ids
     ):
@@ -181,16 +230,27 @@ def parse(payload: Mapping[str, Any]) -> CardCallback:
         open_id,
         option if isinstance(option, str) else None,
         title if isinstance(title, str) else None,
+        seen,
     )
 
 
+def _revision(raw: object) -> int | None:
+    if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 9:
+        raw = int(raw)
+    if isinstance(raw, int) and not isinstance(raw, bool) and 0 < raw < 2**31:
+        return raw
+    return None
+
+
 def _title(raw: str | None, max_chars: int) -> str:
-    text = unicodedata.normalize("NFC", (raw or "").strip())
-    if not text or len(text) > max_chars or "\n" in text or "\r" in text:
+    """The curation rules' own check (as for the API and the page), then NFC."""
+    try:
+        text = check_text(raw or "", "title", max_chars, multiline=False)
+    except InvalidInput:
         raise CallbackRefused(
             Refusal.INVALID_TITLE, TOASTS[Refusal.INVALID_TITLE].format(max=max_chars)
-        )
-    return text
+        ) from None
+    return unicodedata.normalize("NFC", text)
 
 
 def check(
@@ -204,7 +264,8 @@ def check(
     """The decision a callback may make on its card, or CallbackRefused with the first reason.
 
     `token_request_id` is the card the callback's token was issued for (None: no such token).
-    Identity comes first (token, card, bot, chat, actor), then time, then the values.
+    Identity comes first (token, card, bot, chat, actor), then time, then the revision the
+    clicker saw against the one the card stands for, then the values.
     """
     if token_request_id is None:
         raise CallbackRefused(Refusal.FORGED_TOKEN)
@@ -225,6 +286,10 @@ def check(
         raise CallbackRefused(Refusal.ENTRY_NOT_OFFERED)
     if closing_decision(card.decisions.get(entry.id, [])) is not None:
         raise CallbackRefused(Refusal.ALREADY_DECIDED)
+    if callback.revision != entry.revision:
+        # Another curator's decision (admitted or applied) or a change on the page moved the
+        # draft on since this card was drawn: a decision on what the clicker did not see.
+        raise CallbackRefused(Refusal.STALE_REVISION, stale_toast(entry))
     value: str | None = None
     if callback.action is CardAction.CATEGORY:
         if callback.option not in card.request.options:
@@ -233,3 +298,20 @@ def check(
     elif callback.action is CardAction.EDIT:
         value = _title(callback.title, card.request.title_max_chars)
     return Admissible(entry.id, entry.revision, callback.action, value)
+
+
+def claimed_key(callback: CardCallback, request_id: int, title_max_chars: int) -> str | None:
+    """The decision key a click would have been admitted under: a click refused as stale or
+    decided may be the same click again (a redelivery, a second tap), which is answered as
+    already recorded rather than refused."""
+    if callback.revision is None:
+        return None
+    value: str | None = None
+    if callback.action is CardAction.CATEGORY:
+        value = callback.option
+    elif callback.action is CardAction.EDIT:
+        try:
+            value = _title(callback.title, title_max_chars)
+        except CallbackRefused:
+            return None
+    return decision_key(request_id, callback.entry_id, callback.action, callback.revision, value)

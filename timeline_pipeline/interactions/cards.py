@@ -3,7 +3,8 @@
 The card is always drawn whole from the stored state (never patched by delta), so drawing it
 twice gives the same card and a patch that is retried after a crash is harmless. Text that came
 from a model or a person goes into `plain_text` elements only, so it cannot inject markup.
-Buttons carry the callback token in their `value` (DESIGN, "Interfaces").
+Buttons carry the callback token in their `value` (DESIGN, "Interfaces"), with the entry revision
+the card shows, so a click names the revision its curator saw (README, "Review cards").
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ HEADER_TITLE: Final = "Timeline drafts to review"
 VALUE_TOKEN: Final = "t"  # noqa: S105 - the key under which the token travels
 VALUE_ENTRY: Final = "e"
 VALUE_ACTION: Final = "a"
+VALUE_REVISION: Final = "r"
 EDIT_FIELD: Final = "title"
 
 _PAST: Final = {
@@ -42,8 +44,21 @@ def _hhmm(moment: datetime) -> str:
     return moment.strftime("%H:%M UTC")
 
 
-def action_value(token: str, entry_id: int, action: CardAction) -> dict[str, Any]:
-    return {VALUE_TOKEN: token, VALUE_ENTRY: entry_id, VALUE_ACTION: action.value}
+_NOT_APPLIED: Final = {
+    "stale_revision": "the draft changed meanwhile",
+    "invalid_transition": "the draft's status changed meanwhile",
+    "entry_not_found": "the draft no longer exists",
+    "invalid_input": "the value was not accepted",
+}
+
+
+def action_value(token: str, entry: CardEntry, action: CardAction) -> dict[str, Any]:
+    return {
+        VALUE_TOKEN: token,
+        VALUE_ENTRY: entry.id,
+        VALUE_ACTION: action.value,
+        VALUE_REVISION: entry.revision,
+    }
 
 
 def describe(decision: Decision) -> str:
@@ -54,7 +69,8 @@ def describe(decision: Decision) -> str:
     suffix = {
         "admitted": " (being applied)",
         "applied": "",
-        "failed": f" - not applied: {decision.outcome or 'refused'}",
+        "failed": " - not applied: "
+        + _NOT_APPLIED.get(decision.outcome or "", decision.outcome or "refused"),
     }.get(decision.state, "")
     return f"{what} by <at id={decision.actor}></at> at {_hhmm(decision.at)}{suffix}"
 
@@ -82,13 +98,13 @@ def _entry_elements(
                     "tag": "button",
                     "text": _plain("Confirm"),
                     "type": "primary",
-                    "value": action_value(token, entry.id, CardAction.CONFIRM),
+                    "value": action_value(token, entry, CardAction.CONFIRM),
                 },
                 {
                     "tag": "button",
                     "text": _plain("Hide"),
                     "type": "danger",
-                    "value": action_value(token, entry.id, CardAction.HIDE),
+                    "value": action_value(token, entry, CardAction.HIDE),
                 },
                 {
                     "tag": "select_static",
@@ -97,7 +113,7 @@ def _entry_elements(
                     "options": [
                         {"text": _plain(option), "value": option} for option in request.options
                     ],
-                    "value": action_value(token, entry.id, CardAction.CATEGORY),
+                    "value": action_value(token, entry, CardAction.CATEGORY),
                 },
             ],
         }
@@ -119,7 +135,7 @@ def _entry_elements(
                     "text": _plain("Save title"),
                     "action_type": "form_submit",
                     "name": f"save_{entry.id}",
-                    "value": action_value(token, entry.id, CardAction.EDIT),
+                    "value": action_value(token, entry, CardAction.EDIT),
                 },
             ],
         }

@@ -20,7 +20,13 @@ CLOSING_ACTIONS: Final = frozenset({CardAction.CONFIRM, CardAction.HIDE})
 
 @dataclass(frozen=True, slots=True)
 class CardEntry:
-    """One draft as the card shows it; `revision` is the entry revision the card stands for."""
+    """One draft as the card shows it.
+
+    `revision` is the entry revision the card stands for: the entry's stored revision plus one
+    for each decision admitted on the card and not yet applied (each change moves it by one),
+    so that a curator's next click on the redrawn card names the revision its decision follows
+    (README, "Review cards"). `title` and `category` likewise show admitted changes.
+    """
 
     id: int
     revision: int
@@ -53,7 +59,8 @@ class CardEntry:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """A curator's decision on one draft; `state` is admitted, applied or failed."""
+    """A curator's decision on one draft; `state` is admitted, applied or failed, and
+    `revision` the entry revision it was made on (None on cards stored before it was kept)."""
 
     action: CardAction
     actor: str
@@ -61,6 +68,7 @@ class Decision:
     state: str = "admitted"
     outcome: str | None = None
     value: str | None = None
+    revision: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +78,7 @@ class Decision:
             "state": self.state,
             "outcome": self.outcome,
             "value": self.value,
+            "revision": self.revision,
         }
 
     @classmethod
@@ -81,7 +90,12 @@ class Decision:
             str(data.get("state", "admitted")),
             data.get("outcome"),
             data.get("value"),
+            int(data["revision"]) if data.get("revision") is not None else None,
         )
+
+    @property
+    def pending(self) -> bool:
+        return self.state == "admitted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +151,12 @@ def decisions_as_json(decisions: Decisions) -> dict[str, Any]:
 def closing_decision(decisions: Sequence[Decision]) -> Decision | None:
     """The confirm or hide that closed a draft on the card, unless it failed to apply."""
     return next((d for d in decisions if d.action in CLOSING_ACTIONS and d.state != "failed"), None)
+
+
+def pending_count(decisions: Sequence[Decision]) -> int:
+    """Decisions admitted on a draft and not yet applied: how far the card's revision of the
+    draft runs ahead of the stored entry's."""
+    return sum(1 for d in decisions if d.pending)
 
 
 def all_closed(request: CardRequest, decisions: Decisions) -> bool:

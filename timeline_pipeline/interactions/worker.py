@@ -6,7 +6,10 @@ by compare-and-set, so any number of workers and replicas can run; a worker kill
 leaves rows whose lease expires and that another worker takes over:
 
 * a decision's curation (through the curation service, with its audit event) commits in the
-  same transaction that moves its admission from `queued` to `applied`, so it happens once;
+  same transaction that moves its admission from `queued` to `applied`, so it happens once; it
+  is applied at the revision the curator saw (`entry_revision` of the admission), so a draft
+  changed since is refused, not overwritten, and the decisions admitted after it on the same
+  draft, made on the revision it would have led to, fail with it;
 * the card redraw that follows is a PATCH of the whole card drawn from the stored state, so
   repeating it after a crash is harmless;
 * a card is posted with its idempotency uuid, so a repeated post lands once.
@@ -35,13 +38,14 @@ from timeline_pipeline.curation.timeline import EntryView
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.domain.interactions import AdmissionStatus, CardAction, CardStatus
 from timeline_pipeline.interactions.cards import render_card
-from timeline_pipeline.interactions.model import Decision, all_closed
+from timeline_pipeline.interactions.model import CardRequest, Decision, all_closed, pending_count
 from timeline_pipeline.lark.cards import CardSender
 from timeline_pipeline.lark.client import LarkApiError
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store import entries
 from timeline_pipeline.store import interaction_admissions as admissions
 from timeline_pipeline.store import interaction_requests as cards
 from timeline_pipeline.store import interaction_tokens as tokens
@@ -271,35 +275,28 @@ class CardWorker:
             outcome = "entry_not_offered"
         else:
             try:
-                view = self._curate(conn, card, admission, offered.revision)
+                self._curate(conn, card, admission)
             except CurationError as error:
                 outcome = error.code
-            else:
-                request = request.with_revision(
-                    admission.entry_id, view.revision, title=view.title, category=view.category
-                )
         decisions = {k: list(v) for k, v in card.decisions.items()}
         mine = decisions.get(admission.entry_id, [])
-        for position, decision in enumerate(mine):
-            if (
-                decision.state == "admitted"
-                and decision.action is admission.action
-                and decision.actor == admission.actor_open_id
-                and decision.value == admission.value
-            ):
-                mine[position] = replace(
-                    decision,
-                    state="applied" if outcome == APPLIED else "failed",
-                    outcome=None if outcome == APPLIED else outcome,
+        _settle(mine, admission, outcome, now)
+        if outcome != APPLIED:
+            admissions.retire_key(conn, admission.id)
+            # The decisions made on the revision this one would have led to fail with it.
+            later = admissions.fail_queued_after(conn, admission, outcome=outcome, now=now)
+            if later:
+                for position, decision in enumerate(mine):
+                    if decision.pending:
+                        mine[position] = replace(decision, state="failed", outcome=outcome)
+                log.info(
+                    "card_decision.followers_failed",
+                    admission_id=admission.id,
+                    failed=later,
                 )
-                break
-        else:
-            mine.append(
-                Decision(
-                    admission.action, admission.actor_open_id, now, "applied", None, admission.value
-                )
-            )
         decisions[admission.entry_id] = mine
+        if offered is not None and pending_count(mine) == 0:
+            request = _as_stored(conn, request, admission.entry_id)
         status = card.status
         if status == CardStatus.PENDING and all_closed(request, decisions):
             status = CardStatus.SUBMITTED.value
@@ -334,11 +331,10 @@ class CardWorker:
         )
         return advanced
 
-    def _curate(
-        self, conn: Connection, card: CardRow, admission: AdmissionRow, revision: int
-    ) -> EntryView:
+    def _curate(self, conn: Connection, card: CardRow, admission: AdmissionRow) -> EntryView:
         """The decision through the curation service, in this transaction, at the revision
-        the card stands for (the worker keeps it current with its own applied changes)."""
+        the curator saw when deciding (README, "Review cards")."""
+        revision = admission.entry_revision
         actor = actor_of(admission.actor_open_id)
         if admission.action in _ACTIONS:
             return self._curation.transition(
@@ -422,3 +418,39 @@ class CardWorker:
             workspace_id=card.workspace_id,
             link_base_url=self._settings.review_card_link_base_url,
         )
+
+
+def _settle(mine: list[Decision], admission: AdmissionRow, outcome: str, now: datetime) -> None:
+    """Mark the card's decision of `admission` applied or failed (appended if the card lost it)."""
+    state = "applied" if outcome == APPLIED else "failed"
+    for position, decision in enumerate(mine):
+        if (
+            decision.pending
+            and decision.action is admission.action
+            and decision.actor == admission.actor_open_id
+            and decision.value == admission.value
+            and decision.revision in (None, admission.entry_revision)
+        ):
+            mine[position] = replace(
+                decision, state=state, outcome=None if outcome == APPLIED else outcome
+            )
+            return
+    mine.append(
+        Decision(
+            admission.action,
+            admission.actor_open_id,
+            now,
+            state,
+            None if outcome == APPLIED else outcome,
+            admission.value,
+            admission.entry_revision,
+        )
+    )
+
+
+def _as_stored(conn: Connection, request: CardRequest, entry_id: int) -> CardRequest:
+    """The card's copy of a draft with nothing left in flight: the entry as stored now."""
+    row = entries.get(conn, entry_id)
+    if row is None:
+        return request
+    return request.with_revision(entry_id, row.revision, title=row.title, category=row.category)

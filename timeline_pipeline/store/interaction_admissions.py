@@ -2,7 +2,8 @@
 applies once.
 
 A row is inserted with ON CONFLICT DO NOTHING on the callback's event id and on its decision
-key, so a redelivered or replayed callback, on any replica, is admitted once. The worker takes
+key, so a redelivered or replayed callback, on any replica, is admitted once; the same statement
+keeps the workspace's working rows under its admission limit (see `admit`). The worker takes
 rows with a lease by compare-and-set; an expired lease is taken over by any other worker. Rows
 of one card are taken in admission order, one at a time, so an edit lands before the confirm
 that followed it.
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, exists, func, or_, select
+from sqlalchemy import Connection, String, cast, exists, func, literal, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import aliased
 
@@ -44,6 +45,12 @@ from timeline_pipeline.lifecycle.descriptor import (
 )
 
 _WORKING = [s.value for s in WORKING_ADMISSION_STATUSES]
+_LOCK_NAMESPACE = 0x7470_0A01
+"""The first key of the per-workspace advisory lock that serializes admissions on PostgreSQL."""
+
+
+class AdmissionLimitReached(Exception):
+    """The workspace already has as many working admissions as its limit allows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,26 +105,52 @@ def admit(
     value: str | None,
     actor_open_id: str,
     now: datetime,
+    limit: int,
 ) -> int | None:
-    """The new admission's id, or None when this callback (or decision) was admitted before."""
-    return conn.execute(
-        insert_for(conn, ia)
-        .values(
-            request_id=request_id,
-            workspace_id=workspace_id,
-            event_id=event_id,
-            decision_key=decision_key,
-            entry_id=entry_id,
-            entry_revision=entry_revision,
-            action=action.value,
-            value_json={"value": value},
-            actor_open_id=actor_open_id,
-            status=AdmissionStatus.QUEUED.value,
-            admitted_at=now,
+    """The new admission's id, or None when this callback (or decision) was admitted before;
+    AdmissionLimitReached when the workspace has `limit` working admissions already.
+
+    The count and the insert are one `INSERT ... SELECT ... WHERE count < limit`, so no two
+    admissions can both see room for one. SQLite runs one writer at a time (BEGIN IMMEDIATE,
+    db/engine.py); on PostgreSQL a statement sees only what had committed when it began, so an
+    advisory lock per workspace, held to the end of the transaction, makes the second admission
+    wait for the first and count it.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(
+            select(func.pg_advisory_xact_lock(_LOCK_NAMESPACE, func.hashtext(workspace_id)))
         )
+    working = (
+        select(func.count())
+        .select_from(ia)
+        .where(ia.c.workspace_id == workspace_id, ia.c.status.in_(_WORKING))
+        .scalar_subquery()
+    )
+    values: dict[str, Any] = {
+        "request_id": request_id,
+        "workspace_id": workspace_id,
+        "event_id": event_id,
+        "decision_key": decision_key,
+        "entry_id": entry_id,
+        "entry_revision": entry_revision,
+        "action": action.value,
+        "value_json": {"value": value},
+        "actor_open_id": actor_open_id,
+        "status": AdmissionStatus.QUEUED.value,
+        "admitted_at": now,
+    }
+    source = select(*(literal(v, ia.c[k].type) for k, v in values.items())).where(working < limit)
+    admitted = conn.execute(
+        insert_for(conn, ia)
+        .from_select(list(values), source)
         .on_conflict_do_nothing()
         .returning(ia.c.id)
     ).scalar_one_or_none()
+    if admitted is not None:
+        return int(admitted)
+    if by_event(conn, event_id) is not None or by_decision_key(conn, decision_key) is not None:
+        return None
+    raise AdmissionLimitReached(workspace_id)
 
 
 def get(conn: Connection, admission_id: int) -> AdmissionRow | None:
@@ -128,6 +161,57 @@ def get(conn: Connection, admission_id: int) -> AdmissionRow | None:
 def by_event(conn: Connection, event_id: str) -> AdmissionRow | None:
     row = conn.execute(select(ia).where(ia.c.event_id == event_id)).first()
     return _to_admission(row) if row else None
+
+
+def by_decision_key(conn: Connection, decision_key: str) -> AdmissionRow | None:
+    row = conn.execute(select(ia).where(ia.c.decision_key == decision_key)).first()
+    return _to_admission(row) if row else None
+
+
+def fail_queued_after(
+    conn: Connection,
+    admission: AdmissionRow,
+    *,
+    outcome: str,
+    now: datetime,
+) -> list[int]:
+    """Fail the decisions on the same card and entry admitted after `admission` and not yet
+    taken: they were made on the revision `admission` would have led to, which it did not.
+    Rows of one card are taken one at a time in order (`claim`), so none of them is leased."""
+    failed = conn.execute(
+        update(ia)
+        .where(
+            ia.c.request_id == admission.request_id,
+            ia.c.entry_id == admission.entry_id,
+            ia.c.id > admission.id,
+            ia.c.status == AdmissionStatus.QUEUED.value,
+        )
+        .values(
+            status=AdmissionStatus.FAILED.value,
+            outcome=outcome,
+            decision_key=_retired_key(),
+            finished_at=now,
+            lease_owner=None,
+            lease_expires_at=None,
+            revision=ia.c.revision + 1,
+        )
+        .returning(ia.c.id)
+    ).scalars()
+    return sorted(int(i) for i in failed)
+
+
+def _retired_key() -> Any:
+    return ia.c.decision_key + ":failed:" + cast(ia.c.id, String)
+
+
+def retire_key(conn: Connection, admission_id: int) -> None:
+    """Free a decision's key once it failed to apply: the same decision made again on the
+    redrawn card (which may show the same revision number) is a new decision, not a repeat."""
+    conn.execute(
+        update(ia)
+        .where(ia.c.id == admission_id, ~ia.c.decision_key.like("%:failed:%"))
+        .values(decision_key=_retired_key())
+    )
 
 
 def working_count(conn: Connection, workspace_id: str) -> int:

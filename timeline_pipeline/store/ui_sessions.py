@@ -40,6 +40,7 @@ __all__ = [
     "SessionInfo",
     "create_link",
     "end_session",
+    "link_workspace",
     "open_session",
     "redeem_link",
     "revoke_for_workspace",
@@ -91,6 +92,21 @@ def create_link(
         )
     )
     return issued
+
+
+def link_workspace(conn: Connection, token: str, *, now: datetime) -> str | None:
+    """The workspace of a link that would be redeemed now, else None; reads only, so opening
+    a link (a chat's preview fetching it included) spends nothing."""
+    if not token or len(token) > MAX_SECRET_CHARS:
+        return None
+    row = conn.execute(
+        select(links.c.workspace_id).where(
+            links.c.token_hash == hash_secret(token),
+            links.c.used_at.is_(None),
+            links.c.expires_at > now,
+        )
+    ).first()
+    return str(row.workspace_id) if row is not None else None
 
 
 def redeem_link(conn: Connection, token: str, *, now: datetime) -> tuple[str, str] | None:

@@ -25,6 +25,11 @@ class PageAccess:
         self._ttl = session_ttl
         self._clock = clock
 
+    def link_workspace(self, token: str) -> str | None:
+        """The workspace of a sign-in link that still works, without spending it."""
+        with connection(self._engine) as conn:
+            return ui_sessions.link_workspace(conn, token, now=self._clock())
+
     def redeem(self, token: str) -> IssuedSession | None:
         """A new session for an unused, unexpired link (now used), else None; one transaction."""
         now = self._clock()

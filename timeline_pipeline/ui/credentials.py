@@ -73,12 +73,14 @@ def _origin_of(url: str) -> str | None:
 
 def same_origin(origin: str | None, referer: str | None, expected: str | None) -> bool:
     """True when the request names the page's own origin in `Origin` (or, when a browser left
-    it out, in `Referer`). A request naming neither is refused: every browser that runs the
-    page sends `Origin` on a POST."""
+    `Origin` out altogether, in `Referer`). A request naming neither is refused: every browser
+    that runs the page sends `Origin` on a POST. `Origin: null` (a sandboxed frame, a `data:`
+    document, a cross-origin redirect) is an origin that is not ours, whatever the `Referer`
+    says: that header is the sender's to write."""
     if expected is None:
         return False
-    if origin and origin != "null":
-        return origin.lower() == expected
+    if origin is not None:
+        return origin.strip().lower() == expected
     if referer:
         return _origin_of(referer) == expected
     return False

@@ -1,7 +1,10 @@
 """The timeline page, served by `serve` under `/ui` (README, "The timeline page").
 
-* `GET  /ui/sign-in?token=...`: redeems a one-time link from `timeline-pipeline ui link`, sets
-  the session cookie and sends the browser on to the workspace's page.
+* `GET  /ui/sign-in?token=...`: the page a one-time link from `timeline-pipeline ui link` opens,
+  with one "Sign in" button; it spends nothing, so a chat's link preview fetching the link does
+  not use it up. `POST /ui/sign-in` (the button: same origin, and the CSRF token bound to a
+  cookie the GET set) redeems the link, sets the session cookie and sends the browser on to the
+  workspace's page.
 * `GET  /ui/workspaces/{id}`: the page; `.../entries` the entry list alone (filters, polling,
   more entries), `.../entries/{entry_id}/evidence` one entry's messages, one keyset page at a
   time; `.../export.md` the Markdown export.
@@ -62,6 +65,7 @@ from timeline_pipeline.ui.credentials import (
     csrf_token,
     csrf_valid,
     expected_origin,
+    new_secret,
     same_origin,
     secure_request,
 )
@@ -82,6 +86,8 @@ __all__ = ["SESSION_COOKIE", "UI_PREFIX", "router"]
 
 UI_PREFIX: Final = "/ui"
 SESSION_COOKIE: Final = "tlp_ui_session"
+SIGN_IN_COOKIE: Final = "tlp_ui_sign_in"
+SIGN_IN_PATH: Final = f"{UI_PREFIX}/sign-in"
 CSRF_HEADER: Final = "X-CSRF-Token"
 PAGE_ENTRIES: Final = 200
 """Entries in the first view; more come a page at a time (keyset), never all at once."""
@@ -206,19 +212,8 @@ class Pages:
         """The viewer and the form of a state-changing request, once session, origin and CSRF
         token have passed (in that order, before anything changes)."""
         viewer = await run_in_threadpool(self.require_viewer, request, workspace_id)
-        headers = request.headers
-        origin = expected_origin(
-            request.url.scheme, headers.get("host"), headers.get("x-forwarded-proto")
-        )
-        if not same_origin(headers.get("origin"), headers.get("referer"), origin):
-            log.warning("ui.csrf_refused", reason="origin", workspace_id=workspace_id)
-            raise Refusal(403, "Refused", "This request did not come from the timeline page.")
-        try:
-            body = await read_bounded_body(request, MAX_FORM_BYTES)
-        except BodyTooLarge:
-            raise Refusal(413, "Too large", "The form is larger than any valid one.") from None
-        form = _parse_form(body)
-        presented = headers.get(CSRF_HEADER) or form.get("csrf_token")
+        form = await _same_origin_form(request, workspace_id)
+        presented = request.headers.get(CSRF_HEADER) or form.get("csrf_token")
         secret = request.cookies.get(SESSION_COOKIE, "")
         if not csrf_valid(secret, presented):
             log.warning("ui.csrf_refused", reason="token", workspace_id=workspace_id)
@@ -390,6 +385,32 @@ class Pages:
             )
 
         return await run_in_threadpool(apply)
+
+
+async def _same_origin_form(request: Request, workspace_id: str | None) -> dict[str, str]:
+    """The form of a POST that came from the page's own origin (else Refusal 403)."""
+    headers = request.headers
+    origin = expected_origin(
+        request.url.scheme, headers.get("host"), headers.get("x-forwarded-proto")
+    )
+    if not same_origin(headers.get("origin"), headers.get("referer"), origin):
+        log.warning("ui.csrf_refused", reason="origin", workspace_id=workspace_id)
+        raise Refusal(403, "Refused", "This request did not come from the timeline page.")
+    try:
+        body = await read_bounded_body(request, MAX_FORM_BYTES)
+    except BodyTooLarge:
+        raise Refusal(413, "Too large", "The form is larger than any valid one.") from None
+    return _parse_form(body)
+
+
+def _cookie_flags(request: Request) -> dict[str, Any]:
+    """The flags every cookie of the page is set and deleted with (a deletion without them is
+    a different cookie to some browsers, and leaves the session's cookie in place)."""
+    return {
+        "secure": secure_request(request.url.scheme, request.headers.get("x-forwarded-proto")),
+        "httponly": True,
+        "samesite": "strict",
+    }
 
 
 def get_pages(
@@ -722,38 +743,72 @@ async def write_summary(ui: PagesDep, request: Request, workspace_id: _WORKSPACE
 # --- sign-in ---
 
 
+_LINK_REFUSED: Final = Refusal(
+    403,
+    "This sign-in link does not work",
+    "It has expired or was already used: a link works once, within 10 minutes. "
+    "Ask for a new one with `timeline-pipeline ui link --workspace <id>`.",
+)
+
+
 @router.get("/sign-in")
-def sign_in(
+def sign_in_page(
     ui: PagesDep, request: Request, token: Annotated[str, Query(max_length=200)] = ""
 ) -> Response:
-    issued = ui.access.redeem(token)
-    if issued is None:
-        log.info("ui.sign_in_refused")
+    """The link's page: one button that signs in. Opening it spends nothing."""
+    workspace_id = ui.access.link_workspace(token)
+    if workspace_id is None:
+        log.info("ui.sign_in_refused", step="open")
+        return _message_page(_LINK_REFUSED)
+    nonce = new_secret()
+    response = _html(
+        render(
+            "sign_in.html",
+            workspace_id=workspace_id,
+            action=SIGN_IN_PATH,
+            token=token,
+            csrf=csrf_token(nonce),
+        ),
+        # `no-referrer` would make the button's POST say `Origin: null` (refused below).
+        headers={"Referrer-Policy": "same-origin"},
+    )
+    response.set_cookie(
+        SIGN_IN_COOKIE, nonce, max_age=600, path=SIGN_IN_PATH, **_cookie_flags(request)
+    )
+    return response
+
+
+@router.post("/sign-in")
+async def sign_in(ui: PagesDep, request: Request) -> Response:
+    """The button: redeems the link once, from the link's own page only (same origin, and the
+    CSRF token of the cookie that page set), so no other site can sign a browser in."""
+    try:
+        form = await _same_origin_form(request, None)
+    except Refusal as refusal:
+        return _message_page(refusal)
+    if not csrf_valid(request.cookies.get(SIGN_IN_COOKIE, ""), form.get("csrf_token")):
+        log.warning("ui.csrf_refused", reason="sign_in_token")
         return _message_page(
-            Refusal(
-                403,
-                "This sign-in link does not work",
-                "It has expired or was already used: a link works once, within 10 minutes. "
-                "Ask for a new one with `timeline-pipeline ui link --workspace <id>`.",
-            )
+            Refusal(403, "Refused", "This sign-in page has expired: open the link again.")
         )
+    issued = await run_in_threadpool(ui.access.redeem, form.get("token", "")[:200])
+    if issued is None:
+        log.info("ui.sign_in_refused", step="redeem")
+        return _message_page(_LINK_REFUSED)
     log.info("ui.signed_in", workspace_id=issued.workspace_id, session_id=issued.id)
-    target = f"{UI_PREFIX}/workspaces/{issued.workspace_id}"
-    if request.headers.get("sec-fetch-site") == "cross-site":
-        # A redirect that began on another site does not carry a SameSite=Strict cookie;
-        # a page of our own that moves on does.
-        response: Response = _html(render("continue.html", target=target))
-    else:
-        response = RedirectResponse(target, status_code=303, headers=_SECURITY_HEADERS)
+    # A same-origin POST, so the redirect is same-site and the Strict cookie goes with it.
+    response = RedirectResponse(
+        f"{UI_PREFIX}/workspaces/{issued.workspace_id}", status_code=303, headers=_SECURITY_HEADERS
+    )
+    flags = _cookie_flags(request)
     response.set_cookie(
         SESSION_COOKIE,
         issued.secret,
         max_age=int(ui.session_ttl.total_seconds()),
         path=UI_PREFIX,
-        secure=secure_request(request.url.scheme, request.headers.get("x-forwarded-proto")),
-        httponly=True,
-        samesite="strict",
+        **flags,
     )
+    response.delete_cookie(SIGN_IN_COOKIE, path=SIGN_IN_PATH, **flags)
     return response
 
 
@@ -770,7 +825,7 @@ async def sign_out(ui: PagesDep, request: Request) -> Response:
     response = _message_page(
         Refusal(200, "Signed out", "You are signed out. Open a new sign-in link to return.")
     )
-    response.delete_cookie(SESSION_COOKIE, path=UI_PREFIX)
+    response.delete_cookie(SESSION_COOKIE, path=UI_PREFIX, **_cookie_flags(request))
     return response
 
 
@@ -811,12 +866,14 @@ for _action in Action:
 
 
 def _parse_form(body: bytes) -> dict[str, str]:
-    """An urlencoded form, first value of each field; anything undecodable counts as absent."""
+    """An urlencoded form, first value of each field; Refusal 400 unless it is UTF-8 text
+    (a percent-encoded lone surrogate included), so no field is ever guessed at."""
     try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return {}
-    parsed = parse_qs(text, keep_blank_values=True, max_num_fields=50)
+        parsed = parse_qs(
+            body.decode("utf-8"), keep_blank_values=True, max_num_fields=50, errors="strict"
+        )
+    except (UnicodeDecodeError, ValueError):
+        raise Refusal(400, "Bad request", "The form is not valid UTF-8 text.") from None
     return {key: values[0] for key, values in parsed.items() if values}
 
 

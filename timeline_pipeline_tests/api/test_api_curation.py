@@ -174,5 +174,8 @@ def test_every_refusal_is_a_clear_4xx_and_changes_nothing(served: Served) -> Non
         assert snapshot(served.engine) == before, case.what
     stale = client.post(f"{one}/confirm", json={"revision": 7}, headers=auth).json()
     assert stale["detail"]["current_revision"] == 1
+    current = stale["detail"]["current"]  # the entry as it is now, to show before retrying
+    assert (current["revision"], current["status"]) == (1, "draft")
+    assert current == client.get(one, headers=auth).json()
     assert evidence
     assert client.get(one, headers=bearer(served.other_token)).status_code == 403

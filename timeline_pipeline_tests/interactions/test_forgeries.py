@@ -16,6 +16,7 @@ from timeline_pipeline.db.schema import (
     interaction_requests,
     workspace_timeline_entries,
 )
+from timeline_pipeline.store import entries
 from timeline_pipeline_tests.interactions.harness import (
     Harness,
     button,
@@ -116,7 +117,9 @@ def test_forged_mismatched_and_malformed_callbacks_are_refused_and_change_nothin
         assert _snapshot(engine) == before
 
 
-def test_a_stale_entry_revision_is_refused_with_a_toast_that_says_so(engine: Engine) -> None:
+def test_a_draft_changed_on_the_page_is_refused_as_stale_and_the_redrawn_card_works(
+    engine: Engine,
+) -> None:
     with harness(engine) as h:
         ids = seed_entries(engine, h.workspace_id, 1)
         card = plan_card(engine, h.workspace_id, ids, ttl=timedelta(hours=1))
@@ -129,5 +132,16 @@ def test_a_stale_entry_revision_is_refused_with_a_toast_that_says_so(engine: Eng
         before = _snapshot(engine)
         answer = h.click(card, ids[0], "confirm")
         assert (answer.outcome, answer.reason) == ("refused", "stale_revision")
-        assert "edited" in answer.body["toast"]["content"]
-        assert _snapshot(engine) == before
+        assert "changed meanwhile" in answer.body["toast"]["content"]
+        assert "Edited on the page" in answer.body["toast"]["content"]
+        # Nothing was decided or applied; only the card's copy of the draft caught up.
+        assert _snapshot(engine)[:2] == before[:2]
+        assert _snapshot(engine)[3:] == before[3:]
+        redrawn = answer.body["card"]["data"]
+        assert "Edited on the page" in str(redrawn)
+        again = h.click(card, ids[0], "confirm", value=button(redrawn, ids[0], "confirm"))
+        assert again.outcome == "admitted"
+        h.drain()
+        with engine.connect() as conn:
+            row = entries.get(conn, ids[0])
+        assert row is not None and (row.status, row.title) == ("confirmed", "Edited on the page")

@@ -123,14 +123,27 @@ def test_a_replayed_callback_resumes_processing_once(engine: Engine) -> None:
         assert h.admissions() == 1
 
 
-def test_an_edit_then_a_category_then_a_confirm_apply_in_order_at_the_current_revision(
+def test_an_edit_then_a_category_then_a_confirm_apply_in_order_each_at_the_revision_seen(
     engine: Engine,
 ) -> None:
     with harness(engine) as h:
         card_id, ids = _ready(h, 1)
-        assert h.click(card_id, ids[0], "edit", title="Checkout recovered").outcome == "admitted"
-        assert h.click(card_id, ids[0], "category", option="mitigation").outcome == "admitted"
-        assert h.click(card_id, ids[0], "confirm").outcome == "admitted"
+        # The clicker's card is the one each answer redraws (Lark shows it to them at once).
+        edited = h.click(card_id, ids[0], "edit", title="Checkout recovered")
+        assert edited.outcome == "admitted"
+        card = edited.body["card"]["data"]
+        assert button(card, ids[0], "category")["r"] == 2
+        chosen = h.click(
+            card_id,
+            ids[0],
+            "category",
+            option="mitigation",
+            value=button(card, ids[0], "category"),
+        )
+        assert chosen.outcome == "admitted"
+        card = chosen.body["card"]["data"]
+        confirmed = h.click(card_id, ids[0], "confirm", value=button(card, ids[0], "confirm"))
+        assert confirmed.outcome == "admitted"
         h.drain()
         with engine.connect() as conn:
             row = entries.get(conn, ids[0])
@@ -154,8 +167,11 @@ def test_a_card_stays_usable_until_its_persisted_expiry_while_other_cards_are_se
             _ready(h, 1)
         assert h.click(card_id, ids[0], "category", option="impact").outcome == "admitted"
         h.drain()
-        # The first token still works after the card was redrawn with a new one.
-        answer = h.click(card_id, ids[0], "confirm", value=first_value)
+        # The first token still works after the card was redrawn with a new one (at the
+        # revision the card now shows: the old drawing's revision is stale).
+        current = button(h.shown(card_id), ids[0], "confirm")
+        assert current["t"] != first_value["t"]
+        answer = h.click(card_id, ids[0], "confirm", value={**first_value, "r": current["r"]})
         assert answer.outcome == "admitted"
         h.drain()
         ids2 = seed_entries(engine, h.workspace_id, 1)

@@ -108,7 +108,7 @@ def visit(browser: object) -> Iterator[Visit]:
             route.continue_()  # type: ignore[attr-defined]
 
     context.route("**/*", guard)
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(30_000)  # a loaded machine (CI beside other jobs) is slow
     try:
         yield seen
     finally:
@@ -117,8 +117,14 @@ def visit(browser: object) -> Iterator[Visit]:
 
 
 def sign_in(served: Served, visit: Visit, workspace_id: str = DEMO) -> str:
+    """Open a fresh link and press its Sign in button, as a person does."""
     link = f"{served.base_url}/ui/sign-in?token={sign_in_token(served.engine, workspace_id)}"
-    visit.page.goto(link)  # type: ignore[attr-defined]
+    page = visit.page
+    page.goto(link, wait_until="domcontentloaded")  # type: ignore[attr-defined]
+    page.get_by_role("button", name="Sign in").click()  # type: ignore[attr-defined]
+    page.wait_for_url(  # type: ignore[attr-defined]
+        f"{served.base_url}/ui/workspaces/{workspace_id}", wait_until="domcontentloaded"
+    )
     return link
 
 
@@ -155,6 +161,82 @@ def test_a_sign_in_link_opens_the_page_with_an_httponly_strict_cookie(
     playwright_api.expect(entries(visit)).to_have_count(len(visible))
     assert page.locator("h1").inner_text().startswith("Checkout latency")  # type: ignore[attr-defined]
     assert link not in page.content()  # type: ignore[attr-defined]
+
+
+def test_a_preview_fetching_the_link_spends_nothing_and_the_person_still_signs_in(
+    served: Served, visit: Visit
+) -> None:
+    import httpx
+
+    link = f"{served.base_url}/ui/sign-in?token={sign_in_token(served.engine, DEMO)}"
+    for _ in range(2):  # a chat's link preview, fetched twice
+        preview = httpx.get(link, headers={"User-Agent": "link-preview"}, timeout=10)
+        assert preview.status_code == 200 and "tlp_ui_session" not in str(preview.headers)
+    page = visit.page
+    page.goto(link, wait_until="domcontentloaded")  # type: ignore[attr-defined]
+    assert visit.context.cookies() == [] or all(  # type: ignore[attr-defined]
+        c["name"] != "tlp_ui_session"
+        for c in visit.context.cookies()  # type: ignore[attr-defined]
+    )
+    page.get_by_role("button", name="Sign in").click()  # type: ignore[attr-defined]
+    page.wait_for_url(  # type: ignore[attr-defined]
+        f"{served.base_url}/ui/workspaces/{DEMO}", wait_until="domcontentloaded"
+    )
+    playwright_api.expect(entries(visit).first).to_be_visible()
+
+
+def test_two_sessions_deciding_the_same_entry_the_second_sees_it_changed_and_its_value(
+    served: Served, browser: object, visit: Visit
+) -> None:
+    other = browser.new_context()  # type: ignore[attr-defined]
+    try:
+        second = Visit(other, other.new_page())
+        second.page.set_default_timeout(30_000)  # type: ignore[attr-defined]
+        sign_in(served, visit)
+        sign_in(served, second)
+        entry_id = served.service.timeline(DEMO).entries[3].id
+        forms = []
+        for seen in (visit, second):
+            shown = seen.page.locator(f'[data-entry-id="{entry_id}"]')  # type: ignore[attr-defined]
+            shown.get_by_role("button", name="Edit").click()
+            forms.append(shown)
+        forms[0].get_by_label("Title").fill("First curator's title")
+        forms[0].get_by_role("button", name="Save").click()
+        playwright_api.expect(forms[0].locator(".entry-title")).to_have_text(
+            "First curator's title"
+        )
+        forms[1].get_by_label("Title").fill("Second curator's title")
+        forms[1].get_by_role("button", name="Save").click()
+        playwright_api.expect(forms[1].get_by_role("alert")).to_contain_text("changed by someone")
+        playwright_api.expect(forms[1].locator(".entry-title")).to_have_text(
+            "First curator's title"
+        )
+        assert served.service.entry(DEMO, entry_id).title == "First curator's title"
+    finally:
+        other.close()
+
+
+def test_the_api_docs_load_nothing_from_elsewhere_and_run_under_their_csp(
+    served: Served, visit: Visit
+) -> None:
+    page = visit.page
+    violations: list[str] = []
+    page.on(  # type: ignore[attr-defined]
+        "console",
+        lambda message: (
+            violations.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
+    answer = page.goto(f"{served.base_url}/api/docs")  # type: ignore[attr-defined]
+    assert answer.status == 200
+    assert "script-src 'self'" in answer.headers["content-security-policy"]
+    # Swagger UI has drawn the schema it fetched (1.5 MB of script first: a slow machine waits).
+    title = page.get_by_text("The curated incident timeline of a workspace")  # type: ignore[attr-defined]
+    playwright_api.expect(title).to_be_visible(timeout=30_000)
+    page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+    assert {urlsplit(url).hostname for url in visit.requests} == {"127.0.0.1"}
+    assert any("/api/openapi.json" in url for url in visit.requests)
+    assert violations == []
 
 
 def test_a_used_or_expired_link_is_refused(served: Served, browser: object, visit: Visit) -> None:

@@ -20,6 +20,7 @@ from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.http.app import create_app
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import ui_sessions
+from timeline_pipeline.ui.credentials import csrf_token
 from timeline_pipeline.ui.routes import SESSION_COOKIE
 from timeline_pipeline_tests.conftest import _drop_pg_database, _fresh_pg_database, _pg_url
 from timeline_pipeline_tests.curation.support import (
@@ -245,21 +246,143 @@ def test_the_export_is_the_markdown_of_the_timeline(site: Site) -> None:
     assert "| Time (UTC) | Category | Entry | Status | Evidence |" in answer.text
 
 
-def test_the_sign_in_cookie_is_httponly_strict_and_secure_behind_https(site: Site) -> None:
-    plain = site.client.get(
-        f"/ui/sign-in?token={sign_in_token(site.engine, site.ws)}", follow_redirects=False
+def _sign_in_form(page: str) -> dict[str, str]:
+    token = re.search(r'name="token" value="([^"]+)"', page)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert token and csrf, "no sign-in form"
+    return {"token": token.group(1), "csrf_token": csrf.group(1)}
+
+
+def _set_cookie(answer: object, name: str) -> str:
+    headers = answer.headers.get_list("set-cookie")  # type: ignore[attr-defined]
+    [found] = [h for h in headers if h.startswith(f"{name}=")]
+    return str(found)
+
+
+def test_opening_a_sign_in_link_spends_nothing_and_its_button_signs_in(site: Site) -> None:
+    token = sign_in_token(site.engine, site.ws)
+    link = f"/ui/sign-in?token={token}"
+    preview = site.client.get(link, headers={"User-Agent": "link-preview-bot"})
+    assert preview.status_code == 200
+    assert "Sign in" in preview.text and "set-cookie" not in {
+        k.lower() for k, v in preview.headers.items() if v.startswith(SESSION_COOKIE)
+    }
+    site.client.cookies.clear()  # the preview fetcher's cookies are not the person's
+    opened = site.client.get(link)
+    assert opened.status_code == 200
+    assert "default-src 'none'" in opened.headers["content-security-policy"]
+    form = _sign_in_form(opened.text)
+    signed = site.client.post(
+        "/ui/sign-in", data=form, headers={"Origin": ORIGIN}, follow_redirects=False
     )
-    assert plain.status_code == 303
-    assert plain.headers["location"] == f"/ui/workspaces/{site.ws}"
-    cookie = plain.headers["set-cookie"].lower()
+    assert signed.status_code == 303
+    assert signed.headers["location"] == f"/ui/workspaces/{site.ws}"
+    cookie = _set_cookie(signed, SESSION_COOKIE).lower()
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/ui" in cookie
     assert "secure" not in cookie
-    proxied = site.client.get(
-        f"/ui/sign-in?token={sign_in_token(site.engine, site.ws)}",
-        headers={"X-Forwarded-Proto": "https"},
+    assert site.client.get(f"/ui/workspaces/{site.ws}").status_code == 200
+    # The link is spent now: opening it again says so, and so does its button.
+    assert site.client.get(link).status_code == 403
+    again = site.client.post(
+        "/ui/sign-in", data=form, headers={"Origin": ORIGIN}, follow_redirects=False
+    )
+    assert again.status_code == 403  # its page's cookie went with the sign-in
+
+
+def test_the_sign_in_button_is_refused_from_anywhere_but_its_own_page(site: Site) -> None:
+    token = sign_in_token(site.engine, site.ws)
+    form = _sign_in_form(site.client.get(f"/ui/sign-in?token={token}").text)
+    for headers in (
+        {"Origin": "http://evil.example"},
+        {"Origin": "null", "Referer": f"{ORIGIN}/ui/sign-in"},
+        {},
+    ):
+        answer = site.client.post("/ui/sign-in", data=form, headers=headers)
+        assert answer.status_code == 403, headers
+    # Without the cookie its page set (another browser posting a stolen form): refused too.
+    site.client.cookies.clear()
+    stolen = site.client.post("/ui/sign-in", data=form, headers={"Origin": ORIGIN})
+    assert stolen.status_code == 403 and "expired" in stolen.text
+    # None of these spent the link.
+    with site.engine.connect() as conn:
+        assert ui_sessions.link_workspace(conn, token, now=datetime.now(UTC)) == site.ws
+
+
+def test_the_sign_in_cookie_is_secure_behind_https_and_sign_out_deletes_it_with_its_flags(
+    site: Site,
+) -> None:
+    https = {"X-Forwarded-Proto": "https"}
+    token = sign_in_token(site.engine, site.ws)
+    opened = site.client.get(f"/ui/sign-in?token={token}", headers=https)
+    nonce = _set_cookie(opened, "tlp_ui_sign_in")
+    assert "; secure" in nonce.lower() and "path=/ui/sign-in" in nonce.lower()
+    signed = site.client.post(
+        "/ui/sign-in",
+        data=_sign_in_form(opened.text),
+        headers={**https, "Origin": "https://testserver", "Cookie": nonce.split(";")[0]},
         follow_redirects=False,
     )
-    assert "; secure" in proxied.headers["set-cookie"].lower()
+    assert signed.status_code == 303
+    session_cookie = _set_cookie(signed, SESSION_COOKIE)
+    assert "; secure" in session_cookie.lower()
+    secret = session_cookie.split(";")[0].split("=", 1)[1]
+    out = site.client.post(
+        "/ui/sign-out",
+        data={"csrf_token": csrf_token(secret)},
+        headers={
+            **https,
+            "Origin": "https://testserver",
+            "Cookie": f"{SESSION_COOKIE}={secret}",
+        },
+    )
+    assert out.status_code == 200
+    deleted = _set_cookie(out, SESSION_COOKIE).lower()
+    assert "max-age=0" in deleted
+    for flag in ("path=/ui", "httponly", "samesite=strict", "secure"):
+        assert flag in deleted, flag
+
+
+def test_a_post_with_origin_null_is_refused_whatever_its_referer_says(site: Site) -> None:
+    headers = site.signed_in()
+    before = snapshot(site.engine)
+    answer = site.client.post(
+        f"/ui/workspaces/{site.ws}/entries/{site.draft_id}/confirm",
+        data={"revision": "1"},
+        headers={**headers, "Origin": "null", "Referer": f"{ORIGIN}/ui/workspaces/{site.ws}"},
+    )
+    assert answer.status_code == 403
+    assert snapshot(site.engine) == before
+
+
+def test_a_trailing_slash_is_redirected_to_a_path_not_to_the_host_the_client_named(
+    site: Site,
+) -> None:
+    site.signed_in()
+    answer = site.client.get(
+        f"/ui/workspaces/{site.ws}/?status=draft",
+        headers={"Host": "evil.example"},
+        follow_redirects=False,
+    )
+    assert answer.status_code == 307
+    assert answer.headers["location"] == f"/ui/workspaces/{site.ws}?status=draft"
+    assert site.client.get("//evil.example/", follow_redirects=False).status_code == 404
+
+
+def test_a_title_with_a_nul_or_a_lone_surrogate_is_refused_by_the_page_with_a_422(
+    site: Site,
+) -> None:
+    headers = site.signed_in()
+    before = snapshot(site.engine)
+    path = f"/ui/workspaces/{site.ws}/entries/{site.draft_id}/edit"
+    for raw, status in ((b"title=a%00b&revision=1", 422), (b"title=a%ED%A0%80b&revision=1", 400)):
+        answer = site.client.post(
+            path,
+            content=raw,
+            headers={**headers, "Content-Type": "application/x-www-form-urlencoded"},
+        )
+        assert answer.status_code == status, raw
+        assert "Not saved" in answer.text or "not valid UTF-8" in answer.text
+    assert snapshot(site.engine) == before
 
 
 def test_a_session_ends_when_the_workspace_revokes_it(site: Site) -> None:
@@ -329,3 +452,21 @@ def test_signing_out_ends_the_session(site: Site) -> None:
     assert answer.status_code == 200 and "signed out" in answer.text
     site.client.cookies.set(SESSION_COOKIE, secret, path="/ui")  # the old cookie, kept anyway
     assert site.client.get(f"/ui/workspaces/{site.ws}").status_code == 401
+
+
+def test_the_api_docs_page_names_only_files_this_server_serves_under_a_strict_csp(
+    site: Site,
+) -> None:
+    docs = site.client.get("/api/docs")
+    assert docs.status_code == 200
+    policy = docs.headers["content-security-policy"]
+    assert "script-src 'self';" in policy and "default-src 'none'" in policy
+    assert "http" not in docs.text and "<script>" not in docs.text  # no CDN, no inline script
+    urls = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+    assert len(urls) == 4
+    for url in urls:
+        asset = site.client.get(url)
+        assert asset.status_code == 200, url
+        assert asset.headers["x-content-type-options"] == "nosniff"
+    assert site.client.get("/api/docs/assets/../../etc/passwd").status_code == 404
+    assert site.client.get("/api/openapi.json").json()["paths"]

@@ -2,13 +2,16 @@
 edit), `POST .../entries/{entry_id}/{confirm,hide,restore}`.
 
 Every change names the revision it was based on (`revision` in the body or the ETag in
-`If-Match`); a mismatch is 409 and nothing changes. Handlers are plain `def` (thread pool).
+`If-Match`); a mismatch is 409 with the entry as it is now (`detail.current`) and nothing
+changes. Handlers are plain `def` (thread pool).
 No `from __future__ import annotations`: FastAPI reads the handlers' annotations.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, Response, status
+from fastapi import APIRouter, Body, HTTPException, Path, Response, status
 
 from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
 from timeline_pipeline.api.gate import GatedRoute
@@ -24,6 +27,7 @@ from timeline_pipeline.api.params import (
     expected_revision,
 )
 from timeline_pipeline.api.presenters import entry_out
+from timeline_pipeline.curation.errors import CurationError
 from timeline_pipeline.curation.rules import Action, entry_etag_prefix
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.http.deps import AuthorizedWorkspace, CurationServiceDep
@@ -31,6 +35,24 @@ from timeline_pipeline.http.deps import AuthorizedWorkspace, CurationServiceDep
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 
 EntryId = Annotated[int, Path(ge=1, le=MAX_ID)]
+
+
+@contextmanager
+def _current_on_conflict(
+    service: CurationService, workspace_id: str, entry_id: int
+) -> Iterator[None]:
+    """A 409 (stale revision, a transition the entry's status no longer allows) carries the
+    entry as it is now, read after the refusal."""
+    try:
+        yield
+    except HTTPException as exc:
+        if exc.status_code == 409 and isinstance(exc.detail, dict):
+            try:
+                current = entry_out(service.entry(workspace_id, entry_id))
+            except CurationError:
+                raise exc from None
+            exc.detail["current"] = current.model_dump(mode="json")
+        raise
 
 
 @router.get(
@@ -64,7 +86,7 @@ def _transition(
     check, revision = expected_revision(
         body.revision if body else None, if_match, entry_etag_prefix(entry_id), required=True
     )
-    with curation_errors():
+    with _current_on_conflict(service, workspace_id, entry_id), curation_errors():
         view = service.transition(
             workspace_id,
             entry_id,
@@ -128,7 +150,7 @@ def edit_entry(
     changes = body.model_dump(exclude_unset=True, exclude={"revision"})
     if "category" in changes and changes["category"] is not None:
         changes["category"] = str(changes["category"])
-    with curation_errors():
+    with _current_on_conflict(service, workspace_id, entry_id), curation_errors():
         view = service.edit(
             workspace_id,
             entry_id,

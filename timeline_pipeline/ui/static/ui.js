@@ -42,8 +42,6 @@
     showLocalTimes(document);
     wireEvidence(document);
     document.documentElement.classList.add("js");
-    var next = document.querySelector("[data-continue]");
-    if (next) { window.location.replace(next.getAttribute("data-continue")); }
   });
 
   // The poll does not replace the list while someone is editing in it or has focus in a form.
