@@ -259,6 +259,15 @@ class LarkTimelineSettings(BaseSettings):
     interaction_retention: PositiveDuration = timedelta(days=30)
     """How long finished review cards and their admitted decisions are kept (lifecycle)."""
 
+    # Pins from the chat (docs/pins.md).
+    pin_from_chat_enabled: bool = False
+    """Let a workspace's curators pin a chat message to its timeline by reacting to it with
+    `pinEmojiType`: the message becomes a human, confirmed entry, and removing the reaction
+    hides it. Needs the reaction events subscribed (docs/pins.md)."""
+    pin_emoji_type: str = Field(default="Pin", min_length=1, max_length=64, pattern=r"^[!-~]+$")
+    """The Lark `reaction_type.emoji_type` that pins (Lark's pushpin by default); every other
+    reaction is ignored."""
+
     @model_validator(mode="after")
     def _check_relations(self) -> LarkTimelineSettings:
         hour = timedelta(hours=1)

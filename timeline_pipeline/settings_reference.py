@@ -46,6 +46,7 @@ TIMELINE_GROUPS: tuple[tuple[str, str], ...] = (
     ("max_message_chars", "Event receiver"),
     ("lark_page_size", "Lark OpenAPI client"),
     ("review_cards_enabled", "Review cards"),
+    ("pin_from_chat_enabled", "Pins from the chat"),
 )
 """Headings by the first field of each group: a field belongs to the group above it in
 `settings.py`, so a new key lands under the heading of the block it was written in."""

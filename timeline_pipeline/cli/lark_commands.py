@@ -22,6 +22,7 @@ from timeline_pipeline.lark.simulator.events import (
     card_action_event,
     message_recalled_event,
     message_receive_event,
+    reaction_event,
 )
 from timeline_pipeline.lark.simulator.faults import SimulatorFaults
 from timeline_pipeline.lark.simulator.pusher import EventPusher, send_signed
@@ -265,6 +266,52 @@ def push_card_action(
     else:
         toast = (answer.body.get("toast") or {}).get("content") if answer.body else None
         click.echo(f"HTTP {answer.status}: {toast or answer.body}")
+    if answer.status != 200:
+        sys.exit(1)
+
+
+@lark_group.command("push-reaction")
+@click.option(
+    "--receiver", required=True, help="Receiver URL, e.g. http://127.0.0.1:8080/lark/events"
+)
+@click.option("--message-id", required=True, help="The message reacted to.")
+@click.option("--operator", required=True, help="The open_id of the person who reacted.")
+@click.option("--emoji", "emoji_type", default="Pin", show_default=True, help="emoji_type.")
+@click.option("--removed", is_flag=True, help="Send the reaction's removal (deleted_v1).")
+@click.option("--event-id", default=None, help="Reuse an event id (a redelivery).")
+@click.option("--encrypt-key", envvar="LARK_ENCRYPT_KEY", default=None)
+@click.option("--verification-token", envvar="LARK_VERIFICATION_TOKEN", default="")
+@click.option("--app-id", envvar="LARK_APP_ID", default=DEFAULT_APP_ID, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the receiver's answer as JSON.")
+def push_reaction(
+    receiver: str,
+    message_id: str,
+    operator: str,
+    emoji_type: str,
+    removed: bool,
+    event_id: str | None,
+    encrypt_key: str | None,
+    verification_token: str,
+    app_id: str,
+    as_json: bool,
+) -> None:
+    """Send one signed im.message.reaction.created_v1 (or deleted_v1) event, as Lark does
+    when someone adds (or removes) an emoji reaction (docs/pins.md)."""
+    if not is_loopback_host(urlsplit(receiver).hostname or ""):
+        _refuse(f"--receiver {receiver} is not a loopback URL")
+    payload = reaction_event(
+        EventIdentity(app_id=app_id, verification_token=verification_token),
+        message_id=message_id,
+        emoji_type=emoji_type,
+        operator_open_id=operator,
+        removed=removed,
+        event_id=event_id,
+    )
+    answer = send_signed(receiver, payload, encrypt_key=encrypt_key or None)
+    if as_json:
+        click.echo(json.dumps(answer.body))
+    else:
+        click.echo(f"HTTP {answer.status}: {answer.body}")
     if answer.status != 200:
         sys.exit(1)
 

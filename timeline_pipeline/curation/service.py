@@ -79,6 +79,8 @@ class NewEntry:
     category: str
     detail: str | None = None
     evidence_ids: Sequence[int] = ()
+    fingerprint: str | None = None
+    """A key that makes the entry unique in its workspace (a pin's message: docs/pins.md)."""
 
 
 def _utcnow() -> datetime:
@@ -233,8 +235,12 @@ class CurationService:
             self._audit(conn, actor, "entry.edit", changed, now, {"fields": sorted(values)})
             return self._view(conn, changed)
 
-    def add(self, workspace_id: str, new: NewEntry, *, actor: str) -> EntryView:
-        """A curator's own entry: `source=human`, confirmed, optionally bound to evidence."""
+    def add(
+        self, workspace_id: str, new: NewEntry, *, actor: str, conn: Connection | None = None
+    ) -> EntryView:
+        """A curator's own entry: `source=human`, confirmed, optionally bound to evidence.
+
+        With `conn`, the entry joins the caller's transaction, as in `transition`."""
         occurred_at = check_time(new.occurred_at)
         title = check_text(new.title, "title", TITLE_MAX_CHARS, multiline=False)
         category = check_category(new.category)
@@ -243,7 +249,7 @@ class CurationService:
         if len(evidence_ids) > MAX_EVIDENCE_PER_ENTRY:
             raise InvalidInput(f"at most {MAX_EVIDENCE_PER_ENTRY} evidence ids per entry")
         now = self.clock()
-        with transaction(self.engine) as conn:
+        with self._writing(conn) as conn:
             workspaces.require(conn, workspace_id)
             known = evidence.existing_evidence_ids(conn, workspace_id, evidence_ids)
             missing = [i for i in evidence_ids if i not in known]
@@ -258,6 +264,7 @@ class CurationService:
                 title=title,
                 category=category,
                 detail=detail,
+                fingerprint=new.fingerprint,
                 evidence_ids=evidence_ids,
                 now=now,
             )

@@ -571,3 +571,28 @@ window_rerun_previews = Table(
     Index(None, "job_id", "kind", "entry_id"),
     Index(None, "workspace_id", "created_at", "id"),  # the lifecycle purge
 )
+
+# A curator's pin of a chat message (docs/pins.md): one row per workspace, message and curator,
+# so a repeated or redelivered reaction finds its row instead of pinning twice. `action_at` is
+# the Lark time of the last reaction applied: an older event (a late redelivery) changes nothing.
+PIN_STATUSES = ("pinned", "unpinned")
+
+timeline_chat_pins = Table(
+    "timeline_chat_pins",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _workspace_fk(),
+    Column("message_id", String(256), nullable=False),
+    Column("operator_open_id", String(128), nullable=False),
+    Column("chat_id", String(256), nullable=False),
+    Column("evidence_id", BigIntId, nullable=False),
+    Column("entry_id", BigIntId, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("action_at", UTCDateTime(), nullable=False),
+    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    *_timestamps(),
+    CheckConstraint(_in("status", PIN_STATUSES), name="status"),
+    UniqueConstraint("workspace_id", "message_id", "operator_open_id"),
+    Index(None, "message_id", "operator_open_id"),
+    Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
+)

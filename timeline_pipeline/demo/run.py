@@ -25,6 +25,7 @@ from sqlalchemy import Engine
 from timeline_pipeline import demo_data
 from timeline_pipeline.db.engine import make_engine, redacted_url, transaction
 from timeline_pipeline.db.migrate import upgrade
+from timeline_pipeline.demo.pin import PinDemoResult, pin_from_chat
 from timeline_pipeline.demo.review import ReviewResult, confirm_from_chat
 from timeline_pipeline.demo.scenario import Scenario, demo_end, shifted
 from timeline_pipeline.http.app import create_app
@@ -59,6 +60,7 @@ DEMO_FLAGS: dict[str, Any] = {
     "reconciliation_enabled": True,
     "summary_enabled": True,
     "review_cards_enabled": True,
+    "pin_from_chat_enabled": True,
 }
 DROP_FRACTION = 0.12
 DUPLICATE_FRACTION = 0.08
@@ -82,6 +84,7 @@ class DemoResult:
     windows_failed: int = 0
     summaries_run: int = 0
     review: ReviewResult = field(default_factory=ReviewResult)
+    pin: PinDemoResult = field(default_factory=PinDemoResult)
 
 
 def _demo_runtime(base: RuntimeEnvironment) -> RuntimeEnvironment:
@@ -298,8 +301,12 @@ def run_demo(
         )
 
     _run_dagster(engine.url.render_as_string(hide_password=False), home, result, progress)
+    commander = next(iter(users))
     result.review = confirm_from_chat(
-        engine, Settings(timeline, runtime), store, workspace_id, next(iter(users)), progress
+        engine, Settings(timeline, runtime), store, workspace_id, commander, progress
+    )
+    result.pin = pin_from_chat(
+        engine, Settings(timeline, runtime), store, workspace_id, commander, progress
     )
     return result, engine
 

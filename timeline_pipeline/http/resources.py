@@ -19,9 +19,11 @@ from timeline_pipeline.curation.evidence import EvidenceService
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.interactions.runtime import ReviewCards
 from timeline_pipeline.observability.metrics import ReceiverMetrics
+from timeline_pipeline.pins.runtime import build_pin_service
 from timeline_pipeline.receiver.batching import WriteBatcher
 from timeline_pipeline.receiver.bindings import BindingCache
 from timeline_pipeline.receiver.handlers import EventHandlers, register_lark_handlers
+from timeline_pipeline.receiver.pins import pin_reactions
 from timeline_pipeline.receiver.registry import EventHandlerRegistry
 from timeline_pipeline.receiver.service import EventService
 from timeline_pipeline.receiver.verification import CallbackVerifier, Credentials
@@ -72,17 +74,21 @@ def build_resources(
     metrics = ReceiverMetrics(registry)
     cache = bindings if bindings is not None else BindingCache(timeline.binding_cache_ttl)
     writer = WriteBatcher(engine)
+    # A pin's reply goes out through the review cards' worker (docs/pins.md), so either
+    # feature runs it.
     cards = (
         ReviewCards.build(settings, engine, metrics.registry)
-        if timeline.review_cards_enabled
+        if timeline.review_cards_enabled or timeline.pin_from_chat_enabled
         else None
     )
+    pins = build_pin_service(settings, engine, metrics.registry, clock=clock)
     handlers = register_lark_handlers(
         EventHandlerRegistry(),
         EventHandlers(timeline, cache, app_id=runtime.lark_app_id, clock=clock),
         ingestion_enabled=timeline.enabled and timeline.event_ingestion_enabled,
         clock=clock,
         card_actions=(lambda payload: cards.callbacks.handle(payload).body) if cards else None,
+        reactions=pin_reactions(pins) if pins is not None else None,
     )
     events = EventService(
         verifier=CallbackVerifier(credentials, max_skew=timeline.event_timestamp_skew, clock=clock),

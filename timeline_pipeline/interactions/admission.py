@@ -41,8 +41,8 @@ from timeline_pipeline.interactions.callbacks import (
     parse,
     stale_toast,
 )
-from timeline_pipeline.interactions.cards import render_card
 from timeline_pipeline.interactions.model import CardRequest, Decision, pending_count
+from timeline_pipeline.interactions.pin_card import draw_card
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
 from timeline_pipeline.settings import LarkTimelineSettings
@@ -306,7 +306,7 @@ class CardCallbacks:
 
     def _card(self, card: CardRow, callback: CardCallback) -> dict[str, Any]:
         """The card redrawn from the stored state, with the token the callback came with."""
-        data = render_card(
+        data = draw_card(
             card.request,
             card.decisions,
             token=callback.token,

@@ -52,6 +52,7 @@ class Refusal(StrEnum):
     EXPIRED = "expired"
     CARD_CLOSED = "card_closed"
     ENTRY_NOT_OFFERED = "entry_not_offered"
+    ACTION_NOT_OFFERED = "action_not_offered"
     OPTION_NOT_OFFERED = "option_not_offered"
     INVALID_TITLE = "invalid_title"
     ALREADY_DECIDED = "already_decided"
@@ -72,6 +73,7 @@ TOASTS: Final[dict[Refusal, str]] = {
     Refusal.EXPIRED: "This card has expired; review the drafts on the timeline page.",
     Refusal.CARD_CLOSED: "This card is closed; nothing was changed.",
     Refusal.ENTRY_NOT_OFFERED: "That draft is not on this card; nothing was changed.",
+    Refusal.ACTION_NOT_OFFERED: "This card does not offer that action; nothing was changed.",
     Refusal.OPTION_NOT_OFFERED: "That category is not one this card offers; nothing was changed.",
     Refusal.INVALID_TITLE: (
         "The title must be one line of 1 to {max} characters, without control characters."
@@ -284,6 +286,9 @@ def check(
     entry = card.request.entry(callback.entry_id)
     if entry is None:
         raise CallbackRefused(Refusal.ENTRY_NOT_OFFERED)
+    if card.request.pin is not None and callback.action is not CardAction.CATEGORY:
+        # A pin's reply card offers only its category (docs/pins.md).
+        raise CallbackRefused(Refusal.ACTION_NOT_OFFERED)
     if closing_decision(card.decisions.get(entry.id, [])) is not None:
         raise CallbackRefused(Refusal.ALREADY_DECIDED)
     if callback.revision != entry.revision:

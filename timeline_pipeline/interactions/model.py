@@ -14,6 +14,8 @@ from typing import Any, Final
 from timeline_pipeline.domain.interactions import CardAction
 
 KIND_DRAFT_REVIEW: Final = "draft_review"
+KIND_CHAT_PIN: Final = "chat_pin"
+"""The reply to a pin from the chat (docs/pins.md): one entry, its category to change."""
 CLOSING_ACTIONS: Final = frozenset({CardAction.CONFIRM, CardAction.HIDE})
 """Actions after which the draft leaves the card's open list."""
 
@@ -99,6 +101,21 @@ class Decision:
 
 
 @dataclass(frozen=True, slots=True)
+class PinNote:
+    """What a pin's reply card says besides its entry: which timeline, whose pin."""
+
+    workspace_label: str
+    operator: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"workspace_label": self.workspace_label, "operator": self.operator}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PinNote:
+        return cls(str(data["workspace_label"]), str(data["operator"]))
+
+
+@dataclass(frozen=True, slots=True)
 class CardRequest:
     """The drafts offered, the field types and the option values of the category select."""
 
@@ -108,6 +125,8 @@ class CardRequest:
     fields: Mapping[str, str] = field(
         default_factory=lambda: {"title": "text", "category": "select"}
     )
+    pin: PinNote | None = None
+    """Set on a pin's reply card (`KIND_CHAT_PIN`): it offers only the category select."""
 
     def entry(self, entry_id: int) -> CardEntry | None:
         return next((e for e in self.entries if e.id == entry_id), None)
@@ -125,6 +144,7 @@ class CardRequest:
             "options": list(self.options),
             "title_max_chars": self.title_max_chars,
             "fields": dict(self.fields),
+            **({"pin": self.pin.as_json()} if self.pin is not None else {}),
         }
 
     @classmethod
@@ -134,6 +154,7 @@ class CardRequest:
             tuple(str(o) for o in data["options"]),
             int(data["title_max_chars"]),
             {str(k): str(v) for k, v in dict(data.get("fields") or {}).items()},
+            PinNote.from_json(data["pin"]) if data.get("pin") else None,
         )
 
 

@@ -37,8 +37,8 @@ from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.curation.timeline import EntryView
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.domain.interactions import AdmissionStatus, CardAction, CardStatus
-from timeline_pipeline.interactions.cards import render_card
 from timeline_pipeline.interactions.model import CardRequest, Decision, all_closed, pending_count
+from timeline_pipeline.interactions.pin_card import draw_card
 from timeline_pipeline.lark.cards import CardSender
 from timeline_pipeline.lark.client import LarkApiError
 from timeline_pipeline.observability.logs import get_logger
@@ -409,7 +409,7 @@ class CardWorker:
         return timedelta(seconds=self._retry.backoff(attempt))
 
     def _render(self, card: CardRow, token: str | None) -> dict[str, object]:
-        return render_card(
+        return draw_card(
             card.request,
             card.decisions,
             token=token,

@@ -26,6 +26,7 @@ from lark_oapi.api.contact.v3 import BatchUserRequest
 from lark_oapi.api.im.v1 import (
     CreateMessageRequest,
     CreateMessageRequestBody,
+    GetMessageRequest,
     ListMessageRequest,
     PatchMessageRequest,
     PatchMessageRequestBody,
@@ -420,6 +421,24 @@ class LarkClient:
                 _TRANSPORT_CODE, "reply carried no message_id", http_status=200, operation=op
             )
         return message_id
+
+    def get_message(self, message_id: str) -> dict[str, Any] | None:
+        """One message by id, in the history list's item shape (it names its chat), or None
+        when Lark has no such message for this app. A pin of a message the product has not
+        collected yet reads it here (docs/pins.md)."""
+        request = GetMessageRequest.builder().message_id(message_id).build()
+        reply = self._call(
+            "get_message",
+            lambda: self._sdk.im.v1.message.get(request),
+            {"message_id": message_id},
+        )
+        items = (reply.get("data") or {}).get("items") or []
+        for item in items:
+            # A merged-forward message lists its children too; the one asked for is the one
+            # with its own id.
+            if isinstance(item, dict) and item.get("message_id") == message_id:
+                return item
+        return None
 
     # ------------------------------------------------------------------ lookups
 

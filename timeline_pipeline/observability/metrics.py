@@ -13,7 +13,14 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 KNOWN_EVENT_TYPES: Final = frozenset(
-    {"url_verification", "im.message.receive_v1", "im.message.recalled_v1", "card.action.trigger"}
+    {
+        "url_verification",
+        "im.message.receive_v1",
+        "im.message.recalled_v1",
+        "card.action.trigger",
+        "im.message.reaction.created_v1",
+        "im.message.reaction.deleted_v1",
+    }
 )
 OTHER_EVENT_TYPE: Final = "other"
 
@@ -186,5 +193,33 @@ class ReviewCardMetrics:
         self.backlog_age = Gauge(
             "timeline_review_card_backlog_oldest_seconds",
             "Age of the oldest admitted decision not finished by the worker.",
+            registry=r,
+        )
+
+
+class PinMetrics:
+    """Pins from the chat (docs/pins.md): pins created and removed, and reactions refused by a
+    fixed reason code (not_curator, other_emoji, own_message, card, ...), never by id.
+    Registered on the receiver's registry, so `/metrics` of `serve` shows them."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.created = Counter(
+            "timeline_pins_created",
+            "Pin reactions that pinned a message to a workspace's timeline (a first pin, or a "
+            "pin again after an unpin), one per workspace.",
+            registry=r,
+        )
+        self.removed = Counter(
+            "timeline_pins_removed",
+            "Removed pin reactions that unpinned a message from a workspace's timeline.",
+            registry=r,
+        )
+        self.refused = Counter(
+            "timeline_pins_refused",
+            "Reactions that pinned or unpinned nothing, by reason (one per reaction, or per "
+            "workspace when the reason is the workspace's own).",
+            ["reason"],
             registry=r,
         )

@@ -31,6 +31,7 @@ from timeline_pipeline.lark.normalize import (
     UnsupportedMessageTypeError,
     normalize_event_message,
 )
+from timeline_pipeline.pins.reactions import MalformedReaction, Reaction, read_reaction
 from timeline_pipeline.receiver import event_types, recall
 from timeline_pipeline.receiver.batching import GroupWriter
 from timeline_pipeline.receiver.bindings import BindingCache
@@ -233,12 +234,16 @@ def register_lark_handlers(
     ingestion_enabled: bool,
     clock: Callable[[], datetime],
     card_actions: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+    reactions: Callable[[Reaction], HandlerReply] | None = None,
 ) -> EventHandlerRegistry:
-    """Today's callbacks: the URL check, received and recalled messages, card actions.
+    """Today's callbacks: the URL check, received and recalled messages, card actions,
+    reactions added and removed.
 
     `card_actions` answers a verified `card.action.trigger` payload with its toast (and card)
-    body; None while review cards are off (README, "Review cards"). Its answer is always a 200,
-    so that Lark never redelivers a refused click.
+    body; None while review cards are off (docs/review-cards.md). Its answer is always a 200,
+    so that Lark never redelivers a refused click. `reactions` pins or unpins from a reaction
+    (docs/pins.md); None while pins from the chat are off. It may block (a Lark read of a
+    message not collected yet), so it runs off the event loop like a card action.
 
     A new event type is one more `registry.register(...)` here (see receiver/registry.py).
     """
@@ -262,11 +267,26 @@ def register_lark_handlers(
         answer = card_actions
         return BlockingReply(lambda: HandlerReply(200, answer(callback.payload)))
 
+    def reaction(removed: bool) -> Callable[[VerifiedCallback], HandlerResult]:
+        def handle(callback: VerifiedCallback) -> HandlerResult:
+            if reactions is None:
+                return Outcome(ignored=Reason.PINS_DISABLED)
+            try:
+                parsed = read_reaction(callback.payload["event"], removed=removed, now=clock())
+            except MalformedReaction as error:
+                raise Rejected(400, error.reason) from None
+            answer = reactions
+            return BlockingReply(lambda: answer(parsed))
+
+        return handle
+
     return (
         registry.register(event_types.URL_VERIFICATION, url_verification)
         .register(event_types.MESSAGE_RECEIVE, message_received)
         .register(event_types.MESSAGE_RECALLED, message_recalled)
         .register(event_types.CARD_ACTION, card_action)
+        .register(event_types.REACTION_CREATED, reaction(removed=False))
+        .register(event_types.REACTION_DELETED, reaction(removed=True))
     )
 
 

@@ -34,6 +34,7 @@ class Reason(enum.StrEnum):
     UNKNOWN_EVENT_TYPE = "unknown_event_type"
     INGESTION_DISABLED = "ingestion_disabled"
     REVIEW_CARDS_DISABLED = "review_cards_disabled"
+    PINS_DISABLED = "pins_disabled"
     NOT_GROUP_CHAT = "not_group_chat"
     UNKNOWN_CHAT_TYPE = "unknown_chat_type"
     SELF_GENERATED = "self_generated"
@@ -43,6 +44,7 @@ class Reason(enum.StrEnum):
     # 5xx: Lark should try again.
     DATABASE_UNAVAILABLE = "database_unavailable"
     BINDING_CHANGED = "binding_changed"
+    LARK_UNAVAILABLE = "lark_unavailable"
     INTERNAL_ERROR = "internal_error"
 
 

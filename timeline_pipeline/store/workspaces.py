@@ -216,6 +216,18 @@ def curators_of(conn: Connection, workspace_id: str) -> list[str]:
     return [r.open_id for r in rows]
 
 
+def chats_curated_by(conn: Connection, open_id: str) -> list[tuple[str, str]]:
+    """(workspace id, chat id) of every chat bound to a workspace `open_id` curates: where a
+    pin reaction by them can land (docs/pins.md)."""
+    rows = conn.execute(
+        select(cur.c.workspace_id, res.c.resource_key)
+        .join(res, res.c.workspace_id == cur.c.workspace_id)
+        .where(cur.c.open_id == open_id, res.c.resource_type == RESOURCE_LARK_CHAT)
+        .order_by(cur.c.workspace_id, res.c.resource_key)
+    )
+    return [(r.workspace_id, r.resource_key) for r in rows]
+
+
 # --- bound chats with their positions (discovery's cold start, health) -----------------------
 
 

@@ -70,5 +70,15 @@ def test_demo_builds_a_traceable_timeline_from_the_bundled_chat(
     assert review["cards_posted"] >= 1
     assert review["confirmed_entry"] is not None
     assert review["card_redrawn"] is True
-    confirmed = [e for e in entries if e["status"] == "confirmed"]
+    confirmed = [e for e in entries if e["status"] == "confirmed" and e["source"] != "human"]
     assert [e["id"] for e in confirmed] == [review["confirmed_entry"]]
+
+    # The commander pinned a message no entry cited from the chat (docs/pins.md): a human,
+    # confirmed entry bound to that message, and one reply in its thread.
+    pin = run["pin"]
+    [pinned] = [e for e in entries if e["id"] == pin["entry_id"]]
+    assert (pinned["source"], pinned["status"]) == ("human", "confirmed")
+    [cited] = pinned["evidence"]
+    assert cited["source_key"].endswith(f"/message/{pin['message_id']}")
+    assert pin["reply_posted"] is True
+    assert pin["reply"] == f"Pinned to the timeline of {out['workspace']} as finding"

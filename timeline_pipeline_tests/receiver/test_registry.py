@@ -74,6 +74,8 @@ def test_todays_event_types_are_all_registered(receiver: Receiver) -> None:
         "im.message.receive_v1",
         "im.message.recalled_v1",
         "card.action.trigger",
+        "im.message.reaction.created_v1",
+        "im.message.reaction.deleted_v1",
     }
 
 

@@ -23,9 +23,14 @@ from sqlalchemy import Engine
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
+from timeline_pipeline.demo.pin import missed_message
 from timeline_pipeline.http.app import create_app
 from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn
+from timeline_pipeline.observability.metrics import PinMetrics
+from timeline_pipeline.pins.reactions import Reaction
+from timeline_pipeline.pins.service import PinService, pin_fingerprint
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
+from timeline_pipeline.store import entries as entries_store
 from timeline_pipeline.store import workspaces
 from timeline_pipeline_tests.ui.support import demo_incident, sign_in_token
 
@@ -375,3 +380,35 @@ def test_the_actions_work_from_the_keyboard_and_are_announced(served: Served, vi
     playwright_api.expect(same).to_have_attribute("data-status", "hidden")
     playwright_api.expect(page.locator("#live")).to_contain_text("Entry hidden")  # type: ignore[attr-defined]
     assert served.service.entry(DEMO, entry_id).status == "hidden"
+
+
+def test_a_message_pinned_from_the_chat_shows_as_human_and_confirmed(
+    served: Served, visit: Visit
+) -> None:
+    # A curator's pin reaction, through the pin service the receiver calls (docs/pins.md).
+    with served.engine.connect() as conn:
+        message_id = missed_message(conn, DEMO)
+    assert message_id is not None
+    with served.engine.begin() as conn:
+        workspaces.add_curator(conn, DEMO, "ou_pinning_curator")
+    pins = PinService(
+        served.engine,
+        LarkTimelineSettings(enabled=True, pin_from_chat_enabled=True),
+        PinMetrics(),
+        lark=None,
+        app_id=None,
+    )
+    pinned = pins.handle(
+        Reaction(message_id, "Pin", "user", "ou_pinning_curator", datetime.now(UTC), False)
+    )
+    assert pinned.pinned == (DEMO,)
+    with served.engine.connect() as conn:
+        entry = entries_store.get_by_fingerprint(conn, DEMO, pin_fingerprint(message_id))
+    assert entry is not None
+    sign_in(served, visit)
+    shown = visit.page.locator(f'[data-entry-id="{entry.id}"]')  # type: ignore[attr-defined]
+    playwright_api.expect(shown).to_have_attribute("data-status", "confirmed")
+    playwright_api.expect(shown.locator(".badge.source")).to_contain_text("Human")
+    playwright_api.expect(shown.locator(".entry-title")).to_have_text(entry.title)
+    shown.get_by_text("Evidence").click()
+    playwright_api.expect(shown.locator(".messages li")).to_have_count(1)

@@ -26,11 +26,15 @@ from timeline_pipeline.lark.simulator.signing import SignedRequest, sign_payload
 EVENT_MESSAGE_RECEIVE: Final = "im.message.receive_v1"
 EVENT_MESSAGE_RECALLED: Final = "im.message.recalled_v1"
 EVENT_CARD_ACTION: Final = "card.action.trigger"
+EVENT_REACTION_CREATED: Final = "im.message.reaction.created_v1"
+EVENT_REACTION_DELETED: Final = "im.message.reaction.deleted_v1"
 
 __all__ = [
     "EVENT_CARD_ACTION",
     "EVENT_MESSAGE_RECALLED",
     "EVENT_MESSAGE_RECEIVE",
+    "EVENT_REACTION_CREATED",
+    "EVENT_REACTION_DELETED",
     "EventIdentity",
     "EventPusher",
     "PushReport",
@@ -40,6 +44,7 @@ __all__ = [
     "message_id_of",
     "message_recalled_event",
     "message_receive_event",
+    "reaction_event",
     "sign_payload",
     "url_verification_event",
     "user_ids",
@@ -170,6 +175,34 @@ def card_action_event(
         "context": {"open_message_id": open_message_id, "open_chat_id": open_chat_id},
     }
     return _envelope(EVENT_CARD_ACTION, event, identity, event_id)
+
+
+def reaction_event(
+    identity: EventIdentity,
+    *,
+    message_id: str,
+    emoji_type: str,
+    operator_open_id: str,
+    removed: bool = False,
+    operator_type: str = "user",
+    action_time_ms: int | None = None,
+    event_id: str | None = None,
+) -> dict[str, Any]:
+    """`im.message.reaction.created_v1` (or `deleted_v1` with `removed`): someone added (or
+    took back) an emoji reaction on a message. Lark's shape: no chat id; a reaction by an app
+    names the app in `app_id` instead of a user (docs/pins.md)."""
+    event: dict[str, Any] = {
+        "message_id": message_id,
+        "reaction_type": {"emoji_type": emoji_type},
+        "operator_type": operator_type,
+        "action_time": str(action_time_ms) if action_time_ms is not None else _now_ms(),
+    }
+    if operator_type == "app":
+        event["app_id"] = operator_open_id
+    else:
+        event["user_id"] = user_ids(operator_open_id)
+    kind = EVENT_REACTION_DELETED if removed else EVENT_REACTION_CREATED
+    return _envelope(kind, event, identity, event_id)
 
 
 def url_verification_event(challenge: str, verification_token: str) -> dict[str, Any]:

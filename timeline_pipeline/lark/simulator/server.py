@@ -35,6 +35,7 @@ ROUTE_LIST_MESSAGES: Final = "GET /open-apis/im/v1/messages"
 ROUTE_CREATE_MESSAGE: Final = "POST /open-apis/im/v1/messages"
 ROUTE_REPLY_MESSAGE: Final = "POST /open-apis/im/v1/messages/{message_id}/reply"
 ROUTE_PATCH_MESSAGE: Final = "PATCH /open-apis/im/v1/messages/{message_id}"
+ROUTE_GET_MESSAGE: Final = "GET /open-apis/im/v1/messages/{message_id}"
 ROUTE_USERS_BATCH: Final = "GET /open-apis/contact/v3/users/batch"
 ROUTE_BOT_INFO: Final = "GET /open-apis/bot/v3/info"
 
@@ -271,6 +272,16 @@ def create_app(state: SimulatorState) -> FastAPI:
             in_thread=bool(body.get("reply_in_thread")),
         )
         return lark_reply(message)
+
+    @app.get("/open-apis/im/v1/messages/{message_id}")
+    async def get_message(message_id: str, request: Request) -> JSONResponse:
+        """One message in the list's item shape, under `items` as Lark answers it."""
+        authorize(request)
+        message = state.store.get(message_id)
+        if message is None:
+            raise LarkError(CODE_INVALID_PARAM, "message not found")
+        deny_if_blocked(message["chat_id"])
+        return lark_reply({"items": [message]})
 
     @app.patch("/open-apis/im/v1/messages/{message_id}")
     async def patch_message(message_id: str, request: Request) -> JSONResponse:

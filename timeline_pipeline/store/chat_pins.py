@@ -1,0 +1,191 @@
+"""Curators' pins of chat messages (`timeline_chat_pins`, docs/pins.md).
+
+One row per workspace, message and curator: the INSERT ... ON CONFLICT DO NOTHING decides
+whether a reaction is the first pin or a repeat, so a duplicate or redelivered reaction finds
+the row it made before. A later change (unpin, pin again) is a compare-and-set on the row's
+revision that only applies a reaction newer than the last one applied (`action_at`), so an old
+event delivered late changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import Connection, func, select
+from sqlalchemy.engine import Row
+
+from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.schema import timeline_chat_pins as pins
+from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
+
+PINNED: Final = "pinned"
+UNPINNED: Final = "unpinned"
+
+
+@dataclass(frozen=True, slots=True)
+class PinRow:
+    id: int
+    workspace_id: str
+    message_id: str
+    operator_open_id: str
+    chat_id: str
+    evidence_id: int
+    entry_id: int
+    status: str
+    action_at: datetime
+    revision: int
+    created_at: datetime
+    updated_at: datetime
+
+
+def _to_pin(row: Row[Any]) -> PinRow:
+    return PinRow(
+        row.id,
+        row.workspace_id,
+        row.message_id,
+        row.operator_open_id,
+        row.chat_id,
+        row.evidence_id,
+        row.entry_id,
+        row.status,
+        row.action_at,
+        row.revision,
+        row.created_at,
+        row.updated_at,
+    )
+
+
+def get(conn: Connection, workspace_id: str, message_id: str, operator: str) -> PinRow | None:
+    row = conn.execute(
+        select(pins).where(
+            pins.c.workspace_id == workspace_id,
+            pins.c.message_id == message_id,
+            pins.c.operator_open_id == operator,
+        )
+    ).first()
+    return _to_pin(row) if row else None
+
+
+def insert(
+    conn: Connection,
+    *,
+    workspace_id: str,
+    message_id: str,
+    operator: str,
+    chat_id: str,
+    evidence_id: int,
+    entry_id: int,
+    action_at: datetime,
+    now: datetime,
+) -> PinRow | None:
+    """The first pin of this message by this curator in this workspace; None when a row
+    exists already (a repeat, a redelivery, or a concurrent replica that won)."""
+    row = conn.execute(
+        insert_for(conn, pins)
+        .values(
+            workspace_id=workspace_id,
+            message_id=message_id,
+            operator_open_id=operator,
+            chat_id=chat_id,
+            evidence_id=evidence_id,
+            entry_id=entry_id,
+            status=PINNED,
+            action_at=action_at,
+            created_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing()
+        .returning(*pins.c)
+    ).first()
+    return _to_pin(row) if row else None
+
+
+def move(
+    conn: Connection, pin: PinRow, *, status: str, action_at: datetime, now: datetime
+) -> PinRow | None:
+    """Pin again or unpin, if the row is still as read and the reaction is newer than the last
+    one applied; None otherwise (nothing changed)."""
+    won = compare_and_set(
+        conn,
+        pins,
+        row_id=pin.id,
+        revision=pin.revision,
+        values={"status": status, "action_at": action_at, "updated_at": now},
+        where=pins.c.action_at < action_at,
+    )
+    return _to_pin(won) if won else None
+
+
+def of_operator(conn: Connection, message_id: str, operator: str) -> list[PinRow]:
+    """Every workspace's pin of this message by this curator (what a removed reaction undoes)."""
+    rows = conn.execute(
+        select(pins)
+        .where(pins.c.message_id == message_id, pins.c.operator_open_id == operator)
+        .order_by(pins.c.id)
+    )
+    return [_to_pin(r) for r in rows]
+
+
+def pinned_count(conn: Connection, workspace_id: str, message_id: str) -> int:
+    """How many curators of the workspace still pin the message."""
+    return int(
+        conn.execute(
+            select(func.count()).where(
+                pins.c.workspace_id == workspace_id,
+                pins.c.message_id == message_id,
+                pins.c.status == PINNED,
+            )
+        ).scalar_one()
+    )
+
+
+def for_workspace(conn: Connection, workspace_id: str, *, limit: int = 500) -> list[PinRow]:
+    rows = conn.execute(
+        select(pins)
+        .where(pins.c.workspace_id == workspace_id)
+        .order_by(pins.c.created_at, pins.c.id)
+        .limit(limit)
+    )
+    return [_to_pin(r) for r in rows]
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="chat_pins.timeline_chat_pins",
+    table_name="timeline_chat_pins",
+    owner="chat_pins",
+    scope=Scope.WORKSPACE,
+    cursor_column="updated_at",
+    retention_class=RetentionClass.COMMUNICATION_LOG,
+    retention_min_days=30,
+    retention_max_days=730,
+    default_retention_days=180,
+    partition=NOT_PARTITIONED,
+    archive=NOT_ARCHIVED,
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    backup_restore_notes=BACKUP_NOTES,
+    required_indexes=(RequiredIndex(("workspace_id", "updated_at", "id"), "the purge's keyset"),),
+    batch_limit=5_000,
+    execution_mode=ExecutionMode.GENERIC,
+    notes="Who pinned which message from the chat, and whether it is still pinned: the "
+    "idempotency record of pin reactions. Kept as long as the timeline entries by default; the "
+    "entry and its audit events stay the record of the curation itself.",
+)
