@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import getpass
 from pathlib import Path
 
 import click
@@ -18,15 +17,13 @@ from timeline_pipeline.lifecycle.engine import PurgeEngine
 from timeline_pipeline.lifecycle.holds import create_hold, release_hold
 from timeline_pipeline.lifecycle.live_check import registry_check
 from timeline_pipeline.lifecycle.registry import RegistryInvalid, load_registry
+from timeline_pipeline.maintenance.endpoint import cli_actor
 from timeline_pipeline.observability.logs import configure_logging
 from timeline_pipeline.store import legal_holds
 
 
 def _actor() -> str:
-    try:
-        return f"cli:{getpass.getuser()}"[:128]
-    except (KeyError, OSError):
-        return "cli"
+    return cli_actor()
 
 
 workspace_option = click.option("--workspace", "workspace_id", help="Only this workspace.")
@@ -289,8 +286,10 @@ def hold_list(app: AppContext, active_only: bool, as_json: bool) -> None:
     def human() -> None:
         for h in holds:
             target = h.descriptor_key or "all tables"
+            released = f"  released by {h.released_by}" if h.released_by else ""
             click.echo(
                 f"{h.id}  {h.status}  {h.workspace_id}  {target}  {h.created_at.isoformat()}"
+                f"  by {h.created_by}{released}"
             )
 
     emit(as_json, {"holds": holds}, human)
