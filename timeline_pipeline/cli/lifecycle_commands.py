@@ -16,7 +16,12 @@ from timeline_pipeline.lifecycle.dry_run import dry_run, read_only
 from timeline_pipeline.lifecycle.engine import PurgeEngine
 from timeline_pipeline.lifecycle.holds import create_hold, release_hold
 from timeline_pipeline.lifecycle.live_check import registry_check
-from timeline_pipeline.lifecycle.registry import RegistryInvalid, load_registry
+from timeline_pipeline.lifecycle.registry import (
+    Registry,
+    RegistryInvalid,
+    configured_defaults,
+    load_registry,
+)
 from timeline_pipeline.maintenance.endpoint import cli_actor
 from timeline_pipeline.observability.logs import configure_logging
 from timeline_pipeline.store import legal_holds
@@ -24,6 +29,11 @@ from timeline_pipeline.store import legal_holds
 
 def _actor() -> str:
     return cli_actor()
+
+
+def _registry(app: AppContext) -> Registry:
+    """The registry with the defaults the settings give (`interactionRetention`)."""
+    return load_registry(default_days=configured_defaults(app.settings.timeline))
 
 
 workspace_option = click.option("--workspace", "workspace_id", help="Only this workspace.")
@@ -85,7 +95,7 @@ def dry_run_command(
 ) -> None:
     """Count rows eligible, held and purgeable per descriptor and workspace; changes nothing."""
     moment = parse_iso8601(as_of, "--as-of")
-    registry = load_registry()
+    registry = _registry(app)
     with read_only(app.engine) as conn:
         report = dry_run(
             conn,
@@ -162,7 +172,7 @@ def run_command(
     moment = parse_iso8601(as_of, "--as-of")
     engine = PurgeEngine(
         app.engine,
-        load_registry(),
+        _registry(app),
         archive=LocalDirectoryArchive(archive_dir) if archive_dir is not None else None,
         batch_limit=batch_limit,
         batch_delay_ms=batch_delay_ms,

@@ -32,10 +32,11 @@ from timeline_pipeline.lifecycle.archive import LocalDirectoryArchive, verify_ma
 from timeline_pipeline.lifecycle.dry_run import DryRunReport, dry_run, read_only
 from timeline_pipeline.lifecycle.engine import PurgeEngine, RunOutcome
 from timeline_pipeline.lifecycle.errors import ArchiveVerifyFailed, LifecycleError
-from timeline_pipeline.lifecycle.registry import load_registry
+from timeline_pipeline.lifecycle.registry import Registry, configured_defaults, load_registry
 from timeline_pipeline.observability.metrics import LifecycleMetrics
 from timeline_pipeline.orchestration.resources import DatabaseResource
 from timeline_pipeline.orchestration.windows import WINDOW_PARTITIONS
+from timeline_pipeline.settings import load_settings
 from timeline_pipeline.store import legal_holds, lifecycle_runs, retired_partitions
 
 DRY_RUN_KEY = dg.AssetKey("lifecycle_dry_run")
@@ -89,9 +90,14 @@ def _dry_run_table(report: DryRunReport) -> dg.TableMetadataValue:
     )
 
 
+def _registry() -> Registry:
+    """The registry with the defaults the settings give (`interactionRetention`)."""
+    return load_registry(default_days=configured_defaults(load_settings().timeline))
+
+
 def _report(database: DatabaseResource, as_of: datetime) -> DryRunReport:
     with read_only(database.engine) as conn:
-        return dry_run(conn, load_registry(), as_of=as_of)
+        return dry_run(conn, _registry(), as_of=as_of)
 
 
 def _held(report: DryRunReport) -> dict[tuple[str, str | None], int]:
@@ -248,7 +254,7 @@ def lifecycle_purge(
     before = _held(_report(database, as_of))
     engine = PurgeEngine(
         database.engine,
-        load_registry(),
+        _registry(),
         archive=LocalDirectoryArchive(Path(config.archive_dir)) if config.archive_dir else None,
         batch_limit=config.batch_limit,
         metrics=METRICS,

@@ -184,3 +184,25 @@ def test_a_foreign_host_or_any_origin_is_refused_a_loopback_host_answers(
     assert other_port.status_code == 403
     assert named.status_code == 404
     assert plain.status_code == 404
+
+
+def test_every_job_transition_is_audited_with_the_driver_s_actor(lite_running: Running) -> None:
+    from timeline_pipeline.store.audit import events_for
+
+    seed_evidence(lite_running.service.engine, 3)
+    who = {"X-Maintenance-Actor": "cli:alice"}
+    with _client(lite_running) as client:
+        made = _create(client, key="k-who").json()
+        paused = client.post(
+            f"/maintenance/jobs/{made['id']}/pause",
+            json={"revision": made["revision"]},
+            headers=who,
+        ).json()
+        client.post(f"/maintenance/jobs/{made['id']}/cancel", json={"revision": paused["revision"]})
+    with lite_running.service.engine.connect() as conn:
+        events = events_for(conn, "maintenance_job", made["id"])
+    assert [(e["action"], e["actor"]) for e in events] == [
+        ("maintenance.create", "loopback"),
+        ("maintenance.pause", "cli:alice"),
+        ("maintenance.cancel", "loopback"),
+    ]
