@@ -257,7 +257,8 @@ class LarkTimelineSettings(BaseSettings):
     """Public origin of `serve`; when set, each draft on a card links to its entry on the
     timeline page (`/ui/workspaces/{id}`)."""
     interaction_retention: PositiveDuration = timedelta(days=30)
-    """How long finished review cards and their admitted decisions are kept (lifecycle)."""
+    """How long finished review cards and their admitted decisions are kept: the default
+    retention of their lifecycle descriptors, in whole days within their bounds (7..365)."""
 
     # Pins from the chat (docs/pins.md).
     pin_from_chat_enabled: bool = False

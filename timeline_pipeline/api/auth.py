@@ -22,12 +22,21 @@ from timeline_pipeline.api.errors import database_errors
 from timeline_pipeline.db.engine import connection
 from timeline_pipeline.store import api_tokens
 
-__all__ = ["AUTHORIZED_STATE", "SCOPES_STATE", "check_token", "workspace_guard"]
+__all__ = [
+    "AUTHORIZED_STATE",
+    "SCOPES_STATE",
+    "TOKEN_STATE",
+    "check_token",
+    "request_actor",
+    "workspace_guard",
+]
 
 AUTHORIZED_STATE: Final = "api_authorized_workspace"
 """Where the gate leaves the workspace the request's token was checked for."""
 SCOPES_STATE: Final = "api_token_scopes"
 """Where the gate leaves the scopes of the request's token."""
+TOKEN_STATE: Final = "api_token_id"  # noqa: S105 - a state attribute name, not a secret
+"""Where the gate leaves the id of the request's token: who acts, for the audit trail."""
 _READ_METHODS: Final = frozenset({"GET", "HEAD"})
 
 bearer = HTTPBearer(
@@ -56,22 +65,37 @@ def check_token_scopes(
     engine: Engine, authorization: str | None, workspace_id: str
 ) -> tuple[HTTPException | None, frozenset[str]]:
     """Like `check_token`, with the scopes of a token that may pass."""
+    refusal, grant = check_token_grant(engine, authorization, workspace_id)
+    return refusal, grant.scopes if grant is not None else frozenset()
+
+
+def check_token_grant(
+    engine: Engine, authorization: str | None, workspace_id: str
+) -> tuple[HTTPException | None, api_tokens.Grant | None]:
+    """Like `check_token`, with the grant (scopes and token id) of a token that may pass."""
     scheme, token = get_authorization_scheme_param(authorization)
     if not authorization or scheme.lower() != "bearer" or not token:
         return (
             _refuse(401, "unauthenticated", "send Authorization: Bearer <workspace token>"),
-            frozenset(),
+            None,
         )
     try:
         with database_errors(), connection(engine) as conn:
             verdict = api_tokens.authorize_scoped(conn, token, workspace_id)
     except HTTPException as unavailable:
-        return unavailable, frozenset()
+        return unavailable, None
     if verdict is None:
-        return _refuse(401, "invalid_token", "the token is unknown or revoked"), frozenset()
+        return _refuse(401, "invalid_token", "the token is unknown or revoked"), None
     if verdict is False or verdict is True:
-        return _refuse(403, "forbidden", "the token is not valid for this workspace"), frozenset()
-    return None, verdict.scopes
+        return _refuse(403, "forbidden", "the token is not valid for this workspace"), None
+    return None, verdict
+
+
+def request_actor(request: Request) -> str:
+    """Who makes this API request, for the audit trail: `token:<id>` of the token the gate
+    checked (docs/lifecycle.md, "Who did it")."""
+    token_id = getattr(request.state, TOKEN_STATE, None)
+    return f"token:{token_id}" if token_id else "api"
 
 
 def workspace_guard(scope: str | None = None) -> Callable[..., str]:

@@ -21,7 +21,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import Message, Receive
 
-from timeline_pipeline.api.auth import AUTHORIZED_STATE, SCOPES_STATE, check_token_scopes
+from timeline_pipeline.api.auth import (
+    AUTHORIZED_STATE,
+    SCOPES_STATE,
+    TOKEN_STATE,
+    check_token_grant,
+)
 from timeline_pipeline.api.errors import ApiRoute, ProblemResponse, problem_body
 from timeline_pipeline.curation.rules import DETAIL_MAX_CHARS, SUMMARY_MAX_CHARS, TITLE_MAX_CHARS
 from timeline_pipeline.http.deps import get_engine, resolve
@@ -65,17 +70,19 @@ class GatedRoute(ApiRoute):
             workspace_id = request.path_params.get("workspace_id")
             if workspace_id is not None:
                 engine = resolve(request, get_engine)
-                refusal, scopes = await run_in_threadpool(
-                    check_token_scopes, engine, request.headers.get("authorization"), workspace_id
+                refusal, grant = await run_in_threadpool(
+                    check_token_grant, engine, request.headers.get("authorization"), workspace_id
                 )
-                if refusal is not None:
+                if refusal is not None or grant is None:
+                    assert refusal is not None
                     return ProblemResponse(
                         {"detail": refusal.detail},
                         refusal.status_code,
                         headers=dict(refusal.headers or {}),
                     )
                 setattr(request.state, AUTHORIZED_STATE, workspace_id)
-                setattr(request.state, SCOPES_STATE, scopes)
+                setattr(request.state, SCOPES_STATE, grant.scopes)
+                setattr(request.state, TOKEN_STATE, grant.token_id)
             try:
                 body = await read_bounded_body(request, max_body_bytes)
             except BodyTooLarge:

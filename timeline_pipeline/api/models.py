@@ -262,5 +262,8 @@ class HoldOut(BaseModel):
     reason: str
     review_at: datetime | None
     created_at: datetime
+    created_by: str
+    """Who placed it: `token:<id>` through the API, `cli:<user>` from the command line."""
     released_at: datetime | None
+    released_by: str | None
     release_reason: str | None

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import getpass
 from pathlib import Path
 
 import click
@@ -17,16 +16,24 @@ from timeline_pipeline.lifecycle.dry_run import dry_run, read_only
 from timeline_pipeline.lifecycle.engine import PurgeEngine
 from timeline_pipeline.lifecycle.holds import create_hold, release_hold
 from timeline_pipeline.lifecycle.live_check import registry_check
-from timeline_pipeline.lifecycle.registry import RegistryInvalid, load_registry
+from timeline_pipeline.lifecycle.registry import (
+    Registry,
+    RegistryInvalid,
+    configured_defaults,
+    load_registry,
+)
+from timeline_pipeline.maintenance.endpoint import cli_actor
 from timeline_pipeline.observability.logs import configure_logging
 from timeline_pipeline.store import legal_holds
 
 
 def _actor() -> str:
-    try:
-        return f"cli:{getpass.getuser()}"[:128]
-    except (KeyError, OSError):
-        return "cli"
+    return cli_actor()
+
+
+def _registry(app: AppContext) -> Registry:
+    """The registry with the defaults the settings give (`interactionRetention`)."""
+    return load_registry(default_days=configured_defaults(app.settings.timeline))
 
 
 workspace_option = click.option("--workspace", "workspace_id", help="Only this workspace.")
@@ -88,7 +95,7 @@ def dry_run_command(
 ) -> None:
     """Count rows eligible, held and purgeable per descriptor and workspace; changes nothing."""
     moment = parse_iso8601(as_of, "--as-of")
-    registry = load_registry()
+    registry = _registry(app)
     with read_only(app.engine) as conn:
         report = dry_run(
             conn,
@@ -165,7 +172,7 @@ def run_command(
     moment = parse_iso8601(as_of, "--as-of")
     engine = PurgeEngine(
         app.engine,
-        load_registry(),
+        _registry(app),
         archive=LocalDirectoryArchive(archive_dir) if archive_dir is not None else None,
         batch_limit=batch_limit,
         batch_delay_ms=batch_delay_ms,
@@ -289,8 +296,10 @@ def hold_list(app: AppContext, active_only: bool, as_json: bool) -> None:
     def human() -> None:
         for h in holds:
             target = h.descriptor_key or "all tables"
+            released = f"  released by {h.released_by}" if h.released_by else ""
             click.echo(
                 f"{h.id}  {h.status}  {h.workspace_id}  {target}  {h.created_at.isoformat()}"
+                f"  by {h.created_by}{released}"
             )
 
     emit(as_json, {"holds": holds}, human)

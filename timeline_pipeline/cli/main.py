@@ -30,12 +30,12 @@ from timeline_pipeline.db.migrate import MigrationError, current_revision, head_
 from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.lifecycle.descriptor import UnsafeIdentifier
 from timeline_pipeline.lifecycle.errors import LifecycleError
+from timeline_pipeline.maintenance.endpoint import cli_actor
 from timeline_pipeline.settings import SettingsError
 from timeline_pipeline.store import workspaces as workspace_store
 from timeline_pipeline.store.api_tokens import TokenNotFound
 from timeline_pipeline.store.workspaces import WorkspaceError
 
-CLI_ACTOR = "cli"
 """The actor audit events name for changes made from this command line."""
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -245,7 +245,7 @@ def workspace_bind_chat(app: AppContext, workspace_id: str, chat_id: str, as_jso
 @pass_app
 def workspace_add_curator(app: AppContext, workspace_id: str, open_id: str, as_json: bool) -> None:
     """Allow a Lark user to confirm or hide this workspace's drafts."""
-    new = CuratorService(app.engine).add(workspace_id, open_id, actor=CLI_ACTOR)
+    new = CuratorService(app.engine).add(workspace_id, open_id, actor=cli_actor())
     data = {"workspace": workspace_id, "open_id": open_id, "created": new}
     emit(as_json, data, lambda: click.echo(f"curator {open_id} on workspace {workspace_id}"))
 
@@ -259,7 +259,7 @@ def workspace_remove_curator(
     app: AppContext, workspace_id: str, open_id: str, as_json: bool
 ) -> None:
     """Stop counting a Lark user's actions on this workspace's review cards."""
-    removed = CuratorService(app.engine).remove(workspace_id, open_id, actor=CLI_ACTOR)
+    removed = CuratorService(app.engine).remove(workspace_id, open_id, actor=cli_actor())
     if not removed:
         fail(f"{open_id} is not a curator of workspace {workspace_id}")
     data = {"workspace": workspace_id, "open_id": open_id, "removed": True}

@@ -123,6 +123,10 @@ workspace_timeline_evidence = Table(
     Column("deleted", Boolean(), nullable=False, server_default=text("false")),
     Column("revision", Integer(), nullable=False, server_default=text("1")),
     Column("updated_at", UTCDateTime(), nullable=False),
+    # A message recalled under a legal hold: its content, content hash and metadata set aside
+    # here (never read by a view) until the hold is released (migration 0011_holds_everywhere;
+    # docs/lifecycle.md).
+    Column("held_content_json", JSONType, nullable=True),
     UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
     Index(None, "workspace_id", "source", "source_type", "occurred_at"),
     Index(None, "workspace_id", "scope_key", "occurred_at", "id"),
@@ -273,6 +277,8 @@ audit_events = Table(
     Column("subject_id", String(256), nullable=False),
     Column("workspace_id", String(128), nullable=True),
     Column("details_json", JSONType, nullable=False),
+    # `critical` for legal holds, `info` otherwise (migration 0011_holds_everywhere).
+    Column("severity", String(16), nullable=False, server_default=text("'info'")),
     Index(None, "subject_type", "subject_id", "occurred_at"),
     Index(None, "occurred_at", "id"),
 )
@@ -312,15 +318,18 @@ legal_holds = Table(
     Column("reason", String(1000), nullable=False),
     Column("review_at", UTCDateTime(), nullable=True),
     Column("created_by", String(128), nullable=False),
-    Column("create_idempotency_key", String(256), nullable=False, unique=True),
+    # Idempotency keys are scoped per workspace (migration 0011_holds_everywhere).
+    Column("create_idempotency_key", String(256), nullable=False),
     Column("create_request_hash", String(64), nullable=False),
     Column("released_at", UTCDateTime(), nullable=True),
     Column("released_by", String(128), nullable=True),
     Column("release_reason", String(1000), nullable=True),
-    Column("release_idempotency_key", String(256), nullable=True, unique=True),
+    Column("release_idempotency_key", String(256), nullable=True),
     Column("release_request_hash", String(64), nullable=True),
     *_timestamps(),
     CheckConstraint(_in("status", HOLD_STATUSES), name="status"),
+    UniqueConstraint("workspace_id", "create_idempotency_key"),
+    UniqueConstraint("workspace_id", "release_idempotency_key"),
     Index(None, "status", "workspace_id"),
 )
 
@@ -352,6 +361,23 @@ lifecycle_runs = Table(
     CheckConstraint(_in("status", LIFECYCLE_RUN_STATUSES), name="status"),
     CheckConstraint(_in("mode", LIFECYCLE_RUN_MODES), name="mode"),
     Index(None, "started_at", "id"),
+)
+
+# Dagster window partitions retired by a purge of their window states, written in the purge's
+# transaction; a sensor forgets them in Dagster and marks them done (migration
+# 0011_holds_everywhere).
+lifecycle_retired_partitions = Table(
+    "lifecycle_retired_partitions",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    Column("partition_key", String(512), nullable=False, unique=True),
+    Column("status", String(16), nullable=False),
+    Column("run_id", BigIntId, nullable=True),
+    Column("retired_at", UTCDateTime(), nullable=False),
+    Column("forgotten_at", UTCDateTime(), nullable=True),
+    CheckConstraint(_in("status", ("pending", "done")), name="status"),
+    Index(None, "status", "id"),
+    Index(None, "retired_at", "id"),
 )
 
 # Operator-driven maintenance jobs (README, "Maintenance jobs"): one row per job, kept after it

@@ -59,6 +59,9 @@ class EvidenceRow:
     ai_eligible: bool
     deleted: bool
     revision: int
+    held_content: bool = False
+    """A recall under a legal hold set this row's content aside (docs/lifecycle.md); it goes
+    when the hold is released."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, Scope, Skip, message_skip
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage
+from timeline_pipeline.lifecycle import hold_gate
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence
 
@@ -73,6 +74,10 @@ def ingest(
     """`app_id` (the product's Lark app) makes its own messages skipped as `self_generated`."""
     records, skipped = plan_records(messages, workspaces, settings, now, scope, app_id=app_id)
     result = IngestResult(skipped=skipped, workspaces={r.workspace_id for r in records})
+    # A recall (a deleted message from history or an event) goes through the hold gate: a held
+    # workspace's content is set aside before the write redacts it (docs/lifecycle.md).
+    recalled = [r for r in records if r.deleted]
+    free = hold_gate.set_aside_recalled(conn, recalled) if recalled else set()
     if len(records) == 1:
         outcome = evidence.upsert(conn, records[0], now=now)
         result.upserts = UpsertSummary(
@@ -82,4 +87,6 @@ def ingest(
         )
     elif records:
         result.upserts = evidence.upsert_many(conn, records, now=now)
+    if free:
+        hold_gate.recheck_recalled(conn, free, what="recall")
     return result

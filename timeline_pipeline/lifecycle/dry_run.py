@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, func, select, text
 
 from timeline_pipeline.db.engine import connection
 from timeline_pipeline.lifecycle.descriptor import LifecycleDescriptor
-from timeline_pipeline.lifecycle.holds import held_workspaces
+from timeline_pipeline.lifecycle.hold_gate import held_workspaces
 from timeline_pipeline.lifecycle.plan import RetentionPlan, build_plan
 from timeline_pipeline.lifecycle.queries import (
     chain_free,

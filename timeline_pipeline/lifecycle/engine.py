@@ -32,7 +32,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from sqlalchemy import Connection, Engine, delete, func, select, text
@@ -51,7 +51,8 @@ from timeline_pipeline.lifecycle.errors import (
     LifecycleError,
     NotGeneric,
 )
-from timeline_pipeline.lifecycle.holds import held_workspaces
+from timeline_pipeline.lifecycle.hold_gate import held_workspaces
+from timeline_pipeline.lifecycle.partitions import window_partition_keys
 from timeline_pipeline.lifecycle.plan import RetentionPlan, build_plan, pad_lower_bound
 from timeline_pipeline.lifecycle.queries import (
     chain_free,
@@ -64,12 +65,15 @@ from timeline_pipeline.lifecycle.queries import (
 from timeline_pipeline.lifecycle.registry import Registry
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import LifecycleMetrics
-from timeline_pipeline.store import lifecycle_runs
+from timeline_pipeline.store import lifecycle_runs, retired_partitions
 
 log = get_logger(__name__)
 
 VACUUM_THRESHOLD: Final = 10_000
 """Rows purged from one table in one run after which PostgreSQL gets `VACUUM (ANALYZE)`."""
+STALE_AFTER: Final = timedelta(hours=1)
+"""A `running` run whose heartbeat is older than this was killed: the next run marks it failed.
+Every batch beats; one batch is far shorter than this."""
 MAX_RETRIES: Final = 5
 """Batches rolled back by a concurrent change before the run gives up (and fails)."""
 
@@ -98,6 +102,8 @@ class RunOutcome:
     descriptors: list[DescriptorOutcome] = field(default_factory=list)
     duration_seconds: float = 0.0
     error_code: str | None = None
+    stale_runs_failed: list[int] = field(default_factory=list)
+    """Earlier `running` runs whose heartbeat had stopped, marked failed by this one."""
 
     def total(self, name: str) -> int:
         return sum(int(getattr(d, name)) for d in self.descriptors)
@@ -128,6 +134,7 @@ class PurgeEngine:
     on_purged: PurgedRows | None = None
     actor: str = "lifecycle"
     metrics: LifecycleMetrics | None = None
+    stale_after: timedelta = STALE_AFTER
 
     def run(
         self,
@@ -142,6 +149,7 @@ class PurgeEngine:
         now = datetime.now(UTC)
         run_key = f"run_{now.strftime('%Y%m%dT%H%M%SZ')}_{secrets.token_hex(4)}"
         with transaction(self.engine) as conn:
+            stale = lifecycle_runs.fail_stale(conn, before=now - self.stale_after, now=now)
             run_id = lifecycle_runs.start(
                 conn,
                 {
@@ -157,7 +165,10 @@ class PurgeEngine:
                 },
             )
         outcome = RunOutcome(run_id, run_key, "running", moment.isoformat(), None)
-        log.info("lifecycle.run_started", run_id=run_id, run_key=run_key)
+        outcome.stale_runs_failed = stale
+        if stale and self.metrics is not None:
+            self.metrics.failures.labels(reason="stale_heartbeat").inc(len(stale))
+        log.info("lifecycle.run_started", run_id=run_id, run_key=run_key, stale_failed=len(stale))
         try:
             selected = self.registry.select(descriptor_key)
             plan = build_plan(
@@ -387,6 +398,11 @@ class PurgeEngine:
                 assert self.archive is not None
                 self.archive.write_part(d.key, batch, d.cursor_column)
             self._recheck_holds(conn, d, chain, holds, batch)
+            if d.report_columns:
+                # Durable in the deletion's own transaction, whichever path purges.
+                retired_partitions.retire(
+                    conn, window_partition_keys(batch), run_id=run_id, now=datetime.now(UTC)
+                )
             lifecycle_runs.add_counts(
                 conn,
                 run_id,
@@ -399,7 +415,7 @@ class PurgeEngine:
         return len(batch), batch[-1][d.cursor_column], batch
 
     def _counts_only(self, conn: Connection, d: LifecycleDescriptor, archiving: bool) -> bool:
-        wants_rows = archiving or (self.on_purged is not None and bool(d.report_columns))
+        wants_rows = archiving or bool(d.report_columns)
         return not wants_rows and conn.dialect.name == "postgresql"
 
     def _recheck_holds_all(
@@ -440,19 +456,33 @@ class PurgeEngine:
         run_id: int,
         limit: int,
     ) -> int:
-        """Recalled evidence keeps its identity and loses its content (README, "Retention"):
-        a sweep for rows recalled before that policy applied at ingest, held workspaces left
-        untouched."""
+        """Recalled evidence keeps its identity and loses its content (README, "Retention";
+        docs/lifecycle.md): a sweep for rows recalled before that policy applied at ingest, and
+        for content a hold set aside, once no hold reaches their workspace. Holds are read
+        before each batch and again after it: one that appeared on a workspace of the batch
+        rolls it back."""
         from timeline_pipeline.store import evidence as evidence_store
 
         total = 0
+        retries = 0
         while True:
-            with transaction(self.engine) as conn:
-                holds = held_workspaces(conn, chain)
-                done = evidence_store.redact_recalled(
-                    conn, workspace_id=workspace_id, skip_workspaces=sorted(holds), limit=limit
-                )
-                lifecycle_runs.add_counts(conn, run_id, datetime.now(UTC), redacted=done)
-            total += done
-            if done < limit:
+            try:
+                with transaction(self.engine) as conn:
+                    holds = held_workspaces(conn, chain)
+                    touched = evidence_store.redact_recalled(
+                        conn, workspace_id=workspace_id, skip_workspaces=sorted(holds), limit=limit
+                    )
+                    appeared = set(held_workspaces(conn, chain)) - set(holds)
+                    if appeared & set(touched):
+                        raise _HoldsMoved()
+                    lifecycle_runs.add_counts(
+                        conn, run_id, datetime.now(UTC), redacted=len(touched)
+                    )
+            except _HoldsMoved:
+                retries += 1
+                if retries > MAX_RETRIES:
+                    raise
+                continue
+            total += len(touched)
+            if len(touched) < limit:
                 return total

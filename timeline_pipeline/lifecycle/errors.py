@@ -34,6 +34,13 @@ class IdempotencyConflict(LifecycleError):
     http_status = 409
 
 
+class HoldCannotHold(LifecycleError):
+    """A hold on a descriptor whose rows belong to no workspace: it would hold nothing."""
+
+    code = "hold_holds_nothing"
+    http_status = 422
+
+
 class HoldNotFound(LifecycleError):
     code = "hold_not_found"
     http_status = 404

@@ -3,10 +3,13 @@
 An active hold, workspace-wide or naming one descriptor, overrides every retention setting: the
 dry-run and the engine read holds before anything else, and a hold on one link of a chain holds
 the whole chain. Create and release are separate permissions (API scopes
-`lifecycle:hold:create`, `lifecycle:hold:release`). Both need an idempotency key: the same key
-with the same input answers the first result again, with other input it is refused. A release
+`lifecycle:hold:create`, `lifecycle:hold:release`). Both need an idempotency key, scoped to
+the hold's workspace: the same key with the same input answers the first result again, with
+other input it is refused, and another workspace's keys are neither seen nor taken. A release
 needs a reason of at least `MIN_RELEASE_REASON` characters. Both write an audit event (ids and
-keys only). `review_at` is a date to review the hold on; nothing releases a hold but `release`.
+keys only), audited `critical` with who did it. A hold on a descriptor without a workspace
+column would hold nothing and is refused (`hold_holds_nothing`). `review_at` is a date to
+review the hold on; nothing releases a hold but `release`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Final
 from sqlalchemy import Connection
 
 from timeline_pipeline.lifecycle.errors import (
+    HoldCannotHold,
     HoldNotActive,
     HoldNotFound,
     IdempotencyConflict,
@@ -30,7 +34,7 @@ from timeline_pipeline.lifecycle.errors import (
 from timeline_pipeline.lifecycle.registry import Registry
 from timeline_pipeline.store import legal_holds as store
 from timeline_pipeline.store import workspaces
-from timeline_pipeline.store.audit import audit_curation
+from timeline_pipeline.store.audit import CRITICAL, audit_curation
 from timeline_pipeline.store.legal_holds import HoldRow
 
 MIN_RELEASE_REASON: Final = 10
@@ -100,6 +104,11 @@ def create_hold(
     review_at = _check_review_at(review_at)
     if descriptor_key is not None and descriptor_key not in registry.descriptors:
         raise UnknownDescriptorKey(f"descriptor: unknown key {descriptor_key!r}")
+    if descriptor_key is not None and registry.get(descriptor_key).workspace_column is None:
+        raise HoldCannotHold(
+            f"descriptor: {descriptor_key} has no workspace column, so a workspace hold on it "
+            "would hold nothing; hold the workspace (no descriptor) or a workspace-scoped table"
+        )
     request_hash = _digest(
         {
             "workspace_id": workspace_id,
@@ -108,7 +117,7 @@ def create_hold(
             "review_at": review_at.isoformat() if review_at else None,
         }
     )
-    earlier = store.by_create_key(conn, key)
+    earlier = store.by_create_key(conn, workspace_id, key)
     if earlier is not None:
         return _replayed(earlier.create_request_hash, request_hash, earlier)
     workspaces.require(conn, workspace_id)
@@ -131,7 +140,7 @@ def create_hold(
         },
     )
     if not inserted:  # a concurrent call with the same key won
-        raced = store.by_create_key(conn, key)
+        raced = store.by_create_key(conn, workspace_id, key)
         assert raced is not None
         return _replayed(raced.create_request_hash, request_hash, raced)
     audit_curation(
@@ -143,6 +152,7 @@ def create_hold(
         workspace_id=workspace_id,
         details={"descriptor_key": descriptor_key, "idempotency_key": key},
         now=stamp,
+        severity=CRITICAL,
     )
     made = store.get(conn, hold_id)
     assert made is not None
@@ -169,12 +179,12 @@ def release_hold(
     key = _check_key(idempotency_key, "idempotency key")
     text = _check_reason(reason, MIN_RELEASE_REASON, "reason")
     request_hash = _digest({"hold_id": hold_id, "reason": text})
-    earlier = store.by_release_key(conn, key)
-    if earlier is not None:
-        return _replayed(earlier.release_request_hash, request_hash, earlier)
     hold = store.get(conn, hold_id)
     if hold is None:
         raise HoldNotFound(f"hold: no hold {hold_id!r}")
+    earlier = store.by_release_key(conn, hold.workspace_id, key)
+    if earlier is not None:
+        return _replayed(earlier.release_request_hash, request_hash, earlier)
     if hold.status != store.ACTIVE:
         raise HoldNotActive(f"hold: {hold_id!r} is already released")
     stamp = now or datetime.now(UTC)
@@ -201,13 +211,6 @@ def release_hold(
         workspace_id=hold.workspace_id,
         details={"descriptor_key": hold.descriptor_key, "idempotency_key": key},
         now=stamp,
+        severity=CRITICAL,
     )
     return HoldResult(released, changed=True)
-
-
-def held_workspaces(conn: Connection, chain_keys: tuple[str, ...]) -> dict[str, list[str]]:
-    """Workspace -> ids of the active holds reaching any descriptor of the chain."""
-    held: dict[str, list[str]] = {}
-    for hold in store.active_for(conn, chain_keys):
-        held.setdefault(hold.workspace_id, []).append(hold.id)
-    return held

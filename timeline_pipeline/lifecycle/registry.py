@@ -10,10 +10,13 @@ of the module that declared it.
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from types import ModuleType
+from typing import Final
 
 from timeline_pipeline.lifecycle.descriptor import (
     LifecycleDescriptor,
@@ -21,6 +24,7 @@ from timeline_pipeline.lifecycle.descriptor import (
     validate_descriptor,
 )
 from timeline_pipeline.lifecycle.errors import LifecycleError, UnknownDescriptorKey
+from timeline_pipeline.settings import LarkTimelineSettings
 
 STORE_PACKAGE = "timeline_pipeline.store"
 
@@ -145,9 +149,35 @@ def purge_order(descriptors: list[LifecycleDescriptor]) -> list[LifecycleDescrip
     return ordered
 
 
-def load_registry(modules: Iterable[ModuleType] | None = None) -> Registry:
-    """The validated registry, or RegistryInvalid naming every problem."""
-    found = declarations(modules)
+INTERACTION_DESCRIPTORS: Final = (
+    "interaction_requests.interaction_requests",
+    "interaction_admissions.interaction_admissions",
+)
+"""The descriptors whose default retention the setting `interactionRetention` gives."""
+
+
+def configured_defaults(settings: LarkTimelineSettings) -> dict[str, int]:
+    """Default retention days the settings give descriptors: `interactionRetention` (whole
+    days, rounded up) for finished review cards and their admissions. The registry check
+    refuses a value outside a descriptor's bounds, naming the bound."""
+    days = math.ceil(settings.interaction_retention / timedelta(days=1))
+    return {key: days for key in INTERACTION_DESCRIPTORS}
+
+
+def load_registry(
+    modules: Iterable[ModuleType] | None = None,
+    *,
+    default_days: Mapping[str, int] | None = None,
+) -> Registry:
+    """The validated registry, or RegistryInvalid naming every problem. `default_days`
+    replaces the default retention of the named descriptors (`configured_defaults`) before the
+    check, so a configured value outside a descriptor's bounds is refused like a declared one."""
+    found = [
+        (module, replace(d, default_retention_days=default_days[d.key]))
+        if default_days and d.key in default_days
+        else (module, d)
+        for module, d in declarations(modules)
+    ]
     errors = check_declarations(found)
     if errors:
         raise RegistryInvalid(errors)

@@ -7,6 +7,23 @@ from typing import Final
 
 LOOPBACK_HOST: Final = "127.0.0.1"
 JOBS_PATH: Final = "/maintenance/jobs"
+ACTOR_HEADER: Final = "X-Maintenance-Actor"
+"""Who drives the request (`cli:<OS user>` from the CLI), written into the audit trail; the
+listener has no authentication, so this names the operator, it does not authorize them."""
+ALLOWED_HOSTS: Final = frozenset({"127.0.0.1", "localhost"})
+"""The only `Host` names the listener answers (with its own port): a browser page reaching it
+by DNS rebinding sends its own host name, and is refused."""
+
+
+def cli_actor() -> str:
+    """`cli:<user>` from the OS user running the driver (docs/maintenance.md, "Who did it")."""
+    import getpass
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"cli:{user}"[:128]
 
 
 class ListenerRefused(Exception):

@@ -51,6 +51,13 @@ class OpenJobExists(MaintenanceError):
     code = "open_job_exists"
 
 
+class LegalHoldActive(MaintenanceError):
+    """An apply job of a processor that rewrites content, in a workspace a hold reaches."""
+
+    status = 409
+    code = "legal_hold_active"
+
+
 class StaleRevision(MaintenanceError):
     """The caller's revision is not the job's: nothing was done; the body has the job."""
 

@@ -9,7 +9,7 @@ from typing import Any, Final
 import httpx
 
 from timeline_pipeline.maintenance.driver import Reply, TransportError
-from timeline_pipeline.maintenance.endpoint import JOBS_PATH, LOOPBACK_HOST
+from timeline_pipeline.maintenance.endpoint import ACTOR_HEADER, JOBS_PATH, LOOPBACK_HOST, cli_actor
 
 CONNECT_TIMEOUT_SECONDS: Final = 2.0
 READ_TIMEOUT_SECONDS: Final = 30.0
@@ -20,9 +20,12 @@ class HttpTransport:
     """Loopback only, whatever the environment: proxy variables are ignored (`trust_env`
     off) and redirects are refused, never followed."""
 
-    def __init__(self, port: int, *, read_timeout: float = READ_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self, port: int, *, read_timeout: float = READ_TIMEOUT_SECONDS, actor: str | None = None
+    ) -> None:
         self._client = httpx.Client(
             base_url=f"http://{LOOPBACK_HOST}:{port}",
+            headers={ACTOR_HEADER: actor or cli_actor()},
             trust_env=False,
             follow_redirects=False,
             timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT_SECONDS),

@@ -66,6 +66,10 @@ class Processor(Protocol):
 
     type: str
     version: str
+    rewrites: tuple[str, ...]
+    """Lifecycle descriptors whose rows an apply deletes or whose content it rewrites: the job
+    service asks the legal-hold gate for them before and after every apply batch
+    (docs/maintenance.md, "Legal holds"); empty for a processor that never destroys content."""
 
     def validate(self, parameters: Mapping[str, Any]) -> ValidatedInput:
         """Normalized parameters or InvalidInput; never touches the database."""

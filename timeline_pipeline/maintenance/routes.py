@@ -8,6 +8,8 @@
 |-------------------------------------------|--------|
 | malformed body, limits or parameters      | 400    |
 | request from a non-loopback address       | 403    |
+| `Host` not 127.0.0.1/localhost on its port | 403    |
+| any `Origin` header (a browser page)      | 403    |
 | unknown job                               | 404    |
 | stale revision, action not allowed now    | 409 with `job` |
 | batch in progress (busy)                  | 409 without `job` |
@@ -20,6 +22,7 @@ No `from __future__ import annotations`: FastAPI reads these annotations at rout
 
 import ipaddress
 import math
+import re
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
@@ -29,10 +32,10 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from timeline_pipeline.db.engine import DatabaseUnavailable
-from timeline_pipeline.maintenance.endpoint import JOBS_PATH
+from timeline_pipeline.maintenance.endpoint import ACTOR_HEADER, ALLOWED_HOSTS, JOBS_PATH
 from timeline_pipeline.maintenance.errors import MaintenanceError, TooEarly
 from timeline_pipeline.maintenance.limits import parse_limits
-from timeline_pipeline.maintenance.service import JobService, job_json
+from timeline_pipeline.maintenance.service import UNATTRIBUTED, JobService, job_json
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.receiver.responses import SafeJSONResponse
 
@@ -46,6 +49,29 @@ def is_loopback(host: str | None) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+ACTOR_RE = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+
+
+def host_allowed(host_header: str | None, port: int | None) -> bool:
+    """Only `127.0.0.1` or `localhost`, with the listener's own port when one is given: a page
+    that reached the listener by DNS rebinding carries its own name (docs/maintenance.md).
+    The listener binds IPv4 loopback only, so `[::1]` is not among them."""
+    if not host_header:
+        return False
+    name, sep, given = host_header.partition(":")
+    if name.lower() not in ALLOWED_HOSTS:
+        return False
+    if not sep:
+        return True
+    return given.isdigit() and port is not None and int(given) == port
+
+
+def request_actor(request: Request) -> str:
+    """Who drives this request, from the driver's actor header (unattributed otherwise)."""
+    given = request.headers.get(ACTOR_HEADER)
+    return given if given and ACTOR_RE.match(given) else UNATTRIBUTED
 
 
 def get_job_service(request: Request) -> JobService:
@@ -106,6 +132,17 @@ def install(app: FastAPI) -> None:
         if not is_loopback(peer):
             log.warning("maintenance.refused_peer", reason="not_loopback")
             return _problem(403, "not_loopback", "the maintenance listener serves loopback only")
+        if "origin" in request.headers:
+            log.warning("maintenance.refused_peer", reason="origin")
+            return _problem(
+                403, "origin_refused", "the maintenance listener refuses browser requests (Origin)"
+            )
+        server_port = request.scope.get("server", (None, None))[1]
+        if not host_allowed(request.headers.get("host"), server_port):
+            log.warning("maintenance.refused_peer", reason="host")
+            return _problem(
+                403, "host_refused", "the maintenance listener answers Host 127.0.0.1 or localhost"
+            )
         return await call_next(request)
 
     @app.exception_handler(MaintenanceError)
@@ -134,8 +171,9 @@ router = APIRouter()
 
 
 @router.post(JOBS_PATH)
-def create_job(body: CreateBody, service: JobServiceDep) -> Response:
+def create_job(body: CreateBody, request: Request, service: JobServiceDep) -> Response:
     job, created = service.create(
+        actor=request_actor(request),
         job_type=body.type,
         idempotency_key=body.idempotency_key,
         parameters=body.parameters,
@@ -151,7 +189,11 @@ def get_job(job_id: str, service: JobServiceDep) -> Response:
 
 
 @router.post(JOBS_PATH + "/{job_id}/{action}")
-def act(job_id: str, action: str, body: ActionBody, service: JobServiceDep) -> Response:
+def act(
+    job_id: str, action: str, body: ActionBody, request: Request, service: JobServiceDep
+) -> Response:
     limits = parse_limits(body.options) if body.options is not None else None
-    job = service.act(job_id, action, revision=body.revision, limits=limits)
+    job = service.act(
+        job_id, action, revision=body.revision, limits=limits, actor=request_actor(request)
+    )
     return SafeJSONResponse(job_json(job))

@@ -14,6 +14,13 @@
 * Pause, configure, resume and cancel take the current revision; a stale one does nothing.
   Configure replaces the limits and keeps checkpoint and parameters. Cancel keeps committed
   data. Completed and cancelled jobs stay for audit.
+* Legal holds win (docs/maintenance.md, "Legal holds"): an apply job of a processor that
+  rewrites content (`Processor.rewrites`) is refused at create, and every batch asks the
+  legal-hold gate (`lifecycle.hold_gate`) before and after its step: a hold pauses the job
+  with `legal_hold_active` and rolls the batch back. Dry-runs read only and are never held.
+* Who did it: create and every transition (the first batch, pause, configure, resume,
+  cancel, completion, a pause by failure) write an audit event with the actor the listener
+  received (`cli:<user>` from the driver).
 * An apply job's scan is followed by a fresh, independently paged verification pass; only a
   complete one makes the job `completed`. A residual row pauses the job and names the row.
 """
@@ -38,12 +45,15 @@ from timeline_pipeline.domain.maintenance import (
     MaintenancePhase,
     MaintenanceStatus,
 )
+from timeline_pipeline.lifecycle import hold_gate
+from timeline_pipeline.lifecycle.errors import LegalHoldActive as HoldReached
 from timeline_pipeline.maintenance.errors import (
     Busy,
     IdempotencyConflict,
     InvalidInput,
     InvalidTransition,
     JobNotFound,
+    LegalHoldActive,
     OpenJobExists,
     ProcessorRefused,
     StaleRevision,
@@ -51,11 +61,12 @@ from timeline_pipeline.maintenance.errors import (
     UnknownProcessor,
 )
 from timeline_pipeline.maintenance.limits import Limits, check_limits
-from timeline_pipeline.maintenance.processor import Registry, StepOutcome, StepRequest
+from timeline_pipeline.maintenance.processor import Processor, Registry, StepOutcome, StepRequest
 from timeline_pipeline.maintenance.sql import batch_transaction, bounded, describe_sql_error
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import MaintenanceMetrics
 from timeline_pipeline.store import maintenance_jobs as store
+from timeline_pipeline.store.audit import audit_curation
 from timeline_pipeline.store.maintenance_jobs import DuplicateJob, JobRowBusy, MaintenanceJob
 
 IDEMPOTENCY_KEY_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,255}$")
@@ -69,6 +80,37 @@ LOG_EVENTS: Final = {
 }
 
 log = get_logger("timeline_pipeline.maintenance")
+
+UNATTRIBUTED: Final = "loopback"
+"""The actor of a request that named none (the raw listener API without the driver)."""
+
+
+def _audit(conn: Connection, job: MaintenanceJob, action: str, actor: str, now: datetime) -> None:
+    """One audit event per job transition, in its own transaction: ids and counters only."""
+    audit_curation(
+        conn,
+        actor=actor,
+        action=f"maintenance.{action}",
+        subject_type="maintenance_job",
+        subject_id=job.id,
+        workspace_id=job.scope_key,
+        details={
+            "type": job.job_type,
+            "mode": "apply" if job.apply else "dry_run",
+            "status": job.status,
+            "phase": job.phase,
+            "revision": job.revision,
+        },
+        now=now,
+    )
+
+
+def _hold_check(conn: Connection, processor: Processor, job_apply: bool, workspace: str) -> None:
+    """HoldReached when a hold reaches a descriptor an apply of this processor rewrites."""
+    if not job_apply:
+        return
+    for key in getattr(processor, "rewrites", ()):
+        hold_gate.require_free(conn, key, workspace, what="maintenance apply")
 
 
 def _utc_now() -> datetime:
@@ -153,6 +195,7 @@ class JobService:
         parameters: Mapping[str, Any],
         limits: Limits,
         apply: bool = False,
+        actor: str = UNATTRIBUTED,
     ) -> tuple[MaintenanceJob, bool]:
         """The job and whether this call created it (False: the key's original job)."""
         if not isinstance(idempotency_key, str) or not IDEMPOTENCY_KEY_RE.match(idempotency_key):
@@ -173,6 +216,10 @@ class JobService:
                 processor.preflight(conn, validated.parameters)
             except ProcessorRefused as exc:
                 raise InvalidInput(f"preflight refused the job: {exc}") from None
+            try:
+                _hold_check(conn, processor, apply, validated.scope_key)
+            except HoldReached as exc:
+                raise LegalHoldActive(str(exc)) from None
             self._no_open_job(conn, job_type, validated.scope_key)
             values = {
                 "id": str(uuid.uuid4()),
@@ -200,6 +247,7 @@ class JobService:
                     return existing, False
                 self._no_open_job(conn, job_type, validated.scope_key)
                 raise OpenJobExists("another open job of this type and scope exists") from None
+            _audit(conn, job, "create", actor, now)
         log.info(
             "maintenance.created",
             job_id=job.id,
@@ -238,20 +286,26 @@ class JobService:
     # --- revisioned actions --------------------------------------------------------------
 
     def act(
-        self, job_id: str, action: str, *, revision: int, limits: Limits | None = None
+        self,
+        job_id: str,
+        action: str,
+        *,
+        revision: int,
+        limits: Limits | None = None,
+        actor: str = UNATTRIBUTED,
     ) -> MaintenanceJob:
         if action == "advance":
-            return self.advance(job_id, revision=revision)
+            return self.advance(job_id, revision=revision, actor=actor)
         if action == "configure":
             if limits is None:
                 raise InvalidInput("configure needs options")
-            return self.configure(job_id, revision=revision, limits=limits)
+            return self.configure(job_id, revision=revision, limits=limits, actor=actor)
         if action == "pause":
-            return self.pause(job_id, revision=revision)
+            return self.pause(job_id, revision=revision, actor=actor)
         if action == "resume":
-            return self.resume(job_id, revision=revision)
+            return self.resume(job_id, revision=revision, actor=actor)
         if action == "cancel":
-            return self.cancel(job_id, revision=revision)
+            return self.cancel(job_id, revision=revision, actor=actor)
         raise InvalidInput(f"unknown action {action!r}: use one of {', '.join(ACTIONS)}")
 
     def _mutate(
@@ -262,6 +316,7 @@ class JobService:
         action: str,
         allowed: tuple[MaintenanceStatus, ...],
         values: Callable[[MaintenanceJob, datetime], dict[str, Any]],
+        actor: str,
     ) -> MaintenanceJob:
         check_job_id(job_id)
         try:
@@ -273,6 +328,7 @@ class JobService:
                 moved = store.transition(conn, job, {**values(job, now), "updated_at": now})
                 if moved is None:  # unreachable while the row is locked; never guess
                     raise StaleRevision("the job moved on", job=store.get(conn, job_id))
+                _audit(conn, moved, action, actor, now)
         except JobRowBusy:
             raise Busy("a batch holds the job row: retry shortly") from None
         log.info(LOG_EVENTS[action], job_id=job_id, revision=moved.revision)
@@ -289,29 +345,32 @@ class JobService:
             )
         return job
 
-    def pause(self, job_id: str, *, revision: int) -> MaintenanceJob:
+    def pause(self, job_id: str, *, revision: int, actor: str = UNATTRIBUTED) -> MaintenanceJob:
         return self._mutate(
             job_id,
             revision,
             action="pause",
+            actor=actor,
             allowed=(MaintenanceStatus.READY,),
             values=lambda _job, _now: {"status": MaintenanceStatus.PAUSED.value},
         )
 
-    def resume(self, job_id: str, *, revision: int) -> MaintenanceJob:
+    def resume(self, job_id: str, *, revision: int, actor: str = UNATTRIBUTED) -> MaintenanceJob:
         return self._mutate(
             job_id,
             revision,
             action="resume",
+            actor=actor,
             allowed=(MaintenanceStatus.PAUSED,),
             values=lambda _job, _now: {"status": MaintenanceStatus.READY.value},
         )
 
-    def cancel(self, job_id: str, *, revision: int) -> MaintenanceJob:
+    def cancel(self, job_id: str, *, revision: int, actor: str = UNATTRIBUTED) -> MaintenanceJob:
         return self._mutate(
             job_id,
             revision,
             action="cancel",
+            actor=actor,
             allowed=OPEN_MAINTENANCE_STATUSES,
             values=lambda _job, now: {
                 "status": MaintenanceStatus.CANCELLED.value,
@@ -320,20 +379,23 @@ class JobService:
             },
         )
 
-    def configure(self, job_id: str, *, revision: int, limits: Limits) -> MaintenanceJob:
+    def configure(
+        self, job_id: str, *, revision: int, limits: Limits, actor: str = UNATTRIBUTED
+    ) -> MaintenanceJob:
         """New limits; checkpoint, parameters and any pending delay stay as they are."""
         check_limits(limits)
         return self._mutate(
             job_id,
             revision,
             action="configure",
+            actor=actor,
             allowed=OPEN_MAINTENANCE_STATUSES,
             values=lambda _job, _now: limits.as_dict(),
         )
 
     # --- advance -------------------------------------------------------------------------
 
-    def advance(self, job_id: str, *, revision: int) -> MaintenanceJob:
+    def advance(self, job_id: str, *, revision: int, actor: str = UNATTRIBUTED) -> MaintenanceJob:
         check_job_id(job_id)
         job_type = "unknown"
         try:
@@ -351,6 +413,10 @@ class JobService:
                         retry_after_ms=wait_ms,
                     )
                 moved, outcome = self._step(conn, job, now)
+                if job.batches == 0 and job.phase == MaintenancePhase.SCAN.value:
+                    _audit(conn, moved, "run", actor, now)
+                if outcome in ("paused", "completed"):
+                    _audit(conn, moved, outcome, actor, now)
         except JobRowBusy:
             self.metrics.advances.labels(job_type, "busy").inc()
             raise Busy("a batch holds the job row: retry shortly") from None
@@ -403,12 +469,16 @@ class JobService:
                 ),
             ):
                 processor.preflight(conn, job.parameters)
+                _hold_check(conn, processor, job.apply, job.scope_key)
                 outcome = processor.step(conn, request)
                 if outcome.violation is not None:
                     raise _Violation(outcome.violation)
+                _hold_check(conn, processor, job.apply, job.scope_key)
         except UnknownProcessor as exc:
             error = {"code": "unknown_processor", "message": str(exc), "retryable": False}
         except ProcessorRefused as exc:
+            error = {"code": exc.code, "message": str(exc), "retryable": False}
+        except HoldReached as exc:
             error = {"code": exc.code, "message": str(exc), "retryable": False}
         except _Violation as exc:
             found = dict(exc.violation)

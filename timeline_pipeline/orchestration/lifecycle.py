@@ -9,7 +9,12 @@ lifecycle").
   duration, failures, per descriptor. Checks: `held_rows_kept` fails (ERROR) when a row held
   before the purge is gone after it; `archive_manifest_verifies` fails when the run's manifest
   does not verify.
-* `lifecycle_daily_schedule` materializes both every day at 03:30 UTC.
+* `lifecycle_daily_schedule` materializes both every day at 03:30 UTC; it is shipped stopped
+  (docs/lifecycle.md).
+* `lifecycle_partitions_sensor` forgets, in Dagster, the window partitions any purge retired
+  (CLI or Dagster: the keys are written in the purge's own transaction), and marks them done.
+* `lifecycle_hold_released_sensor` requests a purge run when a legal hold is released, so the
+  rows and the recalled content it kept go without waiting for the next schedule tick.
 
 No `from __future__ import annotations`: Dagster reads the annotations of assets at definition
 time.
@@ -17,28 +22,31 @@ time.
 
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 
+from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.lifecycle.archive import LocalDirectoryArchive, verify_manifest
-from timeline_pipeline.lifecycle.descriptor import LifecycleDescriptor
 from timeline_pipeline.lifecycle.dry_run import DryRunReport, dry_run, read_only
 from timeline_pipeline.lifecycle.engine import PurgeEngine, RunOutcome
 from timeline_pipeline.lifecycle.errors import ArchiveVerifyFailed, LifecycleError
-from timeline_pipeline.lifecycle.partitions import window_partition_keys
-from timeline_pipeline.lifecycle.registry import load_registry
+from timeline_pipeline.lifecycle.registry import Registry, configured_defaults, load_registry
 from timeline_pipeline.observability.metrics import LifecycleMetrics
 from timeline_pipeline.orchestration.resources import DatabaseResource
 from timeline_pipeline.orchestration.windows import WINDOW_PARTITIONS
+from timeline_pipeline.settings import load_settings
+from timeline_pipeline.store import legal_holds, lifecycle_runs, retired_partitions
 
 DRY_RUN_KEY = dg.AssetKey("lifecycle_dry_run")
 PURGE_KEY = dg.AssetKey("lifecycle_purge")
 LIFECYCLE_JOB = "lifecycle_job"
 LIFECYCLE_SCHEDULE = "lifecycle_daily_schedule"
 LIFECYCLE_CRON = "30 3 * * *"
+PARTITIONS_SENSOR = "lifecycle_partitions_sensor"
+HOLD_RELEASED_SENSOR = "lifecycle_hold_released_sensor"
+FORGET_BATCH = 500
 HELD_CHECK = "held_rows_kept"
 MANIFEST_CHECK = "archive_manifest_verifies"
 _FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
@@ -82,9 +90,14 @@ def _dry_run_table(report: DryRunReport) -> dg.TableMetadataValue:
     )
 
 
+def _registry() -> Registry:
+    """The registry with the defaults the settings give (`interactionRetention`)."""
+    return load_registry(default_days=configured_defaults(load_settings().timeline))
+
+
 def _report(database: DatabaseResource, as_of: datetime) -> DryRunReport:
     with read_only(database.engine) as conn:
-        return dry_run(conn, load_registry(), as_of=as_of)
+        return dry_run(conn, _registry(), as_of=as_of)
 
 
 def _held(report: DryRunReport) -> dict[tuple[str, str | None], int]:
@@ -131,6 +144,22 @@ def forget_window_partitions(instance: dg.DagsterInstance, keys: Sequence[str]) 
             instance.delete_run(record.dagster_run.run_id)
         instance.delete_dynamic_partition(WINDOW_PARTITIONS, key)
     return len(existing)
+
+
+def forget_retired(instance: dg.DagsterInstance, database: DatabaseResource) -> int:
+    """Forget every pending retired partition (oldest first, in batches) and mark it done;
+    idempotent, so a tick that dies half-way is repeated by the next. The number removed."""
+    removed = 0
+    while True:
+        with connection(database.engine) as conn:
+            keys = retired_partitions.pending(conn, FORGET_BATCH)
+        if not keys:
+            return removed
+        removed += forget_window_partitions(instance, keys)
+        with transaction(database.engine) as conn:
+            retired_partitions.mark_done(conn, keys, now=datetime.now(UTC))
+        if len(keys) < FORGET_BATCH:
+            return removed
 
 
 def _outcome_table(outcome: RunOutcome) -> dg.TableMetadataValue:
@@ -223,17 +252,11 @@ def lifecycle_purge(
 ) -> dg.MaterializeResult:  # type: ignore[type-arg]
     as_of = datetime.now(UTC)
     before = _held(_report(database, as_of))
-    retired: list[str] = []
-
-    def collect(d: LifecycleDescriptor, rows: Sequence[Mapping[str, Any]]) -> None:
-        retired.extend(window_partition_keys(rows))
-
     engine = PurgeEngine(
         database.engine,
-        load_registry(),
+        _registry(),
         archive=LocalDirectoryArchive(Path(config.archive_dir)) if config.archive_dir else None,
         batch_limit=config.batch_limit,
-        on_purged=collect,
         metrics=METRICS,
     )
     try:
@@ -242,7 +265,9 @@ def lifecycle_purge(
         context.log.error("lifecycle purge failed: %s (%s)", exc.code, exc)
         raise
     after = _held(_report(database, as_of))
-    forgotten = forget_window_partitions(context.instance, retired)
+    forgotten = forget_retired(context.instance, database)
+    with connection(database.engine) as conn:
+        failures = lifecycle_runs.failed_since(conn, as_of - timedelta(days=1))
     return dg.MaterializeResult(
         metadata={
             "run_id": outcome.run_id,
@@ -253,7 +278,8 @@ def lifecycle_purge(
             "purged": outcome.total("purged"),
             "redacted": outcome.total("redacted"),
             "batches": outcome.total("batches"),
-            "failures": 0,
+            "failures": failures,
+            "stale_runs_failed": len(outcome.stale_runs_failed),
             "duration_seconds": dg.MetadataValue.float(outcome.duration_seconds),
             "window_partitions_removed": forgotten,
             "manifest": outcome.manifest or "none",
@@ -283,9 +309,46 @@ def lifecycle_daily_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunReq
     return dg.RunRequest()
 
 
+@dg.sensor(
+    name=PARTITIONS_SENSOR,
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Forget the window partitions a purge retired (CLI or Dagster), idempotently.",
+)
+def lifecycle_partitions_sensor(
+    context: dg.SensorEvaluationContext, database: DatabaseResource
+) -> dg.SkipReason:
+    removed = forget_retired(context.instance, database)
+    return dg.SkipReason(f"forgot {removed} retired window partition(s)")
+
+
+@dg.sensor(
+    name=HOLD_RELEASED_SENSOR,
+    job=lifecycle_job,
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Request a purge run when a legal hold is released (start with the schedule).",
+)
+def lifecycle_hold_released_sensor(
+    context: dg.SensorEvaluationContext, database: DatabaseResource
+) -> dg.SensorResult:
+    with connection(database.engine) as conn:
+        latest = legal_holds.last_released_at(conn)
+    stamp = latest.isoformat() if latest is not None else ""
+    if not stamp or stamp == context.cursor:
+        return dg.SensorResult(skip_reason=dg.SkipReason("no hold released since the last run"))
+    if context.cursor is None:
+        # First tick: remember where releases stand; an old release asks for nothing now.
+        return dg.SensorResult(cursor=stamp, skip_reason=dg.SkipReason("cursor set"))
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(run_key=f"hold-released-{stamp}")], cursor=stamp
+    )
+
+
 def lifecycle_defs() -> dg.Definitions:
     return dg.Definitions(
         assets=[lifecycle_dry_run, lifecycle_purge],
         jobs=[lifecycle_job],
         schedules=[lifecycle_daily_schedule],
+        sensors=[lifecycle_partitions_sensor, lifecycle_hold_released_sensor],
     )

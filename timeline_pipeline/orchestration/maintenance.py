@@ -1,12 +1,13 @@
-"""Dagster: drive one maintenance job from the launchpad (README, "Maintenance jobs").
+"""Dagster: maintenance jobs seen from the UI (README, "Maintenance jobs"; docs/maintenance.md).
 
-For operators who live in the UI: job `drive_maintenance_job` advances an existing maintenance
-job with the same budgets and rules as `timeline-pipeline maintenance run` (the driver loop of
-`maintenance.driver`, here talking to the job service in the run's process rather than over
-the loopback listener). Progress is run metadata: the run's tags follow the job's status,
-phase, revision and batches while it runs, and the op's output metadata holds the final job.
-A budget that runs out ends the run successfully with `outcome: incomplete` (launch again to
-continue); a paused, cancelled or failing job fails the run with the reason.
+Job `maintenance_status_job` shows one maintenance job's status: the run's tags carry its
+status, phase, revision and batches, and the op's output metadata holds the job. It never
+advances, resumes or changes a job: driving a job goes through the loopback listener, with its
+checks, from inside the container (`timeline-pipeline maintenance run`), because anyone who can
+open the Dagster UI would otherwise drive (or resume) a destructive job from outside that door.
+
+`drive_job` remains for the window rerun job (`rerun_windows`), which creates and drives its
+own `window_rerun` job; it refuses any job of a processor that rewrites or deletes content.
 
 No `from __future__ import annotations`: Dagster reads the annotations of ops at definition
 time.
@@ -26,13 +27,14 @@ from timeline_pipeline.maintenance.driver import (
     Driver,
     RunReport,
 )
+from timeline_pipeline.maintenance.errors import MaintenanceError
 from timeline_pipeline.maintenance.processors import default_registry
-from timeline_pipeline.maintenance.service import JobService
+from timeline_pipeline.maintenance.service import JobService, job_json
 from timeline_pipeline.maintenance.transports import ServiceTransport
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.synthesis_run.synthesizers import build_synthesizer
 
-MAINTENANCE_JOB = "drive_maintenance_job"
+MAINTENANCE_STATUS_JOB = "maintenance_status_job"
 TAG_PREFIX = "timeline/maintenance_"
 TAG_INTERVAL_SECONDS = 1.0
 
@@ -73,6 +75,13 @@ def drive_job(
 ) -> dg.Output[dict[str, Any]]:
     """Drive the job within `budget`, its progress on the run's tags; the final job as output
     (with metadata), or a Failure naming why the job stopped."""
+    current = service.get(job_id)
+    processor = service.registry.get(current.job_type, current.processor_version)
+    if getattr(processor, "rewrites", ()):
+        raise dg.Failure(
+            description=f"maintenance job {job_id} rewrites content ({current.job_type}): drive "
+            "it with `timeline-pipeline maintenance run` through the loopback listener"
+        )
     last_tagged = [0.0]
 
     def observed(job: dict[str, Any]) -> None:
@@ -133,29 +142,50 @@ def _metadata(report: RunReport) -> dict[str, Any]:
     }
 
 
-@dg.op(description="Advance one maintenance job within a batch and time budget.")
-def drive_maintenance(
+class MaintenanceStatusConfig(dg.Config):
+    job_id: str
+    """The maintenance job's id, as `timeline-pipeline maintenance create` printed it."""
+
+
+@dg.op(description="Show one maintenance job's status (read-only: never advances it).")
+def maintenance_status(
     context: dg.OpExecutionContext,
-    config: DriveMaintenanceConfig,
+    config: MaintenanceStatusConfig,
     database: DatabaseResource,
     timeline_settings: TimelineSettingsResource,
 ) -> dg.Output[dict[str, Any]]:
-    return drive_job(
-        context, job_service(database, timeline_settings), config.job_id, config.budget()
+    service = job_service(database, timeline_settings)
+    try:
+        job = job_json(service.get(config.job_id))
+    except MaintenanceError as exc:
+        raise dg.Failure(description=f"maintenance job {config.job_id}: {exc}") from None
+    context.instance.add_run_tags(context.run_id, _tags(job))
+    return dg.Output(
+        job,
+        metadata={
+            "job_id": str(job["id"]),
+            "status": str(job["status"]),
+            "phase": str(job["phase"]),
+            "revision": int(job["revision"]),
+            "batches": int(job["batches"]),
+            "progress": dg.MetadataValue.json(job.get("progress") or {}),
+            "result": dg.MetadataValue.json(job.get("result") or {}),
+            "error": dg.MetadataValue.json(job.get("error") or {}),
+        },
     )
 
 
 @dg.job(
-    name=MAINTENANCE_JOB,
+    name=MAINTENANCE_STATUS_JOB,
     executor_def=dg.in_process_executor,
     description=(
-        "Drive one maintenance job (created with `timeline-pipeline maintenance create`) with "
-        "batch and time budgets; its progress is on the run's tags and output metadata."
+        "Show one maintenance job's status on the run's tags and metadata; jobs are driven "
+        "only through the loopback listener (`timeline-pipeline maintenance run`)."
     ),
 )
-def drive_maintenance_job() -> None:
-    drive_maintenance()
+def maintenance_status_job() -> None:
+    maintenance_status()
 
 
 def maintenance_defs() -> dg.Definitions:
-    return dg.Definitions(jobs=[drive_maintenance_job])
+    return dg.Definitions(jobs=[maintenance_status_job])

@@ -6,6 +6,10 @@ for a deleted item. Both paths therefore produce the same content hash for the s
 the evidence upsert lets a redaction win over any concurrent edit. Every bound workspace is
 redacted, whatever its status: a workspace that no longer ingests must still forget.
 
+A recall goes through the legal-hold gate (`lifecycle.hold_gate`, docs/lifecycle.md): in a
+workspace a hold reaches, the row is redacted in its columns like any recall (so no view, API,
+summary, card or synthesis sees it) and its content is set aside until the hold is released.
+
 A recall that arrives before its message (out of order) finds no row and changes nothing; the
 reconciliation history refresh sees the message as deleted and stores it redacted.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 
 from sqlalchemy import Connection
 
@@ -22,11 +27,14 @@ from timeline_pipeline.domain.evidence import EvidenceRow, UpsertOutcome
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, message_source_key
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage, redact
+from timeline_pipeline.lifecycle import hold_gate
 from timeline_pipeline.store import evidence
 
 REDACTED = "redacted"
 ALREADY_REDACTED = "already_redacted"
 NOT_FOUND = "not_found"
+HELD = "held"
+"""Redacted in view, content set aside under a legal hold (also counted as REDACTED)."""
 
 
 def message_from_row(row: EvidenceRow, *, message_id: str) -> NormalizedLarkMessage:
@@ -68,7 +76,8 @@ def redact_everywhere(
 ) -> Counter[str]:
     """Redact the message in each workspace, in the caller's transaction.
 
-    Returns counts keyed REDACTED / ALREADY_REDACTED / NOT_FOUND.
+    Returns counts keyed REDACTED / ALREADY_REDACTED / NOT_FOUND, and HELD for the
+    workspaces whose content a legal hold set aside.
     """
     key = message_source_key(chat_id, message_id)
     counts: Counter[str] = Counter()
@@ -81,6 +90,15 @@ def redact_everywhere(
             counts[ALREADY_REDACTED] += 1
             continue
         redacted = redact(message_from_row(row, message_id=message_id), recalled_at=recalled_at)
-        outcome = evidence.upsert(conn, evidence_record(redacted, workspace_id), now=now)
+        record = evidence_record(redacted, workspace_id)
+        outcome, held = hold_gate.redact_evidence(
+            conn,
+            workspace_id,
+            [(record.source, record.source_type, record.source_key)],
+            partial(evidence.upsert, conn, record, now=now),
+            what="recall",
+        )
         counts[REDACTED if outcome is UpsertOutcome.UPDATED else ALREADY_REDACTED] += 1
+        if held:
+            counts[HELD] += 1
     return counts

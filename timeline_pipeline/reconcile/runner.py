@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 import structlog
@@ -37,6 +38,7 @@ from timeline_pipeline.lark.client import (
 )
 from timeline_pipeline.lark.message_policy import is_self_message
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage
+from timeline_pipeline.lifecycle import hold_gate
 from timeline_pipeline.receiver.display_names import DisplayNameCache, fill_missing_display_names
 from timeline_pipeline.reconcile.metrics import ReconcileMetrics
 from timeline_pipeline.reconcile.pages import NormalizedPage, normalize_page
@@ -262,7 +264,14 @@ class _ChatRun:
     def _plan_threads(self, plan: ReconcileRange, listed_roots: dict[str, datetime]) -> ThreadPlan:
         """Every thread known within the lookback competes for the budget, oldest-served first."""
         with transaction(self.engine) as conn:
-            prune_thread_listings(conn, self.workspace.id, self.chat_id, plan.floor)
+            # A delegated purge: through the legal-hold gate (docs/lifecycle.md).
+            hold_gate.unless_held(
+                conn,
+                hold_gate.THREAD_LISTINGS,
+                self.workspace.id,
+                partial(prune_thread_listings, conn, self.workspace.id, self.chat_id, plan.floor),
+                what="thread listing prune",
+            )
             from_evidence = thread_first_seen(conn, self.workspace.id, self.chat_id, plan.floor)
             last_listed = threads_last_listed(conn, self.workspace.id, self.chat_id)
         known = known_threads(from_evidence, listed_roots, last_listed)

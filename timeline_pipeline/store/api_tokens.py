@@ -61,6 +61,8 @@ class Grant:
     """What a valid token may do: its workspace matched, with these scopes."""
 
     scopes: frozenset[str]
+    token_id: str = ""
+    """Who acts: the token's id, written into the audit trail as `token:<id>`."""
 
 
 def hash_token(token: str) -> str:
@@ -155,12 +157,15 @@ def authorize_scoped(conn: Connection, token: str, workspace_id: str) -> Grant |
     if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
         return None
     row = conn.execute(
-        select(api_tokens.c.workspace_id, api_tokens.c.token_hash, api_tokens.c.scopes).where(
-            api_tokens.c.token_hash == hash_token(token), api_tokens.c.revoked_at.is_(None)
-        )
+        select(
+            api_tokens.c.id,
+            api_tokens.c.workspace_id,
+            api_tokens.c.token_hash,
+            api_tokens.c.scopes,
+        ).where(api_tokens.c.token_hash == hash_token(token), api_tokens.c.revoked_at.is_(None))
     ).first()
     if row is None or not hmac.compare_digest(row.token_hash, hash_token(token)):
         return None
     if row.workspace_id != workspace_id:
         return False
-    return Grant(frozenset(_scopes(row.scopes)))
+    return Grant(frozenset(_scopes(row.scopes)), token_id=row.id)

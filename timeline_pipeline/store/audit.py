@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import audit_events
 from timeline_pipeline.lifecycle.declare import (
@@ -27,7 +27,11 @@ from timeline_pipeline.lifecycle.descriptor import (
     Scope,
 )
 
-__all__ = ["audit_curation"]
+__all__ = ["CRITICAL", "INFO", "audit_curation", "events_for"]
+
+INFO = "info"
+CRITICAL = "critical"
+"""Legal holds: placing and releasing one is audited critical (docs/lifecycle.md)."""
 
 
 def audit_curation(
@@ -40,9 +44,12 @@ def audit_curation(
     workspace_id: str,
     details: Mapping[str, Any],
     now: datetime,
+    severity: str = INFO,
 ) -> None:
-    """One audit event per curation change, in the change's own transaction (ids and
-    revisions only: never the text, which may quote the chat)."""
+    """One audit event per change, in the change's own transaction (ids and revisions only:
+    never the text, which may quote the chat). `actor` says who: an API token
+    (`token:<id>`), a Lark user (`lark:<open_id>`), a page session's curator, or the OS user
+    of a command (`cli:<user>`)."""
     conn.execute(
         audit_events.insert().values(
             occurred_at=now,
@@ -52,8 +59,37 @@ def audit_curation(
             subject_id=subject_id,
             workspace_id=workspace_id,
             details_json=dict(details),
+            severity=severity,
         )
     )
+
+
+def events_for(conn: Connection, subject_type: str, subject_id: str) -> list[dict[str, Any]]:
+    """A subject's events, oldest first: who did what when, at which severity."""
+    rows = conn.execute(
+        select(
+            audit_events.c.occurred_at,
+            audit_events.c.actor,
+            audit_events.c.action,
+            audit_events.c.severity,
+            audit_events.c.details_json,
+        )
+        .where(
+            audit_events.c.subject_type == subject_type,
+            audit_events.c.subject_id == subject_id,
+        )
+        .order_by(audit_events.c.occurred_at, audit_events.c.id)
+    ).all()
+    return [
+        {
+            "occurred_at": r.occurred_at,
+            "actor": r.actor,
+            "action": r.action,
+            "severity": r.severity,
+            "details": dict(r.details_json or {}),
+        }
+        for r in rows
+    ]
 
 
 # --- lifecycle -------------------------------------------------------------------------------

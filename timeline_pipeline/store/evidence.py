@@ -255,6 +255,7 @@ def _to_row(row: Row[Any]) -> EvidenceRow:
         ai_eligible=bool(row.ai_eligible),
         deleted=bool(row.deleted),
         revision=row.revision,
+        held_content=row.held_content_json is not None,
     )
 
 
@@ -635,6 +636,7 @@ def _redact_statement() -> Any:
             source_updated_at=bindparam("new_updated", type_=ev.c.source_updated_at.type),
             deleted=true(),
             ai_eligible=false(),
+            held_content_json=None,
             revision=ev.c.revision + 1,
             updated_at=bindparam("now", type_=ev.c.updated_at.type),
         )
@@ -698,11 +700,15 @@ _IDENTITY_KEYS = ("chat_id", "thread_id", "root_id", "parent_id", "message_type"
 
 def redact_recalled(
     conn: Connection, *, workspace_id: str | None, skip_workspaces: Sequence[str], limit: int
-) -> int:
-    """Redact in place up to `limit` recalled rows that still carry content: they keep their
-    identity and lose every trace of what was said (the deletion policy of recalled messages).
-    Rows of `skip_workspaces` (under legal hold) are left as they are."""
-    stmt = select(ev.c.id, ev.c.metadata_json).where(ev.c.deleted == true(), ev.c.content != "")
+) -> list[str]:
+    """Redact in place up to `limit` recalled rows that still carry something of what was said:
+    content in their columns (rows recalled before the policy applied at ingest), or content a
+    legal hold set aside (`held_content_json`, dropped once no hold reaches the workspace).
+    They keep their identity. Rows of `skip_workspaces` (under legal hold) are left as they
+    are. Returns the workspace of each row redacted."""
+    stmt = select(ev.c.id, ev.c.workspace_id, ev.c.metadata_json, ev.c.content).where(
+        ev.c.deleted == true(), or_(ev.c.content != "", ev.c.held_content_json.is_not(None))
+    )
     if workspace_id is not None:
         stmt = stmt.where(ev.c.workspace_id == workspace_id)
     if skip_workspaces:
@@ -710,22 +716,61 @@ def redact_recalled(
     rows = conn.execute(stmt.order_by(ev.c.id).limit(limit)).all()
     now = datetime.now(UTC)
     for row in rows:
-        metadata = dict(row.metadata_json or {})
-        kept = {key: metadata.get(key) for key in _IDENTITY_KEYS}
-        kept.update(deleted=True, recalled_at=metadata.get("recalled_at"))
-        conn.execute(
-            ev.update()
-            .where(ev.c.id == row.id)
-            .values(
+        values: dict[str, Any] = {"held_content_json": None, "updated_at": now}
+        if row.content:
+            metadata = dict(row.metadata_json or {})
+            kept = {key: metadata.get(key) for key in _IDENTITY_KEYS}
+            kept.update(deleted=True, recalled_at=metadata.get("recalled_at"))
+            values.update(
                 content="",
                 content_hash=REDACTED_CONTENT_HASH,
                 metadata_json=kept,
                 ai_eligible=False,
                 revision=ev.c.revision + 1,
-                updated_at=now,
             )
+        conn.execute(ev.update().where(ev.c.id == row.id).values(**values))
+    return [row.workspace_id for row in rows]
+
+
+def set_aside_for_hold(
+    conn: Connection, workspace_id: str, source_keys: Iterable[tuple[str, str, str]]
+) -> int:
+    """Before a recall redacts rows of a held workspace: copy each live row's content, hash and
+    metadata into `held_content_json` (docs/lifecycle.md), where no read of this module returns
+    it; `source_keys` are (source, source_type, source_key). The number of rows set aside."""
+    total = 0
+    for source, source_type, source_key in source_keys:
+        row = conn.execute(
+            select(ev.c.id, ev.c.content, ev.c.content_hash, ev.c.metadata_json).where(
+                ev.c.workspace_id == workspace_id,
+                ev.c.source == source,
+                ev.c.source_type == source_type,
+                ev.c.source_key == source_key,
+                ev.c.deleted == false(),
+                ev.c.held_content_json.is_(None),
+            )
+        ).first()
+        if row is None:
+            continue
+        kept = {
+            "content": row.content,
+            "content_hash": row.content_hash,
+            "metadata": dict(row.metadata_json or {}),
+        }
+        conn.execute(ev.update().where(ev.c.id == row.id).values(held_content_json=kept))
+        total += 1
+    return total
+
+
+def held_content(conn: Connection, workspace_id: str, evidence_id: int) -> dict[str, Any] | None:
+    """What a hold set aside for one row (for the hold's own review and tests; no view reads
+    it)."""
+    row = conn.execute(
+        select(ev.c.held_content_json).where(
+            ev.c.workspace_id == workspace_id, ev.c.id == evidence_id
         )
-    return len(rows)
+    ).first()
+    return None if row is None or row.held_content_json is None else dict(row.held_content_json)
 
 
 DESCRIPTOR = LifecycleDescriptor(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, or_, select
+from sqlalchemy import Connection, func, or_, select
 
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import legal_holds as lh
@@ -49,7 +49,7 @@ def _row(row: Any) -> HoldRow:
 def insert(conn: Connection, values: dict[str, Any]) -> bool:
     """Insert a new hold; False when its create idempotency key is already taken."""
     stmt = insert_for(conn, lh).values(**values)
-    stmt = stmt.on_conflict_do_nothing(index_elements=["create_idempotency_key"])
+    stmt = stmt.on_conflict_do_nothing(index_elements=["workspace_id", "create_idempotency_key"])
     return conn.execute(stmt.returning(lh.c.id)).first() is not None
 
 
@@ -58,13 +58,19 @@ def get(conn: Connection, hold_id: str) -> HoldRow | None:
     return _row(row) if row is not None else None
 
 
-def by_create_key(conn: Connection, key: str) -> HoldRow | None:
-    row = conn.execute(select(lh).where(lh.c.create_idempotency_key == key)).first()
+def by_create_key(conn: Connection, workspace_id: str, key: str) -> HoldRow | None:
+    """The workspace's hold created under `key` (keys are scoped per workspace)."""
+    row = conn.execute(
+        select(lh).where(lh.c.workspace_id == workspace_id, lh.c.create_idempotency_key == key)
+    ).first()
     return _row(row) if row is not None else None
 
 
-def by_release_key(conn: Connection, key: str) -> HoldRow | None:
-    row = conn.execute(select(lh).where(lh.c.release_idempotency_key == key)).first()
+def by_release_key(conn: Connection, workspace_id: str, key: str) -> HoldRow | None:
+    """The workspace's hold released under `key`."""
+    row = conn.execute(
+        select(lh).where(lh.c.workspace_id == workspace_id, lh.c.release_idempotency_key == key)
+    ).first()
     return _row(row) if row is not None else None
 
 
@@ -101,3 +107,8 @@ def active_for(
     if workspace_id is not None:
         stmt = stmt.where(lh.c.workspace_id == workspace_id)
     return [_row(r) for r in conn.execute(stmt.order_by(lh.c.id))]
+
+
+def last_released_at(conn: Connection) -> datetime | None:
+    """When the latest release happened (the lifecycle sensor's cursor)."""
+    return conn.execute(select(func.max(lh.c.released_at))).scalar_one_or_none()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from timeline_pipeline.db.schema import lifecycle_runs as lr
 from timeline_pipeline.lifecycle.declare import (
@@ -95,6 +95,42 @@ def finish(
             error_code=error_code,
             error_message=(error_message or None) and error_message[:1000],
         )
+    )
+
+
+def fail_stale(conn: Connection, *, before: datetime, now: datetime) -> list[int]:
+    """Mark failed (`stale_heartbeat`) every `running` run whose heartbeat is older than
+    `before`: a run killed mid-way (`kill -9`) never finishes its row, and the next run says so
+    (README, "Purge runbook"). The ids it marked."""
+    stale = [
+        int(r.id)
+        for r in conn.execute(
+            select(lr.c.id).where(lr.c.status == "running", lr.c.heartbeat_at < before)
+        )
+    ]
+    if stale:
+        conn.execute(
+            lr.update()
+            .where(lr.c.id.in_(stale), lr.c.status == "running")
+            .values(
+                status="failed",
+                error_code="stale_heartbeat",
+                error_message="the run stopped beating (killed or crashed); counts are what it "
+                "committed",
+                finished_at=now,
+            )
+        )
+    return stale
+
+
+def failed_since(conn: Connection, since: datetime) -> int:
+    """Runs started since `since` that failed (stale ones marked by a later run included)."""
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(lr)
+            .where(lr.c.status == "failed", lr.c.started_at >= since)
+        ).scalar_one()
     )
 
 

@@ -85,3 +85,41 @@ def test_a_release_without_a_reason_or_a_key_is_refused_and_changes_nothing(
     assert elsewhere.status_code == 404
     with served.engine.connect() as conn:
         assert legal_holds.get(conn, hold_id).status == "active"  # type: ignore[union-attr]
+
+
+def test_who_placed_and_released_a_hold_is_the_token_and_the_audit_is_critical(
+    served: Served,
+) -> None:
+    from sqlalchemy import select
+
+    from timeline_pipeline.db.schema import api_tokens as tokens_table
+    from timeline_pipeline.store.audit import events_for
+
+    creator = scoped(served.engine, api_tokens.SCOPE_HOLD_CREATE)
+    releaser = scoped(served.engine, api_tokens.SCOPE_HOLD_RELEASE)
+    made = served.client.post(HOLDS, json=REASON, headers={**creator, **key("who-1")})
+    hold_id = made.json()["id"]
+    done = served.client.post(
+        f"{HOLDS}/{hold_id}/release", json=RELEASE, headers={**releaser, **key("who-r1")}
+    )
+    with served.engine.connect() as conn:
+        ids = [r.id for r in conn.execute(select(tokens_table.c.id).order_by(tokens_table.c.id))]
+        events = events_for(conn, "legal_hold", hold_id)
+    assert made.json()["created_by"].startswith("token:")
+    assert made.json()["created_by"][len("token:") :] in ids
+    assert done.json()["released_by"].startswith("token:")
+    assert done.json()["released_by"] != made.json()["created_by"]
+    assert [(e["action"], e["actor"], e["severity"]) for e in events] == [
+        ("lifecycle.hold.create", made.json()["created_by"], "critical"),
+        ("lifecycle.hold.release", done.json()["released_by"], "critical"),
+    ]
+
+
+def test_a_hold_that_would_hold_nothing_is_refused_with_a_reason(served: Served) -> None:
+    creator = scoped(served.engine, api_tokens.SCOPE_HOLD_CREATE)
+    body = {**REASON, "descriptor_key": "maintenance_jobs.maintenance_jobs"}
+    refused = served.client.post(HOLDS, json=body, headers={**creator, **key("nothing-1")})
+    assert refused.status_code == 422
+    assert refused.json()["detail"]["code"] == "hold_holds_nothing"
+    with served.engine.connect() as conn:
+        assert legal_holds.list_all(conn) == []

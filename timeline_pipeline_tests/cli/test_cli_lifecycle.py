@@ -144,3 +144,37 @@ def test_run_purges_and_archives_and_a_held_workspace_is_refused(
     assert (outcome["status"], outcome["purged"], outcome["archived"]) == ("succeeded", 3, 3)
     verified = run("verify-archive", "--manifest", outcome["manifest"], "--json")
     assert json.loads(verified.stdout)["rows"] == 3
+
+
+def test_a_hold_on_a_table_of_no_workspace_is_refused_with_one_line(run) -> None:  # type: ignore[no-untyped-def]
+    line = refused(
+        run(
+            "hold",
+            "create",
+            "--workspace",
+            "inc-1",
+            "--descriptor",
+            "maintenance_jobs.maintenance_jobs",
+            "--reason",
+            "preservation notice 22",
+            "--idempotency-key",
+            "n-22",
+        )
+    )
+    assert "no workspace column" in line
+    listed = run("hold", "list", "--json")
+    assert json.loads(listed.output)["holds"] == []
+
+
+def test_interaction_retention_sets_the_dry_run_s_retention_of_review_cards(
+    run, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TIMELINE_LARK_INTERACTION_RETENTION", "240h")
+    result = run(
+        "dry-run", "--descriptor", "interaction_requests.interaction_requests", *AT, "--json"
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["descriptors"][0]["retention_days"] == 10
+    monkeypatch.setenv("TIMELINE_LARK_INTERACTION_RETENTION", "9600h")
+    line = refused(run("dry-run", *AT, "--json"))
+    assert "default_retention_days" in line

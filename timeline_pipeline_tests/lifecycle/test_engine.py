@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +254,33 @@ def test_a_large_purge_is_followed_by_vacuum_analyze_on_postgresql(pg_url: str) 
         assert analyzed is not None
     finally:
         engine.dispose()
+
+
+def test_a_run_left_running_by_a_killed_purge_is_marked_failed_by_the_next_run(
+    engine: Engine,
+) -> None:
+    from timeline_pipeline.store import lifecycle_runs as runs_store
+
+    long_ago = datetime.now(UTC) - timedelta(hours=2)
+    recent = datetime.now(UTC) - timedelta(minutes=1)
+    with engine.begin() as conn:
+        ids = [
+            runs_store.start(
+                conn,
+                {
+                    "run_key": f"run_killed_{i}",
+                    "mode": "purge",
+                    "as_of": AS_OF,
+                    "started_at": beat,
+                    "heartbeat_at": beat,
+                },
+            )
+            for i, beat in enumerate((long_ago, recent))
+        ]
+    outcome = purge(engine, descriptor_key=EVIDENCE)
+    assert outcome.stale_runs_failed == [ids[0]]
+    with engine.connect() as conn:
+        dead, alive = (runs_store.get(conn, i) for i in ids)
+    assert dead is not None and (dead.status, dead.error_code) == ("failed", "stale_heartbeat")
+    assert dead.finished_at is not None
+    assert alive is not None and alive.status == "running"

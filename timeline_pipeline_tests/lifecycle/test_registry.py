@@ -98,3 +98,29 @@ def test_every_table_of_the_schema_has_a_descriptor_or_a_stated_reason_for_none(
         assert "no lifecycle descriptor" in error.reason
     finally:
         metadata.remove(newcomer)
+
+
+def test_interaction_retention_feeds_the_interaction_descriptors_default_within_bounds() -> None:
+    from datetime import timedelta
+
+    from timeline_pipeline.lifecycle.registry import (
+        INTERACTION_DESCRIPTORS,
+        RegistryInvalid,
+        configured_defaults,
+        load_registry,
+    )
+    from timeline_pipeline.settings import LarkTimelineSettings
+
+    ten = load_registry(
+        default_days=configured_defaults(
+            LarkTimelineSettings(interaction_retention=timedelta(days=9, hours=1))
+        )
+    )
+    assert {ten.get(k).default_retention_days for k in INTERACTION_DESCRIPTORS} == {10}
+    assert ten.get("evidence.workspace_timeline_evidence").default_retention_days == 30
+    with pytest.raises(RegistryInvalid, match="default_retention_days"):
+        load_registry(
+            default_days=configured_defaults(
+                LarkTimelineSettings(interaction_retention=timedelta(days=400))
+            )
+        )

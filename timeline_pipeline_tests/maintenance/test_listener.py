@@ -110,7 +110,7 @@ def test_a_request_from_beyond_loopback_is_refused(lite_engine: Engine) -> None:
         reply = client.post("/maintenance/jobs", json={"type": "x"})
     assert reply.status_code == 403
     assert reply.json()["detail"]["code"] == "not_loopback"
-    with TestClient(app, client=("127.0.0.1", 40000)) as client:
+    with TestClient(app, base_url="http://127.0.0.1", client=("127.0.0.1", 40000)) as client:
         assert client.get("/maintenance/jobs/nope").status_code == 404
 
 
@@ -159,3 +159,50 @@ def test_a_port_in_use_disables_only_the_listener(
         assert "cannot bind" in capsys.readouterr().out
     finally:
         taken.close()
+
+
+def test_a_foreign_host_or_any_origin_is_refused_a_loopback_host_answers(
+    lite_running: Running,
+) -> None:
+    """DNS rebinding: a page on the same host reaches the port with its own Host and an
+    Origin; both are refused with a reason, and nothing is created."""
+    port = lite_running.port
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False) as client:
+        body = {"type": "content_hash_backfill", "idempotency_key": "k-host"}
+        body["parameters"] = {"workspace_id": "ws-1"}
+        foreign = client.post(
+            "/maintenance/jobs", json=body, headers={"Host": f"attacker.example:{port}"}
+        )
+        origin = client.post(
+            "/maintenance/jobs", json=body, headers={"Origin": "http://attacker.example"}
+        )
+        other_port = client.get("/maintenance/jobs/nope", headers={"Host": "127.0.0.1:1"})
+        named = client.get("/maintenance/jobs/nope", headers={"Host": f"localhost:{port}"})
+        plain = client.get("/maintenance/jobs/nope")
+    assert (foreign.status_code, foreign.json()["detail"]["code"]) == (403, "host_refused")
+    assert (origin.status_code, origin.json()["detail"]["code"]) == (403, "origin_refused")
+    assert other_port.status_code == 403
+    assert named.status_code == 404
+    assert plain.status_code == 404
+
+
+def test_every_job_transition_is_audited_with_the_driver_s_actor(lite_running: Running) -> None:
+    from timeline_pipeline.store.audit import events_for
+
+    seed_evidence(lite_running.service.engine, 3)
+    who = {"X-Maintenance-Actor": "cli:alice"}
+    with _client(lite_running) as client:
+        made = _create(client, key="k-who").json()
+        paused = client.post(
+            f"/maintenance/jobs/{made['id']}/pause",
+            json={"revision": made["revision"]},
+            headers=who,
+        ).json()
+        client.post(f"/maintenance/jobs/{made['id']}/cancel", json={"revision": paused["revision"]})
+    with lite_running.service.engine.connect() as conn:
+        events = events_for(conn, "maintenance_job", made["id"])
+    assert [(e["action"], e["actor"]) for e in events] == [
+        ("maintenance.create", "loopback"),
+        ("maintenance.pause", "cli:alice"),
+        ("maintenance.cancel", "loopback"),
+    ]

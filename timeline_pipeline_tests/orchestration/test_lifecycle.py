@@ -27,6 +27,7 @@ from timeline_pipeline.orchestration.windows import WINDOW_PARTITIONS, window_pa
 from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline_tests.lifecycle.support import window, workspace
 
+WINDOWS_KEY = "sync_states.workspace_timeline_sync_states"
 NOW = datetime.now(UTC).replace(second=0, microsecond=0)
 OLD = (NOW - timedelta(days=200)).replace(minute=0)
 
@@ -103,3 +104,81 @@ def test_the_manifest_check_fails_when_a_part_was_altered(tmp_path: Path) -> Non
     failed = manifest_check(manifest)
     assert not failed.passed
     assert "sha256 does not match" in (failed.description or "")
+
+
+def test_a_cli_purge_retires_partitions_that_the_sensor_forgets_once(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whichever path purged the window states, their keys are durable in the purge's own
+    transaction and the sensor forgets them in Dagster, idempotently."""
+    from click.testing import CliRunner
+    from sqlalchemy import select
+
+    from timeline_pipeline.cli.main import cli
+    from timeline_pipeline.db.schema import lifecycle_retired_partitions
+    from timeline_pipeline.orchestration.lifecycle import lifecycle_partitions_sensor
+
+    monkeypatch.setenv("TIMELINE_DATABASE_URL", db_url)
+    workspace(engine, "inc-1")
+    starts = [OLD + timedelta(minutes=10 * i) for i in range(2)]
+    for start in starts:
+        window(engine, "inc-1", start, "completed")
+    keys = [key(s) for s in starts]
+    instance.add_dynamic_partitions(WINDOW_PARTITIONS, keys)
+    result = CliRunner().invoke(cli, ["lifecycle", "run", "--descriptor", WINDOWS_KEY])
+    assert result.exit_code == 0, result.output
+    assert set(keys) <= set(instance.get_dynamic_partitions(WINDOW_PARTITIONS))
+    database = DatabaseResource(url=db_url)
+    for _ in range(2):  # a second tick finds nothing left and changes nothing
+        with dg.build_sensor_context(
+            instance=instance, resources={"database": database}
+        ) as context:
+            lifecycle_partitions_sensor(context)
+    assert not set(keys) & set(instance.get_dynamic_partitions(WINDOW_PARTITIONS))
+    rp = lifecycle_retired_partitions
+    with engine.connect() as conn:
+        rows = conn.execute(select(rp.c.partition_key, rp.c.status)).all()
+    assert sorted(rows) == sorted((k, "done") for k in keys)
+
+
+def test_a_released_hold_requests_a_purge_run(db_url: str, engine: Engine) -> None:
+    from timeline_pipeline.lifecycle.holds import create_hold, release_hold
+    from timeline_pipeline.lifecycle.registry import load_registry
+    from timeline_pipeline.orchestration.lifecycle import lifecycle_hold_released_sensor
+
+    workspace(engine, "inc-1")
+    database = DatabaseResource(url=db_url)
+
+    def tick(cursor: str | None) -> dg.SensorResult:
+        with (
+            dg.instance_for_test() as scratch,
+            dg.build_sensor_context(
+                instance=scratch, cursor=cursor, resources={"database": database}
+            ) as context,
+        ):
+            made = lifecycle_hold_released_sensor(context)
+        assert isinstance(made, dg.SensorResult)
+        return made
+
+    with engine.begin() as conn:
+        held = create_hold(
+            conn,
+            load_registry(),
+            workspace_id="inc-1",
+            descriptor_key=None,
+            reason="preservation notice 21",
+            idempotency_key="n-21",
+            actor="cli:counsel",
+        ).hold
+    assert not tick("").run_requests
+    with engine.begin() as conn:
+        release_hold(
+            conn,
+            hold_id=held.id,
+            reason="matter closed, counsel approved",
+            idempotency_key="r-21",
+            actor="cli:counsel",
+        )
+    asked = tick("")
+    assert len(asked.run_requests or []) == 1
+    assert not tick(asked.cursor).run_requests

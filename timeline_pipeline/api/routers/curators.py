@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Final
 
-from fastapi import APIRouter, Path, Response, status
+from fastapi import APIRouter, Path, Request, Response, status
 
+from timeline_pipeline.api.auth import request_actor
 from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors, problem
 from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.models import CuratorOut, CuratorsOut
-from timeline_pipeline.api.params import ACTOR, doc
+from timeline_pipeline.api.params import doc
 from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.http.deps import AuthorizedWorkspace, CuratorServiceDep
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
@@ -66,13 +67,14 @@ def list_curators(workspace_id: AuthorizedWorkspace, service: CuratorServiceDep)
     summary="Make a Lark user a curator of the workspace (idempotent)",
 )
 def put_curator(
+    request: Request,
     workspace_id: AuthorizedWorkspace,
     open_id: OpenId,
     response: Response,
     service: CuratorServiceDep,
 ) -> CuratorOut:
     with _curator_errors():
-        created = service.add(workspace_id, open_id, actor=ACTOR)
+        created = service.add(workspace_id, open_id, actor=request_actor(request))
     if not created:
         response.status_code = status.HTTP_200_OK
     return CuratorOut(open_id=open_id, created=created)
@@ -86,10 +88,13 @@ def put_curator(
     summary="Stop counting a user's review-card actions",
 )
 def delete_curator(
-    workspace_id: AuthorizedWorkspace, open_id: OpenId, service: CuratorServiceDep
+    request: Request,
+    workspace_id: AuthorizedWorkspace,
+    open_id: OpenId,
+    service: CuratorServiceDep,
 ) -> Response:
     with _curator_errors():
-        removed = service.remove(workspace_id, open_id, actor=ACTOR)
+        removed = service.remove(workspace_id, open_id, actor=request_actor(request))
     if not removed:
         raise problem(404, "curator_not_found", f"{open_id!r} is not a curator of this workspace")
     return Response(status_code=status.HTTP_204_NO_CONTENT)

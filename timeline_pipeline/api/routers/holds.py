@@ -16,13 +16,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Final
 
-from fastapi import APIRouter, Depends, Header, Path, Response, status
+from fastapi import APIRouter, Depends, Header, Path, Request, Response, status
 
-from timeline_pipeline.api.auth import workspace_guard
+from timeline_pipeline.api.auth import request_actor, workspace_guard
 from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors, problem
 from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.models import HoldCreateIn, HoldOut, HoldReleaseIn
-from timeline_pipeline.api.params import ACTOR, doc
+from timeline_pipeline.api.params import doc
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.http.deps import EngineDep
 from timeline_pipeline.lifecycle.errors import LifecycleError
@@ -59,7 +59,9 @@ def _out(hold: HoldRow) -> HoldOut:
         reason=hold.reason,
         review_at=hold.review_at,
         created_at=hold.created_at,
+        created_by=hold.created_by,
         released_at=hold.released_at,
+        released_by=hold.released_by,
         release_reason=hold.release_reason,
     )
 
@@ -87,11 +89,13 @@ Releaser = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_RELEASE))]
     responses={
         **doc(404, "No such workspace."),
         **doc(409, "The Idempotency-Key was used with another body."),
+        **doc(422, "A descriptor without a workspace column (the hold would hold nothing)."),
     },
     tags=["lifecycle"],
     summary="Place a legal hold (scope lifecycle:hold:create)",
 )
 def create_hold_route(
+    request: Request,
     workspace_id: Creator,
     body: HoldCreateIn,
     response: Response,
@@ -107,7 +111,7 @@ def create_hold_route(
             descriptor_key=body.descriptor_key,
             reason=body.reason,
             idempotency_key=key,
-            actor=ACTOR,
+            actor=request_actor(request),
             review_at=body.review_at,
         )
     if not result.changed:
@@ -126,6 +130,7 @@ def create_hold_route(
     summary="Release a legal hold (scope lifecycle:hold:release)",
 )
 def release_hold_route(
+    request: Request,
     workspace_id: Releaser,
     hold_id: HoldId,
     body: HoldReleaseIn,
@@ -138,6 +143,10 @@ def release_hold_route(
         if found is None or found.workspace_id != workspace_id:
             raise problem(404, "hold_not_found", f"no hold {hold_id!r} in this workspace")
         result = release_hold(
-            conn, hold_id=hold_id, reason=body.reason, idempotency_key=key, actor=ACTOR
+            conn,
+            hold_id=hold_id,
+            reason=body.reason,
+            idempotency_key=key,
+            actor=request_actor(request),
         )
     return _out(result.hold)

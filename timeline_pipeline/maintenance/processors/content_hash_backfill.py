@@ -41,6 +41,7 @@ COUNTERS: Final = ("scanned", "would_update", "updated", "verified")
 class ContentHashBackfill:
     type = "content_hash_backfill"
     version = "1"
+    rewrites: tuple[str, ...] = ()
 
     def validate(self, parameters: Mapping[str, Any]) -> ValidatedInput:
         params = require_object(parameters)

@@ -20,6 +20,7 @@ from sqlalchemy import Connection
 
 from timeline_pipeline.domain.keys import SOURCE_TYPE_LARK_MESSAGE
 from timeline_pipeline.domain.maintenance import MaintenancePhase
+from timeline_pipeline.lifecycle.hold_gate import EVIDENCE
 from timeline_pipeline.maintenance.errors import InvalidInput, ProcessorRefused
 from timeline_pipeline.maintenance.processor import (
     StepOutcome,
@@ -43,6 +44,7 @@ COUNTERS: Final = ("scanned", "would_redact", "redacted", "verified")
 class EvidenceRedaction:
     type = "evidence_redaction"
     version = "1"
+    rewrites: tuple[str, ...] = (EVIDENCE,)
 
     def validate(self, parameters: Mapping[str, Any]) -> ValidatedInput:
         params = require_object(parameters)

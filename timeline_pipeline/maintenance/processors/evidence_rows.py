@@ -44,8 +44,9 @@ def redacted_record(row: EvidenceRow, *, recalled_at: datetime) -> EvidenceRecor
 
 
 def needs_redaction(row: EvidenceRow, *, now: datetime) -> bool:
-    """Whether any trace of content is left: text, an eligible flag, or content metadata."""
-    if not row.deleted or row.ai_eligible or row.content:
+    """Whether any trace of content is left: text, an eligible flag, content metadata, or
+    content a legal hold set aside (docs/lifecycle.md)."""
+    if not row.deleted or row.ai_eligible or row.content or row.held_content:
         return True
     record = redacted_record(row, recalled_at=now)
     return record.metadata != row.metadata or record.content_hash != row.content_hash

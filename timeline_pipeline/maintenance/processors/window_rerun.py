@@ -122,6 +122,7 @@ def _stored_time(state: Mapping[str, Any], key: str) -> datetime | None:
 class WindowRerun:
     type = "window_rerun"
     version = "1"
+    rewrites: tuple[str, ...] = ()
 
     def __init__(
         self,

@@ -1,0 +1,96 @@
+"""Dagster window partitions a purge retired (`lifecycle_retired_partitions`): the only module
+with their SQL (docs/lifecycle.md, "Dagster partitions").
+
+The purge writes the partition keys of the window states it deletes in the same transaction as
+the deletion, whichever path runs it (CLI or Dagster), so the keys are durable exactly when the
+rows are gone. A Dagster sensor forgets each pending key's partition and its finished runs and
+marks it done; forgetting is idempotent, so a sensor tick that dies half-way repeats it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import Connection, select
+
+from timeline_pipeline.db.schema import lifecycle_retired_partitions as rp
+from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.lifecycle.declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.lifecycle.descriptor import (
+    ExecutionMode,
+    LegalHoldNote,
+    LifecycleDescriptor,
+    OnlyWhere,
+    RequiredIndex,
+    RetentionClass,
+    Scope,
+)
+
+PENDING = "pending"
+DONE = "done"
+
+
+def retire(conn: Connection, keys: Sequence[str], *, run_id: int | None, now: datetime) -> int:
+    """Record partition keys to forget (a key already recorded stays as it is)."""
+    if not keys:
+        return 0
+    stmt = insert_for(conn, rp).values(
+        [
+            {"partition_key": key, "status": PENDING, "run_id": run_id, "retired_at": now}
+            for key in sorted(set(keys))
+        ]
+    )
+    result = conn.execute(stmt.on_conflict_do_nothing(index_elements=["partition_key"]))
+    return int(result.rowcount or 0)
+
+
+def pending(conn: Connection, limit: int) -> list[str]:
+    """The oldest keys not yet forgotten in Dagster."""
+    rows = conn.execute(
+        select(rp.c.partition_key).where(rp.c.status == PENDING).order_by(rp.c.id).limit(limit)
+    )
+    return [r.partition_key for r in rows]
+
+
+def mark_done(conn: Connection, keys: Sequence[str], *, now: datetime) -> int:
+    if not keys:
+        return 0
+    result = conn.execute(
+        rp.update()
+        .where(rp.c.partition_key.in_(list(keys)), rp.c.status == PENDING)
+        .values(status=DONE, forgotten_at=now)
+    )
+    return int(result.rowcount or 0)
+
+
+DESCRIPTOR = LifecycleDescriptor(
+    key="retired_partitions.lifecycle_retired_partitions",
+    table_name="lifecycle_retired_partitions",
+    owner="retired_partitions",
+    scope=Scope.GLOBAL,
+    cursor_column="retired_at",
+    retention_class=RetentionClass.SYSTEM_EVENT,
+    retention_min_days=7,
+    retention_max_days=365,
+    default_retention_days=30,
+    partition=NOT_PARTITIONED,
+    archive=NOT_ARCHIVED,
+    deletion=HARD_DELETE,
+    legal_hold=LegalHoldNote(),
+    required_indexes=(
+        RequiredIndex(("retired_at", "id"), "the purge's keyset"),
+        RequiredIndex(("status", "id"), "the sensor's pending keys"),
+    ),
+    batch_limit=5_000,
+    backup_restore_notes=BACKUP_NOTES,
+    execution_mode=ExecutionMode.GENERIC,
+    workspace_column=None,
+    only_where=(OnlyWhere("status", (DONE,)),),
+    notes="Partition keys only; a key still pending is never purged.",
+)
