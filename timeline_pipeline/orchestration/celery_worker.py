@@ -60,7 +60,7 @@ def _record(event: str, task: Any, task_id: str, run_id: str, **fields: Any) -> 
         "at": time.time(),
         **fields,
     }
-    log.warning(json.dumps(line, sort_keys=True))
+    log.info(json.dumps(line, sort_keys=True))
 
 
 def step_started(
