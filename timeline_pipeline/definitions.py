@@ -6,9 +6,14 @@ Every resource is declared here, once. The two choices a deployment makes are vi
   Dagster when a run starts (`dg.EnvVar`); unset, the local default the CLI uses too;
 * Claude or rules: with ANTHROPIC_API_KEY set, Claude writes the drafts and the summary (key
   and ANTHROPIC_BASE_URL read at run start, `dg.EnvVar`); unset, the rule-based synthesizer and
-  the deterministic summarizer run (README, "Configuration").
+  the deterministic summarizer run (README, "Configuration");
+* in-process or Celery synthesis: with TIMELINE_EXECUTOR=celery, each window's synthesis step
+  runs on a `dagster-celery` worker, sent over the broker TIMELINE_CELERY_BROKER_URL (read at
+  run start) to the queue TIMELINE_CELERY_QUEUE; unset, it runs in the run's own process
+  (docs/deployment.md).
 
-Only whether a variable is set is read at import; its value never is.
+Of the secrets only whether a variable is set is read at import, never the value; the executor
+and queue names are read at import.
 """
 
 from __future__ import annotations
@@ -22,6 +27,14 @@ from timeline_pipeline.orchestration.health import health_defs
 from timeline_pipeline.orchestration.lifecycle import lifecycle_defs
 from timeline_pipeline.orchestration.maintenance import maintenance_defs
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.orchestration.scale_out import (
+    DEFAULT_QUEUE,
+    EXECUTOR_ENV,
+    QUEUE_ENV,
+    celery_synthesis_executor,
+    executor_choice,
+    scale_out_defs,
+)
 from timeline_pipeline.orchestration.summary import SummarizerResource, summary_defs
 from timeline_pipeline.orchestration.windows import SynthesizerResource, window_defs
 from timeline_pipeline.settings import DEFAULT_DATABASE_URL
@@ -33,6 +46,7 @@ def _is_set(name: str) -> bool:
 
 PRODUCTION_DATABASE = _is_set("TIMELINE_DATABASE_URL")
 USE_CLAUDE = _is_set("ANTHROPIC_API_KEY")
+SYNTHESIS_ON_CELERY = executor_choice(os.environ.get(EXECUTOR_ENV)) == "celery"
 
 if PRODUCTION_DATABASE:
     database = DatabaseResource(url=dg.EnvVar("TIMELINE_DATABASE_URL"))
@@ -52,14 +66,23 @@ else:
     synthesizer = SynthesizerResource()
     summarizer = SummarizerResource()
 
+scale_out: list[dg.Definitions] = []
+if SYNTHESIS_ON_CELERY:
+    queue = os.environ.get(QUEUE_ENV) or DEFAULT_QUEUE
+    synthesis_executor = celery_synthesis_executor(queue)
+    scale_out.append(scale_out_defs(queue))
+else:
+    synthesis_executor = dg.in_process_executor
+
 defs = dg.Definitions.merge(
     dg.Definitions(
         resources={"database": database, "timeline_settings": TimelineSettingsResource()}
     ),
     collection_defs(),
-    window_defs(synthesizer=synthesizer),
+    window_defs(synthesizer=synthesizer, synthesis_executor=synthesis_executor),
     summary_defs(summarizer=summarizer),
     health_defs(),
     lifecycle_defs(),
     maintenance_defs(),
+    *scale_out,
 )

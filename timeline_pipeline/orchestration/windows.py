@@ -35,6 +35,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.unresolved_asset_job_definition import (
+    UnresolvedAssetJobDefinition,
+)
 
 from timeline_pipeline.durations import format_duration
 from timeline_pipeline.maintenance.errors import MaintenanceError, OpenJobExists
@@ -170,23 +173,29 @@ def _launchpad_config(partition_key: str) -> Mapping[str, Any]:
     return {"ops": {_OP_NAME: {"config": {"replay": True}}}}
 
 
-synthesis_job = dg.define_asset_job(
-    SYNTHESIS_JOB,
-    # One step per run: executing it in the run's own process saves starting a second Python
-    # process per window (3.5-7 s of each 7-15 s run under the daemon on two cores).
-    executor_def=dg.in_process_executor,
-    selection=dg.AssetSelection.assets(WINDOW_DRAFTS_KEY),
-    tags={TAG_SYNTHESIS: "1"},
-    config=dg.PartitionedConfig(
-        partitions_def=window_partitions,
-        run_config_for_partition_key_fn=_launchpad_config,
-        tags_for_partition_key_fn=partition_tags,
-    ),
-    description=(
-        "Synthesize window partitions. Launched by timeline_window_sensor; launch a partition "
-        "here to replay that window (config replay: true)."
-    ),
-)
+def synthesis_job_with(executor: dg.ExecutorDefinition) -> UnresolvedAssetJobDefinition:
+    """The synthesis job on the executor the deployment chose in definitions.py (README,
+    docs/deployment.md): in-process by default, Celery workers in a scale-out deployment."""
+    return dg.define_asset_job(
+        SYNTHESIS_JOB,
+        executor_def=executor,
+        selection=dg.AssetSelection.assets(WINDOW_DRAFTS_KEY),
+        tags={TAG_SYNTHESIS: "1"},
+        config=dg.PartitionedConfig(
+            partitions_def=window_partitions,
+            run_config_for_partition_key_fn=_launchpad_config,
+            tags_for_partition_key_fn=partition_tags,
+        ),
+        description=(
+            "Synthesize window partitions. Launched by timeline_window_sensor; launch a "
+            "partition here to replay that window (config replay: true)."
+        ),
+    )
+
+
+# One step per run: executing it in the run's own process saves starting a second Python
+# process per window (3.5-7 s of each 7-15 s run under the daemon on two cores).
+synthesis_job = synthesis_job_with(dg.in_process_executor)
 
 
 # --- the asset ---------------------------------------------------------------------------------
@@ -458,10 +467,12 @@ def evaluate_discovery(
     )
 
 
-def _discovery_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
+def _discovery_sensor(
+    settings: LarkTimelineSettings, job: UnresolvedAssetJobDefinition
+) -> dg.SensorDefinition:
     @dg.sensor(
         name=DISCOVERY_SENSOR,
-        job=synthesis_job,
+        job=job,
         minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
@@ -558,13 +569,16 @@ def rerun_windows_job() -> None:
 def window_defs(
     settings: LarkTimelineSettings | None = None,
     synthesizer: SynthesizerResource | None = None,
+    synthesis_executor: dg.ExecutorDefinition | None = None,
 ) -> dg.Definitions:
     """Everything window synthesis adds to the code location; the sensor interval comes from
-    the settings, the synthesizer from ANTHROPIC_API_KEY unless one is given."""
+    the settings, the synthesizer from ANTHROPIC_API_KEY unless one is given, the synthesis
+    job's executor from definitions.py (in-process unless one is given)."""
     timeline = settings or load_timeline_settings()
+    job = synthesis_job if synthesis_executor is None else synthesis_job_with(synthesis_executor)
     return dg.Definitions(
         assets=[timeline_window_drafts],
-        jobs=[synthesis_job, rerun_windows_job],
-        sensors=[_discovery_sensor(timeline)],
+        jobs=[job, rerun_windows_job],
+        sensors=[_discovery_sensor(timeline, job)],
         resources={"synthesizer": synthesizer or SynthesizerResource()},
     )
