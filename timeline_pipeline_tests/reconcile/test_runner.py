@@ -531,3 +531,55 @@ def test_each_chat_run_logs_one_structured_event_keyed_by_its_ids(
     assert all("workspace_id" in e for e in [*finished.values(), *failed])
     bodies = [item["body"]["content"] for item in readable[:5]]
     assert not any(body in repr(logged) for body in bodies)
+
+
+def test_a_thread_rooted_before_the_workspace_is_listed_and_its_replies_collected(
+    make_harness: MakeHarness,
+) -> None:
+    """The alert that opened the incident is posted 5 minutes before the workspace is created;
+    an hour later five replies in its thread lose their events. The root is out of scope, but
+    its thread is known from the chat's messages just before the floor, so the backfill lists
+    it and collects the replies; the root itself is not stored."""
+    created = NOW - 3 * H
+    root = {
+        **messages(1, start=created - timedelta(minutes=5), seed=5)[0],
+        "message_id": "om_alert_root",
+        "thread_id": "omt_alert",
+    }
+    chatter = messages(10, start=created + timedelta(minutes=1), seed=6)
+    h = make_harness([root, *chatter])
+    base = MessageKey.of(created + H, "").create_time_ms
+    for n in range(5):
+        h.sim.store.add_message(reply_to(root, f"om_lost_{n}", base + n * 60_000))
+    h.workspace(created_at=created)
+
+    backfill = h.run().chats[0]
+    assert backfill.ok and backfill.threads_fetched == 1
+    collected = h.message_ids()
+    assert {f"om_lost_{n}" for n in range(5)} <= collected
+    assert "om_alert_root" not in collected  # before the workspace: never evidence
+    # An incremental run afterwards keeps the thread known and adds nothing twice.
+    later = h.run(now=NOW + 10 * timedelta(minutes=1)).chats[0]
+    assert later.ok and later.upserts.inserted == 0
+    assert h.evidence_count() == 15
+
+
+def test_a_thread_rooted_before_the_floor_competes_for_the_budget_like_any_other(
+    make_harness: MakeHarness,
+) -> None:
+    """Known from the floor on and never listed, it is served first under a budget of one, and
+    once served the coverage reaches the end of the range."""
+    created = NOW - 3 * H
+    root = {
+        **messages(1, start=created - timedelta(minutes=5), seed=5)[0],
+        "message_id": "om_alert_root",
+        "thread_id": "omt_alert",
+    }
+    h = make_harness([root, *messages(10, start=created + timedelta(minutes=1), seed=6)])
+    lost_at = MessageKey.of(created + H, "").create_time_ms
+    h.sim.store.add_message(reply_to(root, "om_lost", lost_at))
+    h.workspace(created_at=created)
+    h.settings = h.settings.model_copy(update={"reconcile_max_threads": 1})
+    chat = h.run().chats[0]
+    assert chat.threads_fetched == 1 and "om_lost" in h.message_ids()
+    assert h.checkpoint().last_seen_updated_at == NOW
