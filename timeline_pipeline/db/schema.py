@@ -170,6 +170,11 @@ workspace_timeline_sync_states = Table(
     UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
     CheckConstraint(_in("status", WINDOW_STATUSES), name="status"),
     Index(None, "source_type", "status", "window_start"),
+    # The summary decision's keyset scan (README, "Summary"): windows whose flag is still
+    # false, oldest first, with no lookback a late-finishing window could fall out of.
+    Index(
+        "ix_sync_states_summary_pending", "source_type", "summary_attempted", "window_start", "id"
+    ),
     Index(None, "workspace_id", "scope_key", "source_type", "window_start"),
     Index(None, "workspace_id", "updated_at", "id"),
 )

@@ -259,6 +259,35 @@ class LarkClient:
 
         yield from self._paginate("list_chat_messages", {"chat_id": chat_id}, build)
 
+    def newest_chat_messages_before(
+        self, chat_id: str, before: datetime, not_before: datetime, *, limit: int
+    ) -> MessagePage:
+        """One page: the chat's newest `limit` messages in [not_before, before), newest first.
+
+        Reconciliation reads it for thread ids only: a thread whose root was posted just before
+        the ingestion floor has replies inside it that only a thread listing finds.
+        """
+        start_s = _utc_seconds(not_before, round_up=False)
+        end_s = _utc_seconds(before, round_up=True)
+        size = max(1, min(limit, MAX_PAGE_SIZE))
+
+        def build(page_token: str | None) -> Any:
+            builder = (
+                ListMessageRequest.builder()
+                .container_id_type("chat")
+                .container_id(chat_id)
+                .start_time(start_s)
+                .end_time(end_s)
+                .sort_type("ByCreateTimeDesc")
+                .page_size(size)
+            )
+            if page_token:
+                builder = builder.page_token(page_token)
+            return builder.build()
+
+        # The first page only: the pagination stops at the first `next`, no further call.
+        return next(iter(self._paginate("list_chat_messages_before", {"chat_id": chat_id}, build)))
+
     def iter_thread_messages(
         self, thread_id: str, *, not_before: datetime | None = None
     ) -> Iterator[MessagePage]:

@@ -8,6 +8,12 @@ cap and `retry-after: 3600` would sleep an hour), the bounded retry of transient
 the caller's three kinds of failure: unavailable (retry later), rejected (retrying cannot help)
 and invalid output (answered, but not usable).
 
+Sampling is pinned (`SAMPLING`: temperature 0): a restarted window or an operator replay asks the
+same question again, and an answer that varies only in wording must come back the same, so that
+its drafts re-find the entries they made the first time instead of adding reworded copies (the
+entries store also re-finds a draft by its evidence, docs/design.md §7). The SDK's `create` takes
+no `temperature` argument, so it travels in the request body (`extra_body`).
+
 pydantic's errors quote their input, which is chat or timeline text: only their count leaves
 this module, and the exceptions raised from the count carry no chained context to leak it. Logs
 carry the ids the caller passes, reason codes and counts.
@@ -30,6 +36,7 @@ from tenacity import RetryCallState
 from timeline_pipeline.retry import RetryPolicy
 
 __all__ = [
+    "SAMPLING",
     "ForcedToolCaller",
     "ToolAnswer",
     "ToolErrors",
@@ -45,6 +52,9 @@ log = structlog.get_logger(__name__)
 M = TypeVar("M", bound=BaseModel)
 
 _TRANSIENT_STATUS = frozenset({408, 429})
+
+SAMPLING: Mapping[str, float] = {"temperature": 0.0}
+"""The sampling parameters of every call; a caller's prompt version says they are in force."""
 
 
 def build_claude_client(
@@ -189,6 +199,7 @@ class ForcedToolCaller:
                 messages=[{"role": "user", "content": prompt}],
                 tools=[tool],
                 tool_choice={"type": "tool", "name": tool["name"]},
+                extra_body=dict(SAMPLING),
             )
 
         try:

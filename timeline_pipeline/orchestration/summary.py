@@ -4,7 +4,10 @@
   `timeline_summary` is partitioned by it, so the UI shows each workspace's summary history
   (every materialization records which windows caused it, the input digest and the model).
 * `timeline_summary_sensor` polls the windows that reached a terminal state and have no
-  summary decision yet (one indexed query when idle). Windows that need no attempt (no visible
+  summary decision yet (one indexed query when idle), driven by their own flag with no lookback
+  (a window that finishes long after its start still gets its decision), as a keyset scan whose
+  position the sensor cursor keeps (`~scan`), so windows whose runs keep failing cannot hold
+  the front of it. Windows that need no attempt (no visible
   change, or a human summary) are settled in the tick itself; for a workspace with windows that
   call for an attempt it adds the partition and requests one run. Its run key is derived from
   those windows, so a burst of ticks requests one run, and a new completed window a new one.
@@ -23,7 +26,7 @@ No `from __future__ import annotations`: Dagster reads the annotations of assets
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import dagster as dg
@@ -40,6 +43,7 @@ from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_time
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
 from timeline_pipeline.summary.models import Summarizer
 from timeline_pipeline.summary.runner import (
+    ScanPosition,
     SummaryOutcome,
     SummaryReport,
     SummaryRunner,
@@ -81,16 +85,6 @@ class SummarizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
 def summary_enabled(settings: LarkTimelineSettings) -> bool:
     return settings.enabled and settings.summary_enabled
-
-
-def summary_lookback(settings: LarkTimelineSettings) -> timedelta:
-    """How far back a default-namespace window can still complete: the ingestion lookback
-    plus one window and its close grace."""
-    return (
-        settings.ingestion_lookback
-        + settings.synthesis_window
-        + settings.synthesis_window_close_grace
-    )
 
 
 def summary_tags(partition_key: str) -> Mapping[str, str]:
@@ -144,7 +138,6 @@ def timeline_summary(
         database.engine,
         summarizer.build(settings),
         enabled=summary_enabled(settings.timeline),
-        lookback=summary_lookback(settings.timeline),
     )
     report = runner.run(workspace_id)
     metadata = report_metadata(report)
@@ -167,7 +160,11 @@ def _digest(state_ids: tuple[int, ...]) -> str:
     return hashlib.sha256(",".join(map(str, state_ids)).encode()).hexdigest()[:16]
 
 
-def _load_cursor(raw: str | None) -> dict[str, dict[str, Any]]:
+SCAN_KEY = "~scan"
+"""The cursor's key for the scan position; no workspace id can start with `~`."""
+
+
+def _load_cursor(raw: str | None) -> dict[str, Any]:
     try:
         data = json.loads(raw) if raw else {}
     except ValueError:
@@ -175,11 +172,25 @@ def _load_cursor(raw: str | None) -> dict[str, dict[str, Any]]:
     return data if isinstance(data, dict) else {}
 
 
+def _scan_position(cursor: Mapping[str, Any]) -> ScanPosition | None:
+    """The stored keyset position, or None (from the oldest) when absent or unreadable."""
+    raw = cursor.get(SCAN_KEY)
+    if not isinstance(raw, list) or len(raw) != 2:
+        return None
+    start, state_id = raw
+    if not isinstance(start, str) or not isinstance(state_id, int):
+        return None
+    try:
+        parsed = datetime.fromisoformat(start)
+    except ValueError:
+        return None
+    return (parsed, state_id) if parsed.tzinfo is not None else None
+
+
 def evaluate_summary_sensor(
     context: dg.SensorEvaluationContext,
     database: DatabaseResource,
     timeline_settings: TimelineSettingsResource,
-    now: datetime | None = None,
 ) -> dg.SensorResult:
     settings = timeline_settings.timeline
     if not summary_enabled(settings):
@@ -187,16 +198,17 @@ def evaluate_summary_sensor(
             skip_reason="summary is disabled (enabled and summaryEnabled must both be on)",
             cursor=context.cursor,
         )
-    moment = now or datetime.now(UTC)
-    requests, settled = plan_summary_requests(
-        database.engine, since=moment - summary_lookback(settings), limit=MAX_WINDOWS_PER_TICK
-    )
-    if settled:
-        context.log.info("summary: settled %d window(s) needing no attempt", len(settled))
     previous = _load_cursor(context.cursor)
+    plan = plan_summary_requests(
+        database.engine, limit=MAX_WINDOWS_PER_TICK, after=_scan_position(previous)
+    )
+    if plan.settled:
+        context.log.info("summary: settled %d window(s) needing no attempt", len(plan.settled))
     keys: dict[str, str] = {}
-    state: dict[str, dict[str, Any]] = {}
-    for request in requests:
+    state: dict[str, Any] = {}
+    if plan.next_after is not None:
+        state[SCAN_KEY] = [plan.next_after[0].isoformat(), plan.next_after[1]]
+    for request in plan.requests:
         digest = _digest(request.state_ids)
         held = previous.get(request.workspace_id, {})
         reruns = int(held.get("n", 0)) if held.get("d") == digest else 0

@@ -9,6 +9,12 @@ transaction together with the in-progress marker. The high-water mark moves only
 last page (docs/design.md §3); any failure leaves it where it was, records the failure on the
 checkpoint and is reported as a counted failure, and the next run resumes from the marker.
 
+A thread whose root was posted before the ingestion floor (the alert that opened the incident,
+posted just before the workspace was created) is known from the chat's newest messages in the
+`PRE_FLOOR_ROOT_MARGIN` before the floor, one page read for thread ids only: the root stays out
+of evidence (it is out of scope, docs/design.md §1), but its replies inside the floor are listed
+like any other thread's, and coverage stops where such a thread was not listed.
+
 Completed synthesis windows are never touched here: an edit or recall refreshes evidence only
 (docs/design.md §3, §11).
 """
@@ -18,7 +24,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 
@@ -79,6 +85,12 @@ from timeline_pipeline.store.sync_states import (
 )
 
 log = structlog.get_logger(__name__)
+
+PRE_FLOOR_ROOT_MARGIN = timedelta(hours=1)
+"""How far before the ingestion floor the chat is read for the roots of threads that reach
+into it (thread ids only; nothing before the floor is stored)."""
+PRE_FLOOR_ROOT_PAGE = 50
+"""Messages read in that margin, newest first: one page."""
 
 T = TypeVar("T")
 
@@ -254,12 +266,43 @@ class _ChatRun:
                     seen = listed_roots.get(message.thread_id, message.created_at)
                     listed_roots[message.thread_id] = min(seen, message.created_at)
             self._commit(normalized, marker, plan.end)
+        for thread_id in self._threads_rooted_before(plan):
+            # Known from the floor on: the root itself is out of scope.
+            listed_roots.setdefault(thread_id, plan.floor)
         self.threads = self._plan_threads(plan, listed_roots)
         for thread in self.threads.serve:
             since = thread.fetch_from(
                 range_start=plan.start, floor=plan.floor, overlap=self.settings.reconcile_overlap
             )
             self._commit(self._thread(thread.thread_id, since), marker, plan.end, thread.thread_id)
+
+    def _threads_rooted_before(self, plan: ReconcileRange) -> list[str]:
+        """Threads whose root lies in the margin before the floor: their replies may fall
+        inside it, and no stored evidence or in-range listing names them."""
+        if self.settings.reconcile_max_threads <= 0:
+            return []
+        page = self.client.newest_chat_messages_before(
+            self.chat_id,
+            plan.floor,
+            plan.floor - PRE_FLOOR_ROOT_MARGIN,
+            limit=PRE_FLOOR_ROOT_PAGE,
+        )
+        normalized = self._normalize(page.items)
+        found = sorted(
+            {
+                message.thread_id
+                for message in normalized.messages
+                if message.thread_id and message.created_at < plan.floor
+            }
+        )
+        if found:
+            log.info(
+                "reconcile.threads.rooted_before_floor",
+                workspace_id=self.workspace.id,
+                chat_id=self.chat_id,
+                threads=len(found),
+            )
+        return found
 
     def _plan_threads(self, plan: ReconcileRange, listed_roots: dict[str, datetime]) -> ThreadPlan:
         """Every thread known within the lookback competes for the budget, oldest-served first."""

@@ -5,7 +5,10 @@ deduplication layer, so a replayed window re-finds the drafts it wrote before in
 copies. It is scoped in time: a draft also carries the keys the same fact has when stated
 nearby (`nearby_fingerprints`), and merges into an entry holding one of them only if that entry
 was first proposed within `merge_within` of the draft (`nearest_entry`); a repeat of the event
-further apart is an entry of its own.
+further apart is an entry of its own. The fingerprint follows the wording, which a model may
+change on a restart or a replay, so a draft that matches no fingerprint is also re-found by its
+evidence: an entry of the same category bound to exactly the evidence the draft cites (or that
+the entry's first draft cited) is the same fact (`find_same_evidence`).
 
 What a curator owns is never rewritten: confirmed, hidden, human-created and human-edited
 entries keep their text. A confirmed (or human-edited) entry still gains the new
@@ -23,7 +26,7 @@ layout").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -74,6 +77,7 @@ __all__ = [
     "edit_text",
     "evidence_ids_of",
     "find_restated",
+    "find_same_evidence",
     "get",
     "get_by_fingerprint",
     "get_entry",
@@ -82,6 +86,7 @@ __all__ = [
     "plan_draft_write",
     "restated_candidates",
     "revision_of",
+    "same_evidence",
     "set_status",
     "upsert_draft",
     "upsert_drafts",
@@ -216,6 +221,13 @@ def _metadata(existing: Mapping[str, Any] | None, draft: DraftWrite) -> dict[str
 FIRST_PROPOSED_AT = "fingerprint_at"
 """Metadata key: when the entry's fact was first proposed, the anchor of its fingerprint scope."""
 
+CITED_EVIDENCE = "cited_evidence_ids"
+"""Metadata key: the evidence ids the entry's first draft cited, by which a reworded restatement
+of the same fact is re-found (`find_same_evidence`) after later drafts bound more evidence."""
+
+_SAME_EVIDENCE_SCAN = 50
+"""Entries bound to one evidence row that a draft is compared with, at most."""
+
 
 def first_proposed_at(entry: EntryRow) -> datetime:
     """The entry's scope anchor; entries stored before it was recorded use their time."""
@@ -272,6 +284,7 @@ def plan_draft_write(existing: EntryRow | None, draft: DraftWrite) -> DraftPlan:
                 "metadata_json": {
                     **_metadata(None, draft),
                     FIRST_PROPOSED_AT: draft.occurred_at.astimezone(UTC).isoformat(),
+                    CITED_EVIDENCE: list(cited)[:MAX_METADATA_EVIDENCE],
                 },
             },
             bind=cited,
@@ -389,19 +402,74 @@ def bound_to_evidence(
     return [_to_entry(row, bound[row.id]) for row in rows]
 
 
-def find_restated(conn: Connection, draft: DraftWrite) -> EntryRow | None:
-    """The stored entry `draft` restates, if any: one unique-key lookup per candidate key."""
+def find_restated(
+    conn: Connection, draft: DraftWrite, *, exclude: Collection[int] = ()
+) -> EntryRow | None:
+    """The stored entry `draft` restates, if any: by fingerprint first (one unique-key lookup per
+    candidate key), else by its evidence (`find_same_evidence`, never one of `exclude`)."""
     keys = sorted({draft.fingerprint, *draft.nearby_fingerprints})
     rows = conn.execute(
         select(en).where(en.c.workspace_id == draft.workspace_id, en.c.fingerprint.in_(keys))
     ).all()
     chosen = nearest_entry((_to_entry(row) for row in rows), draft)
     if chosen is None:
-        return None
+        return find_same_evidence(conn, draft, exclude=exclude)
     return _to_entry(
         next(row for row in rows if row.id == chosen.id),
         evidence_ids_of(conn, [chosen.id])[chosen.id],
     )
+
+
+def _cited_ids(entry: EntryRow) -> frozenset[int]:
+    """The evidence the entry's first draft cited (recorded since `CITED_EVIDENCE` exists)."""
+    value = entry.metadata.get(CITED_EVIDENCE)
+    if not isinstance(value, list):
+        return frozenset()
+    return frozenset(int(i) for i in value if isinstance(i, int) and not isinstance(i, bool))
+
+
+def same_evidence(entry: EntryRow, draft: DraftWrite) -> bool:
+    """Pure: whether `draft` states the same fact as `entry` by what supports it: the same
+    category and exactly the evidence the entry is bound to, or that its first draft cited."""
+    cited = frozenset(ref.id for ref in draft.evidence)
+    if not cited or entry.category != draft.category:
+        return False
+    return cited in (frozenset(entry.evidence_ids), _cited_ids(entry))
+
+
+def find_same_evidence(
+    conn: Connection, draft: DraftWrite, *, exclude: Collection[int] = ()
+) -> EntryRow | None:
+    """The entry of the same category bound to the same supporting evidence as `draft`.
+
+    A model may word the same fact differently on a restart or a replay, and the fingerprint
+    follows the wording; the evidence does not. Candidates are the entries bound to the draft's
+    first cited row (the binding table's evidence index), at most `_SAME_EVIDENCE_SCAN` of them;
+    the earliest matching one wins. `exclude` holds the entries the same answer already wrote:
+    two drafts of one answer citing the same message are two facts, not one restated.
+    """
+    cited = sorted({ref.id for ref in draft.evidence})
+    if not cited:
+        return None
+    rows = conn.execute(
+        select(en)
+        .join(ee, ee.c.entry_id == en.c.id)
+        .where(
+            ee.c.evidence_id == cited[0],
+            en.c.workspace_id == draft.workspace_id,
+            en.c.category == draft.category,
+        )
+        .order_by(en.c.id)
+        .limit(_SAME_EVIDENCE_SCAN)
+    ).all()
+    if not rows:
+        return None
+    bound = evidence_ids_of(conn, [row.id for row in rows])
+    for row in rows:
+        entry = _to_entry(row, bound[row.id])
+        if entry.id not in exclude and same_evidence(entry, draft):
+            return entry
+    return None
 
 
 def list_for_workspace(
@@ -488,14 +556,17 @@ def upsert_draft(
     *,
     window_state_id: int | None = None,
     now: datetime | None = None,
+    written: Collection[int] = (),
 ) -> UpsertResult:
-    """Store one machine draft and bind its evidence; see the module docstring for the rules."""
+    """Store one machine draft and bind its evidence; see the module docstring for the rules.
+
+    `written`: entries the same answer stored before this draft, never re-found by evidence."""
     if draft.source not in MACHINE_SOURCES:
         raise ValueError(f"upsert_draft stores machine drafts only, not {draft.source!r}")
     stamp = now or datetime.now(UTC)
     _check_evidence(conn, draft.workspace_id, {ref.id for ref in draft.evidence})
     for _ in range(_MAX_WRITE_ATTEMPTS):
-        existing = find_restated(conn, draft)
+        existing = find_restated(conn, draft, exclude=written)
         plan = plan_draft_write(existing, draft)
         if plan.outcome is DraftOutcome.CREATED:
             row = conn.execute(
@@ -554,7 +625,16 @@ def upsert_drafts(
     now: datetime | None = None,
 ) -> list[UpsertResult]:
     """Store a chunk's drafts in the caller's transaction (with the window cursor)."""
-    return [upsert_draft(conn, d, window_state_id=window_state_id, now=now) for d in drafts]
+    results: list[UpsertResult] = []
+    written: set[int] = set()
+    for draft in drafts:
+        result = upsert_draft(
+            conn, draft, window_state_id=window_state_id, now=now, written=written
+        )
+        if result.entry_id is not None:
+            written.add(result.entry_id)
+        results.append(result)
+    return results
 
 
 def create_human_entry(

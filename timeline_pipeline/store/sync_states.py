@@ -699,24 +699,27 @@ def _count(metadata: Mapping[str, Any], key: str) -> int:
 def windows_awaiting_summary(
     conn: Connection,
     *,
-    since: datetime,
     limit: int,
     workspace_id: str | None = None,
+    after: tuple[datetime, int] | None = None,
 ) -> list[SummaryWindow]:
     """Terminal windows with `summary_attempted` false, oldest first, at most `limit`.
 
-    Bounded like discovery: default-namespace windows from `since` (the ingestion lookback; an
-    older window cannot complete any more), versioned reruns always. The (source_type, status,
-    window_start) index serves the scan.
+    Driven by the window's own flag, with no lookback: a window of an ended incident or of a
+    long backlog may finish long after its start and still gets its decision. A keyset read
+    (`after` = the last row's (window_start, id)) on the (source_type, summary_attempted,
+    window_start, id) index: the flag is flipped once per window, so the rows it reads are
+    the undecided ones, never the whole history.
     """
     stmt = select(ss).where(
         ss.c.source_type == SOURCE_TYPE_WINDOW,
-        ss.c.status.in_(TERMINAL_WINDOW_STATUSES),
         ss.c.summary_attempted == false(),
-        or_(ss.c.window_start >= since, ss.c.processor_version.is_not(None)),
+        ss.c.status.in_(TERMINAL_WINDOW_STATUSES),
     )
     if workspace_id is not None:
         stmt = stmt.where(ss.c.workspace_id == workspace_id)
+    if after is not None:
+        stmt = stmt.where(tuple_(ss.c.window_start, ss.c.id) > tuple_(after[0], after[1]))
     rows = conn.execute(stmt.order_by(ss.c.window_start, ss.c.id).limit(limit))
     found: list[SummaryWindow] = []
     for row in rows:

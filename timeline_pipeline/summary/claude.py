@@ -32,7 +32,8 @@ __all__ = ["PROMPT_VERSION", "TOOL_NAME", "ClaudeSummarizer", "render_input"]
 
 log = structlog.get_logger(__name__)
 
-PROMPT_VERSION = "summary-claude-v1"
+PROMPT_VERSION = "summary-claude-v2"
+"""v2: the same prompt with sampling pinned (temperature 0, `llm.forced_tool.SAMPLING`)."""
 TOOL_NAME = "record_summary"
 MAX_SUMMARY_CHARS = 4000
 

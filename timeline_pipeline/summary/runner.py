@@ -24,7 +24,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -45,7 +45,9 @@ from timeline_pipeline.summary.policy import (
 )
 
 __all__ = [
+    "ScanPosition",
     "SummaryOutcome",
+    "SummaryPlan",
     "SummaryReport",
     "SummaryRunner",
     "WorkspaceRequest",
@@ -190,7 +192,6 @@ class SummaryRunner:
         summarizer: Summarizer,
         *,
         enabled: bool,
-        lookback: timedelta,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_windows: int = MAX_WINDOWS_PER_RUN,
         max_entries: int = MAX_SUMMARY_ENTRIES,
@@ -198,7 +199,6 @@ class SummaryRunner:
         self.engine = engine
         self.summarizer = summarizer
         self.enabled = enabled
-        self.lookback = lookback
         self.clock = clock
         self.max_windows = max_windows
         self.max_entries = max_entries
@@ -211,10 +211,7 @@ class SummaryRunner:
             return report
         with self.engine.begin() as conn:
             windows = windows_awaiting_summary(
-                conn,
-                since=self.clock() - self.lookback,
-                limit=self.max_windows,
-                workspace_id=workspace_id,
+                conn, limit=self.max_windows, workspace_id=workspace_id
             )
             sources = summary_sources(conn, [workspace_id])
             report.windows, _ = _settle(conn, windows, sources, enabled=self.enabled)
@@ -320,15 +317,42 @@ class WorkspaceRequest:
     window_keys: tuple[str, ...]
 
 
+ScanPosition = tuple[datetime, int]
+"""Where the sensor's keyset scan of undecided windows goes on: the last (window_start, id)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPlan:
+    """What one sensor tick found: the workspaces to run, the windows settled in place, and
+    where the next tick's scan goes on (None: from the oldest undecided window again)."""
+
+    requests: list[WorkspaceRequest]
+    settled: list[tuple[SummaryWindow, Decision]]
+    next_after: ScanPosition | None
+
+
 def plan_summary_requests(
-    engine: Engine, *, since: datetime, limit: int
-) -> tuple[list[WorkspaceRequest], list[tuple[SummaryWindow, Decision]]]:
+    engine: Engine, *, limit: int, after: ScanPosition | None = None
+) -> SummaryPlan:
     """What the sensor does each tick: settle, in place, every awaiting window whose decision
     needs no summary run (no visible change, human summary), and list the workspaces whose
     windows call for an attempt. Their flags are left for the run to flip, so that the run
-    (not the sensor) owns the attempt; returns (requests, windows settled here)."""
+    (not the sensor) owns the attempt.
+
+    The scan is a keyset over the undecided windows, driven by their own flag with no lookback
+    (a window that finishes late still gets its decision), `limit` rows a tick from `after`:
+    windows whose runs keep failing cannot hold the front of the scan, because the next tick
+    goes on after them and wraps to the oldest once the end is reached."""
     with engine.begin() as conn:
-        windows = windows_awaiting_summary(conn, since=since, limit=limit)
+        windows = windows_awaiting_summary(conn, limit=limit, after=after)
+        if after is not None and len(windows) < limit:
+            # The end was reached: wrap to the oldest within the same tick.
+            taken = {w.state_id for w in windows}
+            windows += [
+                w
+                for w in windows_awaiting_summary(conn, limit=limit - len(windows))
+                if w.state_id not in taken
+            ]
         sources = summary_sources(conn, sorted({w.workspace_id for w in windows}))
         settled, deferred = _settle(
             conn, windows, sources, enabled=True, only=lambda d: d is not Decision.ATTEMPT
@@ -344,4 +368,10 @@ def plan_summary_requests(
         )
         for workspace_id, group in sorted(pending.items())
     ]
-    return requests, settled
+    last = windows[-1] if len(windows) >= limit else None
+    next_after = (
+        (last.window_start, last.state_id)
+        if last is not None and last.window_start is not None
+        else None
+    )
+    return SummaryPlan(requests, settled, next_after)

@@ -7,7 +7,7 @@ instead of next to whatever happened to be posted at the same second.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
 from timeline_pipeline.synthesis.models import ConversationGroup, EvidenceItem
@@ -125,6 +125,25 @@ def _conversation_ids(items: Iterable[EvidenceItem]) -> tuple[set[str], set[str]
     return threads, roots, referenced
 
 
+def _conversation_anchors(
+    threads: set[str], referenced: set[str]
+) -> Callable[[EvidenceItem], bool]:
+    """Whether a candidate is what the chunk's replies answer: a referenced root or parent, or
+    the root of a thread the chunk replies in (the message that opened it has no root id)."""
+
+    def is_anchor(candidate: EvidenceItem) -> bool:
+        if candidate.message_id in referenced:
+            return True
+        return (
+            candidate.thread_id is not None
+            and candidate.thread_id in threads
+            and candidate.root_id is None
+            and candidate.parent_id is None
+        )
+
+    return is_anchor
+
+
 def select_context(
     chunk_evidence: Sequence[EvidenceItem],
     candidates: Iterable[EvidenceItem],
@@ -138,15 +157,27 @@ def select_context(
 
     Same-conversation messages qualify from any time before `window_end` (the question a reply
     answers may be older than the lookback). Nothing at or after `window_end` and nothing already
-    in the chunk is context. When a token budget is given, the messages closest to the chunk are
-    kept, because they are the ones most likely to explain it.
+    in the chunk is context. When a token budget is given it is spent in this order, so that a
+    busy chat cannot push out what a reply answers (docs/design.md §7):
+
+    1. the thread roots and replied-to parents of the chunk's replies (usually the oldest
+       messages, so trimming by recency alone would drop them first), nearest first, each kept
+       if it still fits;
+    2. the other messages of the same threads and roots, nearest first, until one does not fit;
+    3. the lookback before the window, nearest first, until one does not fit.
+
+    The result is in chat order whatever the budget.
     """
     own_ids = {item.id for item in chunk_evidence}
     threads, roots, referenced = _conversation_ids(chunk_evidence)
+    is_anchor = _conversation_anchors(threads, referenced)
     lookback_start = window_start - lookback
-    chosen: dict[int, EvidenceItem] = {}
+    anchors: list[EvidenceItem] = []
+    conversation: list[EvidenceItem] = []
+    recent: list[EvidenceItem] = []
+    seen: set[int] = set()
     for candidate in candidates:
-        if candidate.id in own_ids or candidate.occurred_at >= window_end:
+        if candidate.id in own_ids or candidate.id in seen or candidate.occurred_at >= window_end:
             continue
         in_lookback = lookback_start <= candidate.occurred_at < window_start
         same_conversation = (
@@ -154,18 +185,30 @@ def select_context(
             or (candidate.root_id is not None and candidate.root_id in roots)
             or candidate.message_id in referenced
         )
-        if in_lookback or same_conversation:
-            chosen[candidate.id] = candidate
-    ordered = sorted(chosen.values(), key=lambda item: (item.occurred_at, item.id))
+        if is_anchor(candidate):
+            anchors.append(candidate)
+        elif same_conversation:
+            conversation.append(candidate)
+        elif in_lookback:
+            recent.append(candidate)
+        else:
+            continue
+        seen.add(candidate.id)
+
+    def chat_order(item: EvidenceItem) -> tuple[datetime, int]:
+        return (item.occurred_at, item.id)
+
     if max_estimated_tokens is None:
-        return ordered
+        return sorted([*anchors, *conversation, *recent], key=chat_order)
     kept: list[EvidenceItem] = []
     spent = 0
-    for item in reversed(ordered):
-        cost = estimate_evidence_tokens(item)
-        if spent + cost > max_estimated_tokens:
-            break
-        kept.append(item)
-        spent += cost
-    kept.reverse()
-    return kept
+    for tier, stop_at_first_miss in ((anchors, False), (conversation, True), (recent, True)):
+        for item in sorted(tier, key=chat_order, reverse=True):
+            cost = estimate_evidence_tokens(item)
+            if spent + cost > max_estimated_tokens:
+                if stop_at_first_miss:
+                    break
+                continue
+            kept.append(item)
+            spent += cost
+    return sorted(kept, key=chat_order)

@@ -28,7 +28,8 @@ __all__ = [
     "tool_input_schema",
 ]
 
-PROMPT_VERSION = "claude-v1"
+PROMPT_VERSION = "claude-v2"
+"""v2: the same prompt with sampling pinned (temperature 0, `llm.forced_tool.SAMPLING`)."""
 TOOL_NAME = "record_entries"
 EVIDENCE_HEADER = "EVIDENCE (cite these ids):"
 CONTEXT_HEADER = "CONTEXT (read-only, never cite):"

@@ -50,10 +50,10 @@ from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.domain.states import WindowStatus
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.workspaces import Workspace
-from timeline_pipeline.ingest.eligibility import AUTOMATIC, workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states, workspaces
 from timeline_pipeline.windows.batches import request_group, run_tags
+from timeline_pipeline.windows.collection import waits_for_collection
 from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline.windows.planning import (
     Admission,
@@ -226,17 +226,14 @@ class DiscoveryTick:
         """Where a cold start begins looking: nothing older can have been ingested since."""
         return window_start_of(self.now - self.limits.lookback, self.limits.window)
 
-    def _collected(self, workspace_id: str) -> bool:
-        """Whether collection still runs for the workspace, so a window may wait for it.
-
-        Eligibility (status, age, type) decides what is ingested, not whether stored evidence
-        is synthesized: once a workspace leaves `firing` or ages out, reconciliation stops
-        and its checkpoint no longer advances, so its windows are taken on what is stored
-        instead of waiting for a coverage that will never come.
-        """
-        workspace = self._workspaces.get(workspace_id)
-        return workspace is not None and (
-            workspace_skip(workspace, self.settings, self.now, AUTOMATIC) is None
+    def _waits(self, workspace_id: str) -> bool:
+        """Whether the workspace's windows wait for collection coverage: the rule shared with
+        reruns (`windows.collection.waits_for_collection`)."""
+        return waits_for_collection(
+            self._workspaces.get(workspace_id),
+            self.settings,
+            self.now,
+            reconciliation_enabled=self.limits.reconciliation_enabled,
         )
 
     def _request(self, ref: WindowRef, state: SyncState, reason: str) -> None:
@@ -522,8 +519,7 @@ class DiscoveryTick:
         if not is_closed(end, self.now, limits.close_grace):
             self._hold(chat, ref.window_start, from_walk=item.from_walk, reason="open")
             return
-        waits = limits.reconciliation_enabled and self._collected(ref.workspace_id)
-        if not collection_covers(end, self._coverage.get(chat), waits):
+        if not collection_covers(end, self._coverage.get(chat), self._waits(ref.workspace_id)):
             self._hold(chat, ref.window_start, from_walk=item.from_walk, reason="collecting")
             self._note_uncovered(ref.window_start)
             return

@@ -11,9 +11,13 @@ limits, like any other window.
 
 A state row is requested by the sensor as soon as there is room, so only windows that discovery
 itself would take get one: closed (`window_end + synthesisWindowCloseGrace`) and, with
-reconciliation on, collected past their end. `held_back` applies discovery's own rules
-(`windows.planning.is_closed`, `collection_covers`); the windows it holds back are counted, and
-running the rerun again later adds them (existing rows are kept).
+reconciliation on and the workspace still collected, collected past their end. `held_back`
+applies discovery's own rules (`windows.planning.is_closed`, `collection_covers`, and
+`windows.collection.waits_for_collection`, the very predicate discovery asks): a rerun of a
+finished incident (recovered, archived or aged out, so its checkpoint no longer advances) takes
+every closed window on what is stored, like discovery does. The windows it holds back are
+counted, in the scan and again in the verify pass, and running the rerun again later adds them
+(existing rows are kept).
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
+from timeline_pipeline.domain.workspaces import Workspace
+from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.windows.collection import waits_for_collection
 from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline.windows.planning import DiscoveryLimits, collection_covers, is_closed
 
@@ -41,12 +48,25 @@ class Held(enum.Enum):
 
 
 def held_back(
-    ref: WindowRef, covered_until: datetime | None, limits: DiscoveryLimits, now: datetime
+    ref: WindowRef,
+    covered_until: datetime | None,
+    limits: DiscoveryLimits,
+    now: datetime,
+    *,
+    workspace: Workspace | None,
+    settings: LarkTimelineSettings,
 ) -> Held | None:
-    """Pure: whether discovery would hold this window back now (its own rules), and why."""
+    """Pure: whether discovery would hold this window back now (its own rules), and why.
+
+    `workspace` is the window's workspace as stored now: whether it is still collected decides
+    whether the window waits for coverage at all (`waits_for_collection`).
+    """
     end = ref.window_end(limits.window)
     if not is_closed(end, now, limits.close_grace):
         return Held.OPEN
-    if not collection_covers(end, covered_until, limits.reconciliation_enabled):
+    waits = waits_for_collection(
+        workspace, settings, now, reconciliation_enabled=limits.reconciliation_enabled
+    )
+    if not collection_covers(end, covered_until, waits):
         return Held.COLLECTING
     return None

@@ -5,6 +5,7 @@ PostgreSQL), with windows synthesized by the real window runner."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import dagster as dg
@@ -22,19 +23,23 @@ from timeline_pipeline.orchestration.summary import (
 )
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import summaries as store
+from timeline_pipeline.windows.keys import window_start_of
 from timeline_pipeline_tests.curation.support import (
     CHATTER,
     IMPACT,
+    NOW,
     RECOVERED,
     ROLLBACK,
     W1,
     W2,
     W3,
+    WINDOW,
     incident,
     say,
     synthesize,
     window_state,
 )
+from timeline_pipeline_tests.windows.support import workspace
 
 ON: dict[str, Any] = {"enabled": True, "summary_enabled": True}
 
@@ -175,6 +180,24 @@ def test_nothing_is_requested_or_decided_while_the_summary_is_disabled(
     assert launched.success and not launched.get_asset_materialization_events()
     assert not window_state(engine, W1).summary_attempted
     assert summary_of(engine) is None
+
+
+def test_a_window_that_finishes_long_after_the_lookback_still_gets_its_decision(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance
+) -> None:
+    """A window of an ended incident synthesized days later (a backlog, a rerun): its start is
+    far before any lookback, and the scan used to start there, so it never got a decision."""
+    defs = defs_for(db_url)
+    old = window_start_of(NOW - timedelta(hours=100), WINDOW)
+    workspace(engine, "inc-1", ("oc_chat",), created_at=old - timedelta(hours=1))
+    say(engine, old, [IMPACT, ROLLBACK])
+    assert synthesize(engine, old).status == "completed"
+    (request,) = tick(defs, instance).run_requests
+    assert request.partition_key == "inc-1"
+    assert launch(defs, instance, "inc-1", tags={"dagster/run_key": request.run_key}).success
+    assert window_state(engine, old).summary_attempted
+    written = summary_of(engine)
+    assert written is not None and written.source == "ai"
 
 
 def test_the_code_location_has_the_summary_asset_job_and_sensor() -> None:

@@ -126,7 +126,8 @@ def test_kill_9_in_the_middle_of_a_backfill_then_resume_loses_nothing_and_reread
     remaining = len(items) - committed_pages * PAGE
     assert chat["messages"] == remaining + len(reread)
     assert len(reread) <= OVERLAP.total_seconds() / 10  # no two messages closer than 10 s
-    assert h.page_requests == math.ceil((remaining + len(reread)) / PAGE)
+    # Plus the one page before the floor that every run reads for threads rooted there.
+    assert h.page_requests == math.ceil((remaining + len(reread)) / PAGE) + 1
     assert h.message_ids() == {i["message_id"] for i in items}
     done = h.checkpoint()
     assert (

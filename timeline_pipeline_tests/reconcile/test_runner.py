@@ -29,6 +29,8 @@ from timeline_pipeline_tests.reconcile.harness import (
 H = timedelta(hours=1)
 M = timedelta(minutes=1)
 NOW_MS = MessageKey.of(NOW, "").create_time_ms
+PRE_FLOOR_PAGES = 1
+"""Every run also reads one page of the hour before the floor, for threads rooted there."""
 
 
 def key_of(item: dict[str, Any]) -> MessageKey:
@@ -56,7 +58,7 @@ def test_backfill_follows_every_page_and_moves_the_mark_to_the_newest_message(
     chat = report.chats[0]
     assert (chat.kind, chat.range_start, chat.range_end) == ("backfill", NOW - 6 * H, NOW)
     assert (chat.chat_pages, chat.messages, chat.upserts.inserted) == (3, 120, 120)
-    assert h.page_requests == 3
+    assert h.page_requests == 3 + PRE_FLOOR_PAGES
     assert h.message_ids() == {i["message_id"] for i in items}
     state = h.checkpoint()
     assert state.status == "completed"
@@ -84,7 +86,7 @@ def test_the_next_run_rereads_only_the_overlap_and_finds_only_duplicates(
     assert chat.range_start == mark.created_at - 10 * M
     in_overlap = listed_since(items, mark.create_time_ms - 10 * 60_000)
     assert chat.messages == in_overlap
-    assert h.page_requests == math.ceil(in_overlap / PAGE) == 1
+    assert h.page_requests - PRE_FLOOR_PAGES == math.ceil(in_overlap / PAGE) == 1
     assert (chat.upserts.inserted, chat.upserts.updated, chat.upserts.duplicate) == (
         0,
         0,
@@ -268,7 +270,7 @@ def test_a_failing_page_keeps_the_checkpoint_and_the_next_run_resumes_from_progr
     assert resumed.resumed_from == resume_from.encode()
     assert resumed.range_start == resume_from.created_at - 10 * M
     reread = listed_since(first + later, resume_from.create_time_ms - 10 * 60_000)
-    assert h.sim.request_counts[ROUTE_LIST_MESSAGES] == math.ceil(reread / PAGE)
+    assert h.sim.request_counts[ROUTE_LIST_MESSAGES] == math.ceil(reread / PAGE) + PRE_FLOOR_PAGES
     assert h.message_ids() == {i["message_id"] for i in first + later}
     done = h.checkpoint()
     assert (done.status, done.last_seen_cursor) == ("completed", key_of(later[-1]).encode())
@@ -531,3 +533,55 @@ def test_each_chat_run_logs_one_structured_event_keyed_by_its_ids(
     assert all("workspace_id" in e for e in [*finished.values(), *failed])
     bodies = [item["body"]["content"] for item in readable[:5]]
     assert not any(body in repr(logged) for body in bodies)
+
+
+def test_a_thread_rooted_before_the_workspace_is_listed_and_its_replies_collected(
+    make_harness: MakeHarness,
+) -> None:
+    """The alert that opened the incident is posted 5 minutes before the workspace is created;
+    an hour later five replies in its thread lose their events. The root is out of scope, but
+    its thread is known from the chat's messages just before the floor, so the backfill lists
+    it and collects the replies; the root itself is not stored."""
+    created = NOW - 3 * H
+    root = {
+        **messages(1, start=created - timedelta(minutes=5), seed=5)[0],
+        "message_id": "om_alert_root",
+        "thread_id": "omt_alert",
+    }
+    chatter = messages(10, start=created + timedelta(minutes=1), seed=6)
+    h = make_harness([root, *chatter])
+    base = MessageKey.of(created + H, "").create_time_ms
+    for n in range(5):
+        h.sim.store.add_message(reply_to(root, f"om_lost_{n}", base + n * 60_000))
+    h.workspace(created_at=created)
+
+    backfill = h.run().chats[0]
+    assert backfill.ok and backfill.threads_fetched == 1
+    collected = h.message_ids()
+    assert {f"om_lost_{n}" for n in range(5)} <= collected
+    assert "om_alert_root" not in collected  # before the workspace: never evidence
+    # An incremental run afterwards keeps the thread known and adds nothing twice.
+    later = h.run(now=NOW + 10 * timedelta(minutes=1)).chats[0]
+    assert later.ok and later.upserts.inserted == 0
+    assert h.evidence_count() == 15
+
+
+def test_a_thread_rooted_before_the_floor_competes_for_the_budget_like_any_other(
+    make_harness: MakeHarness,
+) -> None:
+    """Known from the floor on and never listed, it is served first under a budget of one, and
+    once served the coverage reaches the end of the range."""
+    created = NOW - 3 * H
+    root = {
+        **messages(1, start=created - timedelta(minutes=5), seed=5)[0],
+        "message_id": "om_alert_root",
+        "thread_id": "omt_alert",
+    }
+    h = make_harness([root, *messages(10, start=created + timedelta(minutes=1), seed=6)])
+    lost_at = MessageKey.of(created + H, "").create_time_ms
+    h.sim.store.add_message(reply_to(root, "om_lost", lost_at))
+    h.workspace(created_at=created)
+    h.settings = h.settings.model_copy(update={"reconcile_max_threads": 1})
+    chat = h.run().chats[0]
+    assert chat.threads_fetched == 1 and "om_lost" in h.message_ids()
+    assert h.checkpoint().last_seen_updated_at == NOW

@@ -210,6 +210,8 @@ def test_listing_pages_by_time_and_leaves_hidden_entries_out(
                 fingerprint=f"fp-{i}",
                 title=f"fact {i}",
                 occurred_at=T0 + timedelta(minutes=10 - i),
+                # The fifth cites the first's evidence: another kind, or it would restate it.
+                category="finding" if i == 4 else "impact",
             ),
         )
     with engine.begin() as conn:
@@ -358,3 +360,89 @@ def test_evidence_bound_to_an_entry_cannot_be_deleted_from_under_it(
         )
         conn.execute(delete(ev).where(ev.c.id == bound))  # leaves first, then it goes
     assert _entry(engine, result.entry_id).evidence_ids == (refs[1].id,)
+
+
+# --- re-found by evidence ------------------------------------------------------------------
+
+
+def _count(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return len(entries.list_for_workspace(conn, "inc-1", statuses=("draft", "confirmed")))
+
+
+def test_a_reworded_draft_bound_to_the_same_evidence_updates_the_entry(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    """A restart or replay asks the model again; a rewording gets another fingerprint, but the
+    same fact bound to the same evidence is re-found by its evidence."""
+    first = _store(engine, _draft(refs[:2]))
+    reworded = _draft(refs[:2], fingerprint="fp-reworded", title="EU shoppers cannot check out")
+    again = _store(engine, reworded)
+    assert (again.outcome, again.entry_id) == (DraftOutcome.UPDATED, first.entry_id)
+    assert _entry(engine, first.entry_id).title == "EU shoppers cannot check out"
+    assert _count(engine) == 1
+
+
+def test_after_the_entry_gained_evidence_its_first_cited_set_still_refinds_it(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    first = _store(engine, _draft(refs[:2]))
+    _store(engine, _draft(refs[:3]))  # the same fingerprint binds one more row
+    assert _entry(engine, first.entry_id).evidence_ids == tuple(r.id for r in refs[:3])
+    again = _store(engine, _draft(refs[:2], fingerprint="fp-reworded", title="Reworded"))
+    assert again.entry_id == first.entry_id
+    assert _count(engine) == 1
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"category": "finding"}, "another category is another fact"),
+        ({"evidence_slice": (0, 1)}, "a subset of the evidence"),
+        ({"evidence_slice": (1, 3)}, "other evidence"),
+    ],
+)
+def test_other_evidence_or_another_category_is_an_entry_of_its_own(
+    engine: Engine, refs: list[EvidenceRef], changes: dict[str, Any], why: str
+) -> None:
+    _store(engine, _draft(refs[:2]))
+    fields = dict(changes)
+    start, end = fields.pop("evidence_slice", (0, 2))
+    other = _draft(refs[start:end], fingerprint="fp-other", title="Something else", **fields)
+    assert _store(engine, other).outcome is DraftOutcome.CREATED, why
+    assert _count(engine) == 2
+
+
+def test_two_drafts_of_one_answer_citing_the_same_message_stay_two_entries(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    kind = "mitigation"
+    drafts = [
+        _draft(refs[:1], fingerprint="fp-a", title="Rolled back payments-api", category=kind),
+        _draft(refs[:1], fingerprint="fp-b", title="Paused the batch jobs", category=kind),
+    ]
+    with engine.begin() as conn:
+        first = entries.upsert_drafts(conn, drafts, now=T0)
+    assert [r.outcome for r in first] == [DraftOutcome.CREATED, DraftOutcome.CREATED]
+    # Replayed with new wording: each re-finds one entry, none is added.
+    reworded = [
+        replace(drafts[0], fingerprint="fp-a2", title="payments-api rolled back"),
+        replace(drafts[1], fingerprint="fp-b2", title="Batch jobs paused"),
+    ]
+    with engine.begin() as conn:
+        again = entries.upsert_drafts(conn, reworded, now=T0)
+    assert sorted(r.entry_id or 0 for r in again) == sorted(r.entry_id or 0 for r in first)
+    assert _count(engine) == 2
+
+
+def test_a_hidden_entry_refound_by_evidence_stays_hidden_and_alone(
+    engine: Engine, refs: list[EvidenceRef]
+) -> None:
+    first = _store(engine, _draft(refs[:2]))
+    stored = _entry(engine, first.entry_id)
+    with engine.begin() as conn:
+        hidden = entries.set_status(conn, stored, "hidden", now=T0)
+    assert hidden is not None
+    again = _store(engine, _draft(refs[:2], fingerprint="fp-reworded", title="Reworded"))
+    assert (again.outcome, again.entry_id) == (DraftOutcome.UNTOUCHED, first.entry_id)
+    assert _count(engine) == 0

@@ -4,7 +4,6 @@ real window runner synthesized: docs/design.md §8, §11 (human rows) and 21."""
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
 
 from sqlalchemy import Engine
 
@@ -15,7 +14,7 @@ from timeline_pipeline.store import summaries as store
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
 from timeline_pipeline.summary.models import SummaryInput, SummaryResult, SummaryUnavailable
 from timeline_pipeline.summary.policy import Decision
-from timeline_pipeline.summary.runner import SummaryOutcome, SummaryRunner
+from timeline_pipeline.summary.runner import SummaryOutcome, SummaryRunner, plan_summary_requests
 from timeline_pipeline_tests.curation.support import (
     CHATTER,
     IMPACT,
@@ -55,7 +54,7 @@ class Recording:
 
 
 def runner(engine: Engine, summarizer: Recording, *, enabled: bool = True) -> SummaryRunner:
-    return SummaryRunner(engine, summarizer, enabled=enabled, lookback=timedelta(hours=73))
+    return SummaryRunner(engine, summarizer, enabled=enabled)
 
 
 def summary(engine: Engine) -> store.SummaryRow | None:
@@ -209,3 +208,21 @@ def test_nothing_is_decided_while_the_feature_is_off(engine: Engine) -> None:
     )
     assert not window_state(engine, W1).summary_attempted  # decided once the flag is on
     assert runner(engine, recording).run("inc-1").outcome is SummaryOutcome.WRITTEN
+
+
+def test_the_sensors_scan_goes_on_past_windows_whose_runs_keep_failing(engine: Engine) -> None:
+    """The scan reads `limit` undecided windows a tick from where the last tick stopped, so
+    windows that keep calling for a run that fails cannot hold its front for ever."""
+    for workspace_id in ("inc-a", "inc-b", "inc-c"):
+        incident(engine, workspace_id)
+        say(engine, W1, [ROLLBACK], workspace_id=workspace_id)
+        synthesize(engine, W1, workspace_id=workspace_id)
+    seen: list[str] = []
+    after = None
+    for _ in range(4):
+        plan = plan_summary_requests(engine, limit=1, after=after)
+        seen += [request.workspace_id for request in plan.requests]
+        after = plan.next_after
+    # Nobody ran a summary, so every window still awaits its run: each workspace was asked
+    # for in turn, and the scan wrapped to the oldest after the last.
+    assert seen == ["inc-a", "inc-b", "inc-c", "inc-a"]

@@ -109,7 +109,7 @@ def test_tool_output_becomes_validated_drafts_with_usage(
     assert entry.occurred_at == chunk.evidence[0].occurred_at
     assert (result.usage.input_tokens, result.usage.output_tokens) == (321, 54)
     assert result.model == "claude-standin"
-    assert result.prompt_version == PROMPT_VERSION == "claude-v1"
+    assert result.prompt_version == PROMPT_VERSION == "claude-v2"
 
 
 def test_request_forces_the_tool_and_lists_evidence_and_read_only_context(
@@ -122,6 +122,8 @@ def test_request_forces_the_tool_and_lists_evidence_and_read_only_context(
     body = request.body
     assert body["model"] == "claude-test-model"
     assert body["max_tokens"] == 1024
+    # Sampling is pinned so that a restart or replay gets the same wording back.
+    assert body["temperature"] == 0
     assert body["system"] == SYSTEM_PROMPT
     assert body["tool_choice"] == {"type": "tool", "name": TOOL_NAME}
     [tool] = body["tools"]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from timeline_pipeline.synthesis.grouping import group_evidence, select_context
 from timeline_pipeline.synthesis.models import EvidenceItem
+from timeline_pipeline.synthesis.tokens import estimate_evidence_tokens
 from timeline_pipeline_tests.synthesis.builders import WINDOW_END, WINDOW_START, evidence
 
 FIVE_MINUTES = timedelta(minutes=5)
@@ -173,3 +174,136 @@ def test_context_budget_keeps_the_messages_closest_to_the_chunk() -> None:
     candidates = [evidence(i, "x" * 70, at=-300 + i * 10) for i in range(1, 6)]  # 44 tokens each
     assert _context_ids(chunk, candidates, max_estimated_tokens=100) == [4, 5]
     assert _context_ids(chunk, candidates, max_estimated_tokens=0) == []
+
+
+def _budget_for(items: list[EvidenceItem]) -> int:
+    return sum(estimate_evidence_tokens(item) for item in items)
+
+
+@pytest.mark.parametrize("busy", [0, 1, 10, 50])
+def test_a_replys_thread_root_stays_in_context_however_busy_the_chat(busy: int) -> None:
+    """A reply at 10:00:30 to a root at 09:30: with 50 lookback messages the budget used to go
+    to the newest of them and the root (the oldest) was cut, so the model read a reply without
+    the message it answers."""
+    root = evidence(1, "checkout is failing for EU customers", at=-1800, thread="omt_t")
+    reply = evidence(
+        100, "rolled back the config", at=30, thread="omt_t", root="om_1", parent="om_1"
+    )
+    chatter = [evidence(10 + i, "y" * 70, at=-290 + i * 5) for i in range(busy)]
+    budget = _budget_for([root, *chatter[-3:]])
+    kept = _context_ids([reply], [root, *chatter, reply], max_estimated_tokens=budget)
+    assert 1 in kept
+    # The rest of the budget goes to the newest lookback messages.
+    assert kept[1:] == [item.id for item in chatter[-3:]]
+
+
+def test_the_replied_to_parent_comes_before_other_replies_of_the_thread() -> None:
+    root = evidence(1, "x" * 70, at=-3000, thread="omt_t")
+    parent = evidence(2, "x" * 70, at=-2000, thread="omt_t", root="om_1", parent="om_1")
+    siblings = [
+        evidence(3 + i, "x" * 70, at=-1000 + i * 10, thread="omt_t", root="om_1", parent="om_1")
+        for i in range(5)
+    ]
+    reply = evidence(50, at=30, thread="omt_t", root="om_1", parent="om_2")
+    budget = _budget_for([root, parent, siblings[-1]])
+    kept = _context_ids([reply], [root, parent, *siblings, reply], max_estimated_tokens=budget)
+    assert kept == [1, 2, siblings[-1].id]
+
+
+_context_links = st.sampled_from([None, "1", "2", "3", "4"])
+
+
+@st.composite
+def context_case(draw: st.DrawFn) -> tuple[list[EvidenceItem], list[EvidenceItem], int]:
+    """A chunk of replies and a pool of older candidates (roots, replies, chatter)."""
+    pool_size = draw(st.integers(min_value=0, max_value=30))
+    pool: list[EvidenceItem] = []
+    for index in range(1, pool_size + 1):
+        thread = draw(st.sampled_from([None, "omt_a", "omt_b"]))
+        root = draw(_context_links)
+        pool.append(
+            evidence(
+                index,
+                "z" * draw(st.integers(min_value=1, max_value=300)),
+                at=-draw(st.integers(min_value=1, max_value=7200)),
+                thread=thread,
+                root=None if root is None else f"om_{root}",
+                parent=None if root is None else f"om_{root}",
+            )
+        )
+    chunk_size = draw(st.integers(min_value=1, max_value=5))
+    chunk = [
+        evidence(
+            100 + index,
+            at=draw(st.integers(min_value=0, max_value=599)),
+            thread=draw(st.sampled_from([None, "omt_a", "omt_b"])),
+            root=(r := draw(_context_links)) and f"om_{r}",
+            parent=(p := draw(_context_links)) and f"om_{p}",
+        )
+        for index in range(chunk_size)
+    ]
+    budget = draw(st.integers(min_value=0, max_value=1500))
+    return chunk, pool, budget
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=context_case())
+def test_context_under_a_budget_keeps_every_root_and_parent_that_fits_first(
+    case: tuple[list[EvidenceItem], list[EvidenceItem], int],
+) -> None:
+    chunk, pool, budget = case
+    unbounded = select_context(
+        chunk, [*pool, *chunk], FIVE_MINUTES, window_start=WINDOW_START, window_end=WINDOW_END
+    )
+    kept = select_context(
+        chunk,
+        [*pool, *chunk],
+        FIVE_MINUTES,
+        window_start=WINDOW_START,
+        window_end=WINDOW_END,
+        max_estimated_tokens=budget,
+    )
+    # Within budget, a subset of the unbounded choice, in chat order.
+    assert _budget_for(kept) <= budget
+    assert {item.id for item in kept} <= {item.id for item in unbounded}
+    assert kept == sorted(kept, key=lambda item: (item.occurred_at, item.id))
+    # What the chunk's replies answer: every referenced root and parent, and the opening
+    # message of every thread the chunk replies in.
+    referenced = {ref for item in chunk for ref in (item.root_id, item.parent_id) if ref}
+    threads = {item.thread_id for item in chunk if item.thread_id}
+    anchors = [
+        item
+        for item in unbounded
+        if item.message_id in referenced
+        or (item.thread_id in threads and item.root_id is None and item.parent_id is None)
+    ]
+    if _budget_for(anchors) <= budget:
+        assert {item.id for item in anchors} <= {item.id for item in kept}
+    # Nothing is dropped for something further from the chunk in the same tier: the kept
+    # lookback chatter is the newest of it.
+    chatter = [item for item in unbounded if item not in anchors and not _same_thread(item, chunk)]
+    kept_chatter = [item for item in kept if item in chatter]
+    assert kept_chatter == chatter[len(chatter) - len(kept_chatter) :]
+    # With room for everything, nothing is dropped.
+    assert (
+        select_context(
+            chunk,
+            [*pool, *chunk],
+            FIVE_MINUTES,
+            window_start=WINDOW_START,
+            window_end=WINDOW_END,
+            max_estimated_tokens=_budget_for(unbounded),
+        )
+        == unbounded
+    )
+
+
+def _same_thread(item: EvidenceItem, chunk: list[EvidenceItem]) -> bool:
+    threads = {c.thread_id for c in chunk if c.thread_id}
+    roots = {c.root_id or c.message_id for c in chunk}
+    referenced = {ref for c in chunk for ref in (c.root_id, c.parent_id) if ref}
+    return (
+        (item.thread_id is not None and item.thread_id in threads)
+        or (item.root_id is not None and item.root_id in roots)
+        or item.message_id in referenced
+    )

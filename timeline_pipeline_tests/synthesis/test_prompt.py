@@ -22,7 +22,7 @@ from timeline_pipeline_tests.synthesis.builders import WINDOW_END, WINDOW_START,
 
 
 def test_prompt_is_versioned() -> None:
-    assert PROMPT_VERSION == "claude-v1"
+    assert PROMPT_VERSION == "claude-v2"
     for category in Category:
         assert category.value in SYSTEM_PROMPT
 

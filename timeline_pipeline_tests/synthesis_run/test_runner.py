@@ -7,8 +7,9 @@ loopback stand-in of the Messages API.
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,7 +36,9 @@ from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, Wind
 from timeline_pipeline.windows.keys import WindowRef, decode_window_cursor
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,
+    TextReply,
     cite_first_evidence,
+    evidence_ids_in,
     overloaded,
     tool_reply,
 )
@@ -668,3 +671,52 @@ def test_a_second_rollback_an_hour_later_is_an_entry_of_its_own(engine: Engine) 
     ).run(WindowRef("inc-1", "oc_chat", T0 + timedelta(hours=1)), owner="replay", replay=True)
     assert replay.entries_created == 0
     assert [e.id for e in rollbacks(engine)] == [e.id for e in made]
+
+
+def _rewording_claude(standin: AnthropicStandIn) -> ClaudeSynthesizer:
+    client = build_claude_client(standin.api_key, standin.base_url, timeout_seconds=5)
+    return ClaudeSynthesizer(
+        client,
+        model="claude-standin",
+        max_output_tokens=1024,
+        retry=RetryPolicy(attempts=1, backoff_base=0.01, backoff_cap=0.02, max_retry_after=0.05),
+    )
+
+
+def test_claude_rewording_on_a_restart_and_a_replay_adds_no_entry(engine: Engine) -> None:
+    """A stand-in that words the same fact differently on every call, bound to the same
+    evidence: a restarted window (late evidence before the cursor) and an operator replay
+    update the entries the first run made instead of adding reworded copies."""
+    chat(engine, 50)  # two chunks: 40 + 10
+    wordings = itertools.count()
+
+    def reworded(body: Mapping[str, Any]) -> dict[str, Any]:
+        first = evidence_ids_in(body)[0]
+        n = next(wordings)
+        title = ["Rolled back payments-api", "payments-api deploy reverted"][n % 2]
+        return {
+            "entries": [
+                {"title": f"{title} ({first})", "category": "mitigation", "evidence_ids": [first]}
+            ]
+        }
+
+    config = settings(synthesis_chunk_max_attempts=1)
+    with AnthropicStandIn(default=tool_reply(reworded)) as standin:
+        claude = _rewording_claude(standin)
+        # Chunk 1 commits; chunk 2 gets an answer without the tool: the window fails.
+        standin.enqueue(tool_reply(reworded), TextReply())
+        assert runner(engine, claude, config).run(REF, owner="run-1").status is RunStatus.FAILED
+        assert len(all_entries(engine)) == 1
+        post(engine, [T0 + timedelta(seconds=10)], text="we paged the DBA", prefix="late")
+        restarted = runner(engine, claude, config).run(REF, owner="run-2")
+        assert restarted.status is RunStatus.COMPLETED and restarted.restarted
+        after_restart = {e.id for e in all_entries(engine)}
+        assert len(after_restart) == 2  # one per chunk, the first one re-found
+        replayed = runner(engine, claude, config).run(REF, owner="run-3", replay=True)
+        assert replayed.status in (RunStatus.COMPLETED, RunStatus.IGNORED)
+        bodies = [request.body for request in standin.requests]
+    assert {e.id for e in all_entries(engine)} == after_restart
+    assert replayed.entries_created == 0
+    # Every call pinned its sampling, and the reworded titles replaced the old ones.
+    assert all(body["temperature"] == 0 for body in bodies)
+    assert len({e.title for e in all_entries(engine)}) == 2

@@ -47,9 +47,7 @@ def demo_incident(engine: Engine, workspace_id: str = "demo-ui") -> int:
     runner = WindowRunner(engine, timeline, RuleSynthesizer())
     for start in sorted({window_start_of(r.occurred_at, WINDOW) for r in records}):
         runner.run(WindowRef(workspace_id, demo_data.CHAT_ID, start), owner="test")
-    SummaryRunner(
-        engine, DeterministicSummarizer(), enabled=True, lookback=timedelta(hours=73)
-    ).run(workspace_id)
+    SummaryRunner(engine, DeterministicSummarizer(), enabled=True).run(workspace_id)
     return len(records)
 
 

@@ -9,8 +9,12 @@ dry-run counts windows and evidence, apply creates the missing versioned state r
 batches of `batch_size` windows with the position as checkpoint. Only windows discovery itself
 would take get a row (`windows.rerun.held_back`: closed, and with reconciliation on collected
 past their end), since the sensor requests every such row as soon as there is room; the others
-are counted as held, and a later rerun job adds them. Verification: a fresh walk that rejects a
-window that should have a row and has none, naming its source key.
+are counted as held, and a later rerun job adds them. Whether a window waits for collection at
+all is discovery's own predicate (`windows.collection.waits_for_collection`): a finished incident
+is no longer collected, so its windows are taken on what is stored. Verification: a fresh walk
+that rejects a window that should have a row and has none, naming its source key, and reports
+the windows it held and why (`verify_held_open`, `verify_held_collecting`, and the first few
+held source keys with their reason under `held`).
 
 Version 2's dry-run is also the rerun's preview (docs/maintenance.md, "Preview a rerun"):
 each window the apply would create is synthesized into the scratch table of `rerun_preview`,
@@ -70,8 +74,12 @@ COUNTERS: Final = (
     "held_open",
     "held_collecting",
     "verified",
+    "verify_held_open",
+    "verify_held_collecting",
 )
 HELD_COUNTERS: Final = {Held.OPEN: "held_open", Held.COLLECTING: "held_collecting"}
+MAX_LISTED_HELD: Final = 20
+"""Held windows named in the verify pass's progress (the counters hold the full figures)."""
 PARAMETERS: Final = {"workspace_id", "processor_version", "chat_id", "since", "until"}
 
 
@@ -119,6 +127,18 @@ def _stored_time(state: Mapping[str, Any], key: str) -> datetime | None:
     return parsed
 
 
+def _held_listed(progress: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The held windows the verify pass has named so far (progress is JSON between batches)."""
+    listed = progress.get("held")
+    if not isinstance(listed, list):
+        return []
+    return [
+        {"source_key": str(item["source_key"]), "reason": str(item["reason"])}
+        for item in listed[:MAX_LISTED_HELD]
+        if isinstance(item, dict) and "source_key" in item and "reason" in item
+    ]
+
+
 class WindowRerun:
     type = "window_rerun"
     version = "1"
@@ -133,6 +153,7 @@ class WindowRerun:
     ) -> None:
         """`preview`: a dry-run previews each window (version 2); `synthesizer` builds the one
         the rerun's runs use (the rule synthesizer when not given)."""
+        self._settings = settings
         self._limits = DiscoveryLimits.from_settings(settings)
         self._preview = RerunPreview(settings, synthesizer) if preview else None
         self.version = "2" if preview else "1"
@@ -216,9 +237,9 @@ class WindowRerun:
         start = self._start(conn, params)
         position = self._position(request, chats, start)
         progress = counters(request.progress, COUNTERS)
+        held_listed = _held_listed(request.progress)
         window = self._limits.window
         budget = request.batch_size
-        verifying = request.phase is MaintenancePhase.VERIFY
         # Which windows are held back is decided as of the first batch, in both passes: a window
         # that closes meanwhile is left to a later rerun, not taken for one the scan missed.
         as_of = _stored_time(request.progress, "as_of") or request.now
@@ -234,7 +255,7 @@ class WindowRerun:
             ref = WindowRef(workspace_id, position.chat, window_start_of(occurred, window), version)
             position.at = ref.window_start + window
             would_create = progress["would_create"]
-            violation = self._window(conn, ref, request, progress, verifying, as_of)
+            violation = self._window(conn, ref, request, progress, held_listed, as_of)
             if (
                 previewed is not None
                 and self._preview is not None
@@ -249,7 +270,7 @@ class WindowRerun:
                     dict(request.checkpoint), dict(request.progress), False, violation=violation
                 )
         done = position.chat is None
-        totals = {
+        totals: dict[str, Any] = {
             "v": STATE_VERSION,
             "until": position.until.isoformat(),
             "as_of": as_of.isoformat(),
@@ -257,6 +278,8 @@ class WindowRerun:
         }
         if previewed is not None:
             totals["preview"] = previewed
+        if held_listed:
+            totals["held"] = held_listed
         result = None
         if done:
             result = {**totals, "processor_version": version}
@@ -286,22 +309,35 @@ class WindowRerun:
         ref: WindowRef,
         request: StepRequest,
         progress: dict[str, int],
-        verifying: bool,
+        held_listed: list[dict[str, str]],
         as_of: datetime,
     ) -> dict[str, Any] | None:
         end = ref.window_end(self._limits.window)
         coverage = None
         if self._limits.reconciliation_enabled:
             coverage = sync_states.checkpoint_coverage(conn, [ref.chat_key]).get(ref.chat_key)
-        reason = held_back(ref, coverage, self._limits, as_of)
+        reason = held_back(
+            ref,
+            coverage,
+            self._limits,
+            as_of,
+            workspace=workspaces.get(conn, ref.workspace_id),
+            settings=self._settings,
+        )
         held = None if reason is None else HELD_COUNTERS[reason]
         existing = sync_states.get_by_key(
             conn, ref.workspace_id, SOURCE_SYSTEM, SOURCE_TYPE_WINDOW, ref.source_key
         )
-        if verifying:
+        if request.phase is MaintenancePhase.VERIFY:
             if held is None and existing is None:
                 return {"code": "residual_missing_window", "source_key": ref.source_key}
             progress["verified"] += 1
+            if reason is not None and existing is None:
+                # Not a violation (discovery would hold it too), but the operator must learn
+                # that this rerun is not complete yet and why.
+                progress[f"verify_{held}"] += 1
+                if len(held_listed) < MAX_LISTED_HELD:
+                    held_listed.append({"source_key": ref.source_key, "reason": reason.value})
             return None
         progress["windows"] += 1
         progress["evidence"] += evidence.count_eligible_in(
