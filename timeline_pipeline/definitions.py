@@ -6,7 +6,7 @@ Every resource is declared here, once. The two choices a deployment makes are vi
   Dagster when a run starts (`dg.EnvVar`); unset, the local default the CLI uses too;
 * Claude or rules: with ANTHROPIC_API_KEY set, Claude writes the drafts and the summary (key
   and ANTHROPIC_BASE_URL read at run start, `dg.EnvVar`); unset, the rule-based synthesizer and
-  the deterministic summarizer run (README, "Configuration");
+  the deterministic summarizer run (docs/configuration.md);
 * in-process or Celery synthesis: with TIMELINE_EXECUTOR=celery, each window's synthesis step
   runs on a `dagster-celery` worker, sent over the broker TIMELINE_CELERY_BROKER_URL (read at
   run start) to the queue TIMELINE_CELERY_QUEUE; unset, it runs in the run's own process

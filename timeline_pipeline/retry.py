@@ -3,7 +3,7 @@
 Every retry waits with full-jitter exponential backoff, uniform(0, min(cap, base * 2 **
 (attempt - 1))), so that callers failing together do not come back together; a server's
 `Retry-After` is obeyed but never beyond `max_retry_after`, because both SDKs would otherwise sleep
-as long as the server asks (README, "Configuration": `retryBackoffBase`, `retryBackoffCap`,
+as long as the server asks (docs/configuration.md: `retryBackoffBase`, `retryBackoffCap`,
 `maxRetryAfter`). The policy is one frozen value built from the settings once and handed down
 whole, so a new caller cannot pick up three of the four bounds and invent the fourth.
 """

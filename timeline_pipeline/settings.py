@@ -211,8 +211,8 @@ class LarkTimelineSettings(BaseSettings):
     """How long a receiver caches a chat's workspace bindings; a new binding reaches every
     replica within this time."""
     ui_session_ttl: PositiveDuration = timedelta(hours=12)
-    """How long a timeline page session lasts after its sign-in link was opened (README, "The
-    timeline page"); `ui revoke` or `token revoke --workspace W --all` ends them earlier."""
+    """How long a timeline page session lasts after its sign-in link was opened
+    (docs/timeline-page.md); `ui revoke` or `token revoke --workspace W --all` ends them earlier."""
     ui_poll_interval: Annotated[Duration, Field(ge=timedelta(seconds=1))] = timedelta(seconds=5)
     """How often an open timeline page asks whether entries changed (an unchanged answer is an
     empty 204)."""
@@ -237,7 +237,7 @@ class LarkTimelineSettings(BaseSettings):
     reconcile_max_threads: int = Field(default=200, ge=0)
     """Threads whose replies one reconciliation run fetches at most (0: none)."""
 
-    # Review cards (README, "Review cards").
+    # Review cards (docs/review-cards.md).
     review_cards_enabled: bool = False
     """Post an interactive review card to the chat of a window that created drafts, and apply
     curators' decisions from it."""

@@ -1,7 +1,7 @@
 """Review-card callbacks on PostgreSQL: how fast `serve` admits signed card clicks and how long
 each answer takes at that rate, how fast the worker drains the admission queue, beside the raw
 single-row insert rate of the same database measured in the same run; and what a metadata cache
-could save, which decides whether the product has one (README, "Review cards").
+could save, which decides whether the product has one (docs/review-cards.md).
 
     python -m bench.callbacks.run [--cards 400] [--entries 3] [--concurrency 8]
 

@@ -1,5 +1,5 @@
 """Review cards: the interaction store (cards and their hashed callback tokens) and the durable
-admission queue that the worker drains (README, "Review cards").
+admission queue that the worker drains (docs/review-cards.md).
 
 Revision ID: 0005_interactions
 Revises: 0008_ui_sessions

@@ -2,7 +2,7 @@
 
 One row per job, kept after completion or cancellation for audit. The partial unique index
 allows one open (ready or paused) job per type and scope; the limit checks mirror the ranges the
-job service validates (README, "Maintenance jobs"). The downgrade intentionally keeps the table,
+job service validates (docs/maintenance.md). The downgrade intentionally keeps the table,
 its rows and its indexes: they are the audit trail of every job run, and an upgrade after a
 downgrade finds them in place and leaves them alone.
 

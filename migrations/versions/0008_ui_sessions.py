@@ -1,4 +1,4 @@
-"""The timeline page's sign-in links and sessions (README, "The timeline page").
+"""The timeline page's sign-in links and sessions (docs/timeline-page.md).
 
 Both tables keep only SHA-256 hashes of their secrets: a link is a one-time, short-lived
 secret and a session cookie a longer one, and neither can be recovered from the database.

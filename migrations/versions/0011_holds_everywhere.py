@@ -1,4 +1,4 @@
-"""Legal holds on every path (README, "Data lifecycle"; docs/lifecycle.md).
+"""Legal holds on every path (docs/lifecycle.md; docs/lifecycle.md).
 
 * Hold idempotency keys are scoped per workspace: unique on (workspace, key) for create and
   for release, so one workspace's token can neither learn nor pre-claim another's keys.

@@ -1,5 +1,5 @@
 """What the API's routers share: paths, paging bounds, documented parameters and error docs,
-and the revision rule (README, "Timeline API").
+and the revision rule (docs/http.md, "Timeline API").
 
 No `from __future__ import annotations`: FastAPI reads these annotations at route definition.
 """

@@ -1,4 +1,4 @@
-"""The timeline API, mounted by `serve` under `/api` (README, "Timeline API").
+"""The timeline API, mounted by `serve` under `/api` (docs/http.md, "Timeline API").
 
 One router per resource (`api/routers/`), in the order the OpenAPI document lists them. A new
 resource is a module with a module-level `router = APIRouter(responses=ERROR_RESPONSES,

@@ -45,7 +45,7 @@ def demo(as_json: bool, dagster_home: str | None, keep_serving: bool, port: int)
     (some dropped, some duplicated), lets reconciliation recover the drops, runs the window
     sensor and synthesis through a real Dagster instance, and prints the resulting timeline.
     Uses TIMELINE_DATABASE_URL (SQLite by default) and Claude when ANTHROPIC_API_KEY is set.
-    Ends with a one-time sign-in link to the demo's timeline page (README, "The timeline page");
+    Ends with a one-time sign-in link to the demo's timeline page (docs/timeline-page.md);
     with --serve, `serve` keeps running on 127.0.0.1 until Ctrl-C.
     """
     configure_logging(level=logging.WARNING)  # progress lines say what happens; logs: problems

@@ -1,6 +1,6 @@
 """`timeline-pipeline interactions ...`: the review-card worker, and the cards of a workspace.
 
-`interactions work` runs the same worker `serve` runs (README, "Review cards"), for a
+`interactions work` runs the same worker `serve` runs (docs/review-cards.md), for a
 deployment that keeps it apart from the receiver or for draining the queue by hand.
 """
 

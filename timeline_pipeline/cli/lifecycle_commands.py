@@ -1,5 +1,5 @@
 """`timeline-pipeline lifecycle ...`: the registry check, dry-run, purge runs and legal holds
-(README, "Data lifecycle")."""
+(docs/lifecycle.md)."""
 
 from __future__ import annotations
 

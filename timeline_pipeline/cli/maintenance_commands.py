@@ -1,5 +1,5 @@
-"""`timeline-pipeline maintenance ...`: the operator's driver of maintenance jobs (README,
-"Maintenance jobs").
+"""`timeline-pipeline maintenance ...`: the operator's driver of maintenance jobs
+(docs/maintenance.md).
 
 A plain HTTP client of the loopback listener: it needs no database credentials or settings,
 only the port (`--port`, else MAINTENANCE_PORT). It connects to 127.0.0.1 only, ignores proxy

@@ -109,7 +109,7 @@ def serve(
         frozen_objects=frozen,
     )
     if not encrypted:
-        # Lark signs callbacks only when an encrypt key is configured (README, "HTTP (`serve`)").
+        # Lark signs callbacks only when an encrypt key is configured (docs/http.md).
         log.warning(
             "callbacks_unsigned",
             detail="LARK_ENCRYPT_KEY is not set: Lark signs nothing and the verification token "
@@ -132,7 +132,7 @@ def serve(
 
 def _maintenance_listener(application: Any, app: AppContext, graceful_timeout: int) -> Any:
     """The loopback maintenance listener when MAINTENANCE_PORT is set, else None; a bad port or
-    a failed bind is logged and disables this listener only (README, "Maintenance jobs")."""
+    a failed bind is logged and disables this listener only (docs/maintenance.md)."""
     raw_port = app.settings.runtime.maintenance_port
     if raw_port is None:
         return None

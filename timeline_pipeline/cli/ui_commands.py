@@ -1,5 +1,5 @@
-"""`timeline-pipeline ui {link,sessions,revoke}`: sign-in to the timeline page (README, "The
-timeline page").
+"""`timeline-pipeline ui {link,sessions,revoke}`: sign-in to the timeline page
+(docs/timeline-page.md).
 
 A link is printed once, alone on the last line, so a script can take it with `tail -n 1`; it is
 valid for 10 minutes and works once, and only its hash is stored.

@@ -1,4 +1,4 @@
-"""Who may decide a workspace's drafts from a review card (README, "Review cards").
+"""Who may decide a workspace's drafts from a review card (docs/review-cards.md).
 
 The card callback counts an action only from a curator of the card's workspace, so adding or
 removing one changes who can confirm what the chat sees: each change is audited, with ids only,

@@ -1,6 +1,6 @@
 """Reading a workspace's evidence for the API: keyset pages in (occurred_at, id) order.
 
-The route asks this service, not the store, so that the HTTP layer only translates (README,
+The route asks this service, not the store, so that the HTTP layer only translates (docs/http.md,
 "Timeline API"); the page is read one row past `limit` to learn whether another page follows.
 """
 

@@ -140,8 +140,8 @@ class CurationService:
         limit: int = 200,
     ) -> TimelineOutline:
         """The same page as `timeline` with each entry's evidence ids only, not the evidence
-        rows behind them: what the timeline page lists before an entry is opened (README, "The
-        timeline page"), one query fewer and no join over the evidence table."""
+        rows behind them: what the timeline page lists before an entry is opened
+        (docs/timeline-page.md), one query fewer and no join over the evidence table."""
         chosen = _check_statuses(statuses)
         limit = max(1, min(limit, MAX_PAGE))
         with connection(self.engine) as conn:
@@ -197,7 +197,7 @@ class CurationService:
         """Confirm, hide or restore; `expected_revision` None means "whatever is current".
 
         With `conn`, the change joins the caller's transaction (a review-card decision is applied
-        in the same transaction that marks it applied: README, "Review cards").
+        in the same transaction that marks it applied: docs/review-cards.md).
         """
         now = self.clock()
         with self._writing(conn) as conn:

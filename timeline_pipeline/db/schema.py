@@ -170,7 +170,7 @@ workspace_timeline_sync_states = Table(
     UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
     CheckConstraint(_in("status", WINDOW_STATUSES), name="status"),
     Index(None, "source_type", "status", "window_start"),
-    # The summary decision's keyset scan (README, "Summary"): windows whose flag is still
+    # The summary decision's keyset scan (docs/design.md §8): windows whose flag is still
     # false, oldest first, with no lookback a late-finishing window could fall out of.
     Index(
         "ix_sync_states_summary_pending", "source_type", "summary_attempted", "window_start", "id"
@@ -180,7 +180,8 @@ workspace_timeline_sync_states = Table(
 )
 
 # When reconciliation last listed each thread of a chat, so that its per-run thread budget goes
-# to the threads served longest ago (README, "Lark page fetch failure"). One row per thread met
+# to the threads served longest ago (docs/runbooks.md, "Lark page fetch failure"). One row per
+# thread met
 # within the ingestion lookback; rows older than the lookback are pruned by the run itself.
 workspace_timeline_reconcile_threads = Table(
     "workspace_timeline_reconcile_threads",
@@ -310,7 +311,8 @@ HOLD_STATUSES = ("active", "released")
 LIFECYCLE_RUN_STATUSES = ("running", "succeeded", "failed")
 LIFECYCLE_RUN_MODES = ("dry_run", "purge")
 
-# Legal holds (README, "Legal holds"). No foreign key to workspaces: a hold is a record that
+# Legal holds (docs/lifecycle.md, "Legal holds"). No foreign key to workspaces: a hold is a record
+# that
 # outlives what it held, and deleting a workspace must not delete the hold on it.
 legal_holds = Table(
     "legal_holds",
@@ -338,7 +340,8 @@ legal_holds = Table(
     Index(None, "status", "workspace_id"),
 )
 
-# One row per dry-run or purge run: counts only, never row content (README, "Purge runbook").
+# One row per dry-run or purge run: counts only, never row content (docs/lifecycle.md, "Purge
+# runbook").
 lifecycle_runs = Table(
     "lifecycle_runs",
     metadata,
@@ -385,7 +388,7 @@ lifecycle_retired_partitions = Table(
     Index(None, "retired_at", "id"),
 )
 
-# Operator-driven maintenance jobs (README, "Maintenance jobs"): one row per job, kept after it
+# Operator-driven maintenance jobs (docs/maintenance.md): one row per job, kept after it
 # completes or is cancelled. Limits are real columns with the documented ranges as checks, so a
 # row can never hold a limit the service would refuse; the partial unique index allows one open
 # (ready or paused) job per type and scope, whatever its mode.
@@ -439,7 +442,7 @@ maintenance_jobs = Table(
     Index(None, "updated_at", "id"),  # the lifecycle purge (0006_lifecycle)
 )
 
-# --- review cards (migration 0005_interactions; README, "Review cards") -----------------------
+# --- review cards (migration 0005_interactions; docs/review-cards.md) -----------------------
 
 CARD_STATUSES = tuple(s.value for s in CardStatus)
 DELIVERY_STATUSES = tuple(s.value for s in DeliveryStatus)

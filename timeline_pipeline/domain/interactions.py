@@ -1,4 +1,4 @@
-"""The states of review cards and of their admitted callbacks (README, "Review cards").
+"""The states of review cards and of their admitted callbacks (docs/review-cards.md).
 
 One definition for the schema's check constraints, the stores' transitions and the worker.
 """

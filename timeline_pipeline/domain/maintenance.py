@@ -1,4 +1,4 @@
-"""The statuses and phases of a maintenance job (README, "Maintenance jobs").
+"""The statuses and phases of a maintenance job (docs/maintenance.md).
 
 One definition for the table's check constraint, its one-open-job partial unique index and the
 job service's transitions. `StrEnum` members compare equal to the stored strings.

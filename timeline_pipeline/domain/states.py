@@ -1,7 +1,7 @@
 """The statuses of the product's state rows, and the sets of them that rules are written in.
 
 One definition for the schema's check constraint, the stores' transitions and the planners'
-rules (README, "Metrics": what each window status means). `StrEnum` members compare equal to
+rules (docs/metrics.md: what each window status means). `StrEnum` members compare equal to
 the strings stored in the database, so rows read back as plain strings still match.
 """
 

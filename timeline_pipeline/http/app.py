@@ -100,7 +100,7 @@ def create_app(
 
 
 def create_maintenance_app(service: JobService) -> FastAPI:
-    """The maintenance listener's app (README, "Maintenance jobs"): its own routes only, never
+    """The maintenance listener's app (docs/maintenance.md): its own routes only, never
     the public ones, and none of them on `create_app`'s router; loopback peers only."""
     app = FastAPI(
         title="timeline-pipeline maintenance",
@@ -127,7 +127,7 @@ def _lifespan(
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        # The review-card worker runs with the server (README, "Review cards"), unless the
+        # The review-card worker runs with the server (docs/review-cards.md), unless the
         # deployment runs `interactions work` apart (`serve --no-card-worker`).
         if card_worker and resources.review_cards is not None:
             resources.review_cards.start_worker()

@@ -1,1 +1,1 @@
-"""Draft review in Lark: review cards, their callbacks and the worker (README, "Review cards")."""
+"""Draft review in Lark: review cards, their callbacks and the worker (docs/review-cards.md)."""

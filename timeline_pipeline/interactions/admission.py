@@ -1,6 +1,6 @@
 """Answer a `card.action.trigger` callback: check it against the interaction store, then admit
 the decision and its resume intent in one transaction, and answer with a toast and the card
-redrawn (README, "Review cards").
+redrawn (docs/review-cards.md).
 
 The database is the only authority: the card is found by the message id of the callback's
 context, its token by hash, its curators, expiry and the entry's current revision are read in

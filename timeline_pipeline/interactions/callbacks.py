@@ -4,7 +4,7 @@ Parsing reads only the token, the entry id, the action and the entry revision th
 from the button value, the message and chat ids from the context, the operator and the app;
 everything else the decision means (field types, the options offered) comes from the stored
 request, and a click on another revision than the one the card now stands for is refused
-(README, "Review cards"). A title goes through the curation rules' own text check, the one the
+(docs/review-cards.md). A title goes through the curation rules' own text check, the one the
 API and the page use. Every refusal has a reason code (a metric label) and a toast a person can
 act on.
 """

@@ -4,7 +4,7 @@ The card is always drawn whole from the stored state (never patched by delta), s
 twice gives the same card and a patch that is retried after a crash is harmless. Text that came
 from a model or a person goes into `plain_text` elements only, so it cannot inject markup.
 Buttons carry the callback token in their `value` (DESIGN, "Interfaces"), with the entry revision
-the card shows, so a click names the revision its curator saw (README, "Review cards").
+the card shows, so a click names the revision its curator saw (docs/review-cards.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Review-card figures for the pipeline health asset (README, "Metrics"): the same counts the
+"""Review-card figures for the pipeline health asset (docs/metrics.md): the same counts the
 worker's `/metrics` gauges show, read from the database so Dagster plots them over time."""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ class CardEntry:
     `revision` is the entry revision the card stands for: the entry's stored revision plus one
     for each decision admitted on the card and not yet applied (each change moves it by one),
     so that a curator's next click on the redrawn card names the revision its decision follows
-    (README, "Review cards"). `title` and `category` likewise show admitted changes.
+    (docs/review-cards.md). `title` and `category` likewise show admitted changes.
     """
 
     id: int

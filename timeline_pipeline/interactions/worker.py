@@ -1,6 +1,6 @@
 """The review-card worker: posts queued cards, applies admitted decisions once, redraws cards.
 
-It runs inside `serve` (README, "Review cards": why not a Dagster sensor) and standalone as
+It runs inside `serve` (docs/review-cards.md: why not a Dagster sensor) and standalone as
 `timeline-pipeline interactions work`. Every piece of work is a database row taken with a lease
 by compare-and-set, so any number of workers and replicas can run; a worker killed at any point
 leaves rows whose lease expires and that another worker takes over:
@@ -110,7 +110,7 @@ class CardWorker:
         self._clock = clock
         self._curation = CurationService(engine, clock=clock)
         # A send or redraw that failed after the client's own retries waits, between worker
-        # rounds, by the product's one retry policy (README, "Configuration").
+        # rounds, by the product's one retry policy (docs/configuration.md).
         self._retry = RetryPolicy.for_lark_calls(settings)
         self._pool = ThreadPoolExecutor(
             max_workers=settings.review_card_worker_concurrency, thread_name_prefix="card-worker"
@@ -333,7 +333,7 @@ class CardWorker:
 
     def _curate(self, conn: Connection, card: CardRow, admission: AdmissionRow) -> EntryView:
         """The decision through the curation service, in this transaction, at the revision
-        the curator saw when deciding (README, "Review cards")."""
+        the curator saw when deciding (docs/review-cards.md)."""
         revision = admission.entry_revision
         actor = actor_of(admission.actor_open_id)
         if admission.action in _ACTIONS:

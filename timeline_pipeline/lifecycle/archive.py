@@ -1,4 +1,4 @@
-"""The archive port and its local-directory adapter (README, "Purge runbook").
+"""The archive port and its local-directory adapter (docs/lifecycle.md, "Purge runbook").
 
 A purge that archives writes each batch as one gzip-compressed JSON Lines part, fsyncs it, reads
 it back and checks its sha256 and row count, records it in the run's manifest (rewritten

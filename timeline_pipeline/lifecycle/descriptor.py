@@ -1,6 +1,6 @@
 """A table's lifecycle descriptor and its validation (pure: no I/O).
 
-Each table's owning store module declares one descriptor (README, "Data lifecycle"): how long its
+Each table's owning store module declares one descriptor (docs/lifecycle.md): how long its
 rows live, whether they may be archived, how they are deleted, which indexes the purge relies on
 and how large one batch may be. The registry check (`lifecycle registry-check`) validates every
 descriptor with `validate_descriptor` before the engine may use it, so that identifiers that end
@@ -162,7 +162,7 @@ class LifecycleDescriptor:
     report_columns: tuple[str, ...] = ()
     """Columns of each purged row handed to the caller (ids and keys only, never content)."""
     redacts_recalled: bool = False
-    """The engine also redacts recalled rows in place (README, "Retention")."""
+    """The engine also redacts recalled rows in place (docs/lifecycle.md, "Retention")."""
     notes: str = field(default="")
 
     @property

@@ -1,4 +1,4 @@
-"""The archive and purge engine for `generic` descriptors (README, "Purge runbook").
+"""The archive and purge engine for `generic` descriptors (docs/lifecycle.md, "Purge runbook").
 
 One run evaluates every retention at one instant and walks each selected descriptor, leaves
 before parents, in bounded batches along the keyset `(cursor, id)` of the descriptor's composite
@@ -456,7 +456,8 @@ class PurgeEngine:
         run_id: int,
         limit: int,
     ) -> int:
-        """Recalled evidence keeps its identity and loses its content (README, "Retention";
+        """Recalled evidence keeps its identity and loses its content (docs/lifecycle.md,
+        "Retention";
         docs/lifecycle.md): a sweep for rows recalled before that policy applied at ingest, and
         for content a hold set aside, once no hold reaches their workspace. Holds are read
         before each batch and again after it: one that appeared on a workspace of the batch

@@ -4,7 +4,8 @@ Every path that deletes or redacts rows asks this module before it touches a row
 after its batch, in the batch's own transaction: the purge engine (and its recall sweep), a
 live recall and a recall read from history, the maintenance processors that rewrite content,
 and the delegated purges. A hold reaches a descriptor when it is workspace-wide or names any
-link of the descriptor's chain (README, "Legal holds"); the descriptor's own `legal_hold` field
+link of the descriptor's chain (docs/lifecycle.md, "Legal holds"); the descriptor's own `legal_hold`
+field
 is never read. A hold that appears while a batch runs is seen by the check after it, which
 rolls the batch (or its savepoint) back.
 """

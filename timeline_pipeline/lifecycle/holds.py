@@ -1,4 +1,4 @@
-"""Legal holds: create and release (README, "Legal holds").
+"""Legal holds: create and release (docs/lifecycle.md, "Legal holds").
 
 An active hold, workspace-wide or naming one descriptor, overrides every retention setting: the
 dry-run and the engine read holds before anything else, and a hold on one link of a chain holds

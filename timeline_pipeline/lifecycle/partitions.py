@@ -1,6 +1,6 @@
 """Which Dagster window partitions a purge of window states retires (pure).
 
-A purged window state's partition (README, "Dagster": `<workspace>:<chat>:<start>[:<version>]`)
+A purged window state's partition (docs/dagster.md: `<workspace>:<chat>:<start>[:<version>]`)
 has nothing left to synthesize or replay; removing it and its old runs keeps Dagster's live
 partition set bounded by the retention, like the product's own tables.
 """

@@ -9,7 +9,7 @@ A cursor value read back from the database and reused as a bound of a later quer
 the direction that can only include more rows: a lower bound (`>=`) moves down, an upper bound
 (`<=`) moves up. Rows a padded bound re-includes are rows already handled (deleted, or excluded
 again by the same conditions), so the padding costs nothing and a boundary row can never fall
-through a rounding gap (README, "Purge runbook").
+through a rounding gap (docs/lifecycle.md, "Purge runbook").
 """
 
 from __future__ import annotations

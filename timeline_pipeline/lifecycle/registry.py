@@ -3,7 +3,7 @@
 A store module declares its table's descriptor as a module-level `DESCRIPTOR` (or `DESCRIPTORS`,
 a tuple, when it owns several tables); the registry imports every module of
 `timeline_pipeline.store` and collects them, so a new table is registered by its own module and
-nothing here changes (README, "Data lifecycle"). The owner of a descriptor must be the short name
+nothing here changes (docs/lifecycle.md). The owner of a descriptor must be the short name
 of the module that declared it.
 """
 

@@ -1,2 +1,2 @@
 """Operator-driven maintenance jobs: processors, the job service, the loopback listener and
-the driver (README, "Maintenance jobs")."""
+the driver (docs/maintenance.md)."""

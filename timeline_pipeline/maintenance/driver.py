@@ -1,5 +1,5 @@
-"""The driver of one maintenance job: advance it batch by batch within budgets (README,
-"Maintenance jobs", "Dry-run, then apply").
+"""The driver of one maintenance job: advance it batch by batch within budgets (docs/maintenance.md,
+"Dry-run, then apply").
 
 The same loop serves the `timeline-pipeline maintenance run` command (over HTTP to the loopback
 listener) and the Dagster job (straight to the job service). Its rules:

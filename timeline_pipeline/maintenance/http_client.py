@@ -1,4 +1,4 @@
-"""The driver's HTTP client of the loopback listener (README, "Maintenance jobs")."""
+"""The driver's HTTP client of the loopback listener (docs/maintenance.md)."""
 
 from __future__ import annotations
 

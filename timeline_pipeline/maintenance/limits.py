@@ -1,6 +1,6 @@
 """Operational limits of a job: batch size, delay and the two SQL timeouts. Pure.
 
-The ranges are the README's ("Maintenance jobs", "Pause, tune, resume"): batch 1-5000 rows,
+The ranges are docs/maintenance.md's ( "Pause, tune, resume"): batch 1-5000 rows,
 delay 1-60000 ms, and 1 <= lock timeout <= statement timeout <= 5000 ms. The raw HTTP API
 normalizes an omitted or zero limit to its default; the packaged driver always sends all four.
 """

@@ -1,6 +1,6 @@
 """The maintenance listener's server: a separate FastAPI app (`http.app.create_maintenance_app`,
-routes in `maintenance.routes`) on its own uvicorn server, bound to 127.0.0.1 only (README,
-"Maintenance jobs").
+routes in `maintenance.routes`) on its own uvicorn server, bound to 127.0.0.1 only
+(docs/maintenance.md).
 
 `serve` starts it only when MAINTENANCE_PORT is set; an invalid port or a failed bind disables
 this listener alone, with a logged error, and the receiver runs on. There is deliberately no

@@ -1,4 +1,4 @@
-"""The maintenance listener's routes (README, "Maintenance jobs"): never on the public router;
+"""The maintenance listener's routes (docs/maintenance.md): never on the public router;
 `http.app.create_maintenance_app` builds the separate app that serves them.
 
 `POST /maintenance/jobs`, `GET /maintenance/jobs/{id}`,

@@ -1,5 +1,5 @@
 """The maintenance job service: create, read, advance, pause, configure, resume, cancel
-(README, "Maintenance jobs").
+(docs/maintenance.md).
 
 * Create is idempotent on its key: the same key and the same normalized input return the
   original job; other input under the key conflicts. A job starts as a dry-run unless `apply`

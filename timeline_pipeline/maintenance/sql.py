@@ -1,4 +1,4 @@
-"""The database session rules of one maintenance batch (README, "Maintenance jobs").
+"""The database session rules of one maintenance batch (docs/maintenance.md).
 
 PostgreSQL: the job row is locked NOWAIT and the job's lock and statement timeouts are set for
 the transaction only (`SET LOCAL`). SQLite has neither row locks, NOWAIT nor timeouts, so the

@@ -1,6 +1,7 @@
 """Structured logging: one JSON object per line, carrying ids and reason codes only.
 
-The project's privacy rule (README, "Logs") forbids message bodies and payloads in logs, so call
+The project's privacy rule (docs/http.md, "Logs") forbids message bodies and payloads in logs, so
+call
 sites pass ids and reason codes as fields and never `str(exc)` of an exception that may quote
 its input (a database error can echo the parameters of the failed statement). Everything,
 including uvicorn's and the Lark SDK's standard-library loggers, goes through one handler so

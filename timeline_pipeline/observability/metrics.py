@@ -90,7 +90,7 @@ class ReceiverMetrics:
 
 
 class LifecycleMetrics:
-    """Retention cleanup rows and failures (README, "Metrics"): counted by the process that runs
+    """Retention cleanup rows and failures (docs/metrics.md): counted by the process that runs
     the purge (a Dagster run or `lifecycle run`), labelled by descriptor key and a fixed outcome
     or refusal code, never by an id."""
 
@@ -111,7 +111,7 @@ class LifecycleMetrics:
 
 
 class MaintenanceMetrics:
-    """Counters of the maintenance job service (README, "Maintenance jobs"): label values are
+    """Counters of the maintenance job service (docs/maintenance.md): label values are
     processor types and fixed outcome codes, never job ids."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -133,7 +133,7 @@ class MaintenanceMetrics:
 
 
 class ReviewCardMetrics:
-    """Review cards (README, "Review cards"): callbacks by outcome and refusal reason, answer
+    """Review cards (docs/review-cards.md): callbacks by outcome and refusal reason, answer
     and processing latency, and the gauges the worker refreshes from the database (pending
     cards, callback backlog and its oldest age). Registered on the receiver's registry when
     `serve` runs, so `/metrics` shows both."""

@@ -7,7 +7,7 @@ about the synthesis steps it executes (docs/deployment.md, "What to watch").
   `celery.step.finished`), with the worker, its process, the task and the run ids and the time:
   the worker's own record of how many steps it ran at once.
 
-Only ids, names and times are logged, never a task's arguments (README, "Logs").
+Only ids, names and times are logged, never a task's arguments (docs/http.md, "Logs").
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Dagster: the data lifecycle assets, their checks and their daily schedule (README, "Data
-lifecycle").
+"""Dagster: the data lifecycle assets, their checks and their daily schedule (docs/lifecycle.md).
 
 * `lifecycle_dry_run` materializes what a purge would do now: per descriptor, rows eligible,
   held, purgeable, blocked, and the oldest cursor (read-only).
@@ -52,7 +51,7 @@ MANIFEST_CHECK = "archive_manifest_verifies"
 _FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 
 METRICS = LifecycleMetrics()
-"""The process's retention cleanup counters (README, "Metrics")."""
+"""The process's retention cleanup counters (docs/metrics.md)."""
 
 
 class LifecycleConfig(dg.Config):

@@ -1,4 +1,4 @@
-"""Dagster: maintenance jobs seen from the UI (README, "Maintenance jobs"; docs/maintenance.md).
+"""Dagster: maintenance jobs seen from the UI (docs/maintenance.md; docs/maintenance.md).
 
 Job `maintenance_status_job` shows one maintenance job's status: the run's tags carry its
 status, phase, revision and batches, and the op's output metadata holds the job. It never

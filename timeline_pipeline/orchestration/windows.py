@@ -101,7 +101,7 @@ class WindowSynthesisConfig(dg.Config):
 
 
 class WindowRerunConfig(DriveBudgetConfig):
-    """A `window_rerun` maintenance job and the budgets to drive it with (README,
+    """A `window_rerun` maintenance job and the budgets to drive it with (docs/runbooks.md,
     "Prompt/schema upgrade")."""
 
     workspace_id: str
@@ -174,8 +174,9 @@ def _launchpad_config(partition_key: str) -> Mapping[str, Any]:
 
 
 def synthesis_job_with(executor: dg.ExecutorDefinition) -> UnresolvedAssetJobDefinition:
-    """The synthesis job on the executor the deployment chose in definitions.py (README,
-    docs/deployment.md): in-process by default, Celery workers in a scale-out deployment."""
+    """The synthesis job on the executor the deployment chose in definitions.py
+    (docs/deployment-n-machines.md): in-process by default, Celery workers in a scale-out
+    deployment."""
     return dg.define_asset_job(
         SYNTHESIS_JOB,
         executor_def=executor,

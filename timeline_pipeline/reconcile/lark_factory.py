@@ -1,4 +1,5 @@
-"""Build the product's LarkClient from the validated settings (README, "Lark OpenAPI client").
+"""Build the product's LarkClient from the validated settings (docs/configuration.md, "Lark OpenAPI
+client").
 
 The CLI, the Dagster resource and the benchmark all construct the client here, so page size,
 rate limits, retry attempts and backoff always come from the same configuration keys.

@@ -9,8 +9,8 @@ once every ceil(n / budget) runs instead of the same ones every time.
 
 A thread left out may hold an unseen reply anywhere after it was last listed (after its first
 known message if it never was), so the chat's coverage, which tells window discovery that a
-range is collected, stops there until the thread's turn comes (README, "Lark page fetch
-failure").
+range is collected, stops there until the thread's turn comes (docs/runbooks.md, "Lark page
+fetch failure").
 """
 
 from __future__ import annotations

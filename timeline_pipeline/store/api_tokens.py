@@ -27,7 +27,8 @@ SCOPE_HOLD_RELEASE = "lifecycle:hold:release"
 SCOPES = (SCOPE_TIMELINE_READ, SCOPE_TIMELINE_CURATE, SCOPE_HOLD_CREATE, SCOPE_HOLD_RELEASE)
 DEFAULT_SCOPES = (SCOPE_TIMELINE_READ, SCOPE_TIMELINE_CURATE)
 """What `token create` grants unless told otherwise: the timeline scopes. Creating and
-releasing legal holds are separate scopes, each granted explicitly (README, "Legal holds")."""
+releasing legal holds are separate scopes, each granted explicitly (docs/lifecycle.md, "Legal
+holds")."""
 
 
 class UnknownScope(ValueError):

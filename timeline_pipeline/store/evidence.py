@@ -545,7 +545,7 @@ def occurred_at_param(name: str, value: datetime) -> ColumnElement[Any]:
     return bindparam(name, value, type_=ev.c.occurred_at.type)
 
 
-# --- maintenance processors (README, "Maintenance jobs"): id keyset pages and batch rewrites ---
+# --- maintenance processors (docs/maintenance.md): id keyset pages and batch rewrites ---
 
 
 def id_page(
@@ -795,7 +795,7 @@ DESCRIPTOR = LifecycleDescriptor(
     children=(ChildLink("entries.workspace_timeline_entry_evidence", "evidence_id"),),
     redacts_recalled=True,
     notes=(
-        "Raw chat messages: short retention by default (README, Retention). Evidence that "
-        "supports an entry stays while the entry does (the chain ages as a whole)."
+        "Raw chat messages: short retention by default (docs/lifecycle.md, Retention). Evidence "
+        "that supports an entry stays while the entry does (the chain ages as a whole)."
     ),
 )

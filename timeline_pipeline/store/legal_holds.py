@@ -1,4 +1,4 @@
-"""The legal holds table: the only place with its SQL (README, "Legal holds").
+"""The legal holds table: the only place with its SQL (docs/lifecycle.md, "Legal holds").
 
 A hold is created active and leaves that state only through `release`, a compare-and-set on
 status and revision; its `review_at` is a review date and nothing here ever reads it to release.

@@ -1,7 +1,7 @@
 """The lifecycle runs table: one row per purge run, counts only, never row content.
 
 Counters move in the same transaction as the batch they count, so a run killed mid-way leaves a
-row whose figures are exactly what was deleted (README, "Purge runbook").
+row whose figures are exactly what was deleted (docs/lifecycle.md, "Purge runbook").
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def finish(
 def fail_stale(conn: Connection, *, before: datetime, now: datetime) -> list[int]:
     """Mark failed (`stale_heartbeat`) every `running` run whose heartbeat is older than
     `before`: a run killed mid-way (`kill -9`) never finishes its row, and the next run says so
-    (README, "Purge runbook"). The ids it marked."""
+    (docs/lifecycle.md, "Purge runbook"). The ids it marked."""
     stale = [
         int(r.id)
         for r in conn.execute(

@@ -1,4 +1,4 @@
-"""Maintenance job store: the only SQL of `maintenance_jobs` (README, "Maintenance jobs").
+"""Maintenance job store: the only SQL of `maintenance_jobs` (docs/maintenance.md).
 
 Functions take a Connection so that the job service composes them with a processor's batch in
 one transaction: the data, the checkpoint, the counters and the revision commit together.

@@ -2,7 +2,7 @@
 
 The only module with these tables' SQL. Secrets are stored as SHA-256 hashes only: a link is
 256 random bits that works once within its TTL, a session cookie 256 random bits too, so a plain
-hash makes a leaked table useless (README, "The timeline page"). Redeeming a link is one
+hash makes a leaked table useless (docs/timeline-page.md). Redeeming a link is one
 conditional UPDATE, so two tabs opening the same link cannot both sign in.
 """
 

@@ -249,7 +249,7 @@ FINGERPRINT_SCOPE = timedelta(minutes=30)
 
 A draft merges into an entry with the same category and normalized title that was first
 proposed less than this long before or after it; further apart it is a repeat of the event (a
-second rollback an hour after the first) and gets its own entry. See the README runbook
+second rollback an hour after the first) and gets its own entry. See the runbook in docs/runbooks.md
 "Deduplication of drafts".
 """
 

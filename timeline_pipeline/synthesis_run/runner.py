@@ -375,7 +375,7 @@ class WindowRunner:
                 # Completed when the window yields a material entry: one created, updated, or
                 # given new supporting evidence. Ignored when it yields none, including when
                 # every proposal was already stored unchanged (a replay that finds nothing new):
-                # README, Metrics ("timeline drafts created, updated, ignored, bound").
+                # docs/metrics.md ("timeline drafts created, updated, ignored, bound").
                 material = totals["entries_created"] + totals["entries_updated"]
                 status = (
                     WindowStatus.COMPLETED
@@ -395,7 +395,7 @@ class WindowRunner:
                 )
                 if finished is not None and status is WindowStatus.COMPLETED:
                     # With the window, in its transaction: its drafts' review card is queued
-                    # for the card worker (README, "Review cards"); off unless enabled.
+                    # for the card worker (docs/review-cards.md); off unless enabled.
                     plan_review_card(conn, finished, self.settings, now=self.clock())
             break
         if finished is None:

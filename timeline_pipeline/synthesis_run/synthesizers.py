@@ -1,5 +1,5 @@
 """The synthesizer a deployment's window runs use: Claude when an Anthropic key is set, the
-rule-based one otherwise (README, docs/configuration.md). Built here once for every caller:
+rule-based one otherwise (docs/configuration.md). Built here once for every caller:
 the synthesis asset's resource, the maintenance listener and the rerun job, so that a rerun
 preview runs exactly the synthesizer its apply will."""
 

@@ -1,5 +1,5 @@
 """Who is looking at the timeline page: sign-in links redeemed into sessions, sessions looked up
-and ended (README, "The timeline page"). The routes ask this service, not the stores, so that the
+and ended (docs/timeline-page.md). The routes ask this service, not the stores, so that the
 HTTP layer only translates."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The timeline page's credentials and request checks, as pure functions (README, "The timeline
-page"): secret minting and hashing, the per-session CSRF token, the same-origin check, and
+"""The timeline page's credentials and request checks, as pure functions (docs/timeline-page.md):
+secret minting and hashing, the per-session CSRF token, the same-origin check, and
 whether a cookie must be `Secure`.
 
 The CSRF token is derived from the session secret with HMAC, so it needs no storage and cannot

@@ -1,4 +1,4 @@
-"""The timeline page, served by `serve` under `/ui` (README, "The timeline page").
+"""The timeline page, served by `serve` under `/ui` (docs/timeline-page.md).
 
 * `GET  /ui/sign-in?token=...`: the page a one-time link from `timeline-pipeline ui link` opens,
   with one "Sign in" button; it spends nothing, so a chat's link preview fetching the link does

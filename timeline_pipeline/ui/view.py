@@ -1,5 +1,5 @@
 """What the timeline page shows, computed from the curation views. Pure: views in, plain values
-for the templates out (README, "The timeline page").
+for the templates out (docs/timeline-page.md).
 
 Labels live here, not in the templates, so the page, its tests and the Markdown export agree on
 what an entry is called: the category names are the export's.

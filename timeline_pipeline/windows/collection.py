@@ -1,5 +1,5 @@
 """Whether a window must wait for its chat's collection: the one rule shared by window discovery
-and versioned reruns (README, "Window reruns"; docs/design.md §6). Pure.
+and versioned reruns (docs/dagster.md; docs/design.md §6). Pure.
 
 With reconciliation on, a closed window is taken only once its chat's collection checkpoint
 covers its end, so that messages whose events were lost are in before synthesis reads the

@@ -1,6 +1,6 @@
 """Every mistake an operator can make at the terminal ends as one line on stderr and the
-README's exit code (1 bad input, 2 usage, 3 the database does not answer), never a traceback,
-and writes nothing: no workspace row, no schema, no file (README, Command line)."""
+docs/cli.md's exit code (1 bad input, 2 usage, 3 the database does not answer), never a traceback,
+and writes nothing: no workspace row, no schema, no file (docs/cli.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`timeline-pipeline lifecycle ...` as the README spells it: JSON shapes, one-line refusals."""
+"""`timeline-pipeline lifecycle ...` as docs/cli.md spells it: JSON shapes, one-line refusals."""
 
 from __future__ import annotations
 

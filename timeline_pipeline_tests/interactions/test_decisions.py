@@ -1,4 +1,4 @@
-"""A reviewer's decision on a card is applied as made, or refused (README, "Review cards"), on
+"""A reviewer's decision on a card is applied as made, or refused (docs/review-cards.md), on
 SQLite and PostgreSQL: a click names the revision its card showed, a click on an older one is
 refused with a toast that shows the draft as it is now, decisions admitted after one that
 failed fail with it, every title goes through the curation rules' text check, and a database

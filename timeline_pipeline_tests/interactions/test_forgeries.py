@@ -1,6 +1,6 @@
 """Forged, mismatched and malformed card callbacks are refused with a toast that names the
 reason, answered as a success to Lark (so it does not redeliver), counted by reason, and change
-no row (README, "Review cards"). One card per database serves every case."""
+no row (docs/review-cards.md). One card per database serves every case."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed verification list against real processes (README, "Review cards"): a pending card
+"""Seed verification list against real processes (docs/review-cards.md): a pending card
 still submits after `serve` restarts; two `serve` replicas answering the same click give one
 effect; a worker killed with SIGKILL between admission and execution leaves work that another
 worker recovers once. The local Lark runs in the test; the product runs as its own processes."""

@@ -1,6 +1,6 @@
 """Review cards end to end in one process, on SQLite and PostgreSQL: a card is posted once,
 a curator's click is admitted and applied once through the curation service, and every forged
-or mismatched callback is refused with a toast and changes nothing (README, "Review cards")."""
+or mismatched callback is refused with a toast and changes nothing (docs/review-cards.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Dagster's two instance configurations (README, Dagster).
+"""Dagster's two instance configurations (docs/dagster.md).
 
 The repository root's `dagster.yaml` is what a bare `dagster dev` reads: Dagster's embedded
 storage, no variable needed. `deploy/dagster.yaml` is production: PostgreSQL storage through

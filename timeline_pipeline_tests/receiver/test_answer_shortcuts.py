@@ -1,4 +1,4 @@
-"""What the per-event short cuts of the hot path must not change (README, "HTTP (`serve`)").
+"""What the per-event short cuts of the hot path must not change (docs/http.md).
 
 The accepted answer is sent pre-encoded, metric children are looked up once per label, and the
 debug line of an accepted event is built only when debug is on: the bytes on the wire, every

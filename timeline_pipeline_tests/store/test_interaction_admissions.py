@@ -1,6 +1,6 @@
 """The admission queue's store on SQLite and PostgreSQL: the workspace's admission limit holds
 under concurrent transactions, a repeat is told from a limit, and a failed decision's key is
-freed for the same decision made again (README, "Review cards")."""
+freed for the same decision made again (docs/review-cards.md)."""
 
 from __future__ import annotations
 

@@ -232,7 +232,7 @@ def windows_are_synthesized(d: Deployment) -> None:
                 )
             ).all()
             # A replayed or backfilled window re-finds its entries unchanged: no new material
-            # entry, so it ends `ignored` (README, Metrics); every other one `completed`.
+            # entry, so it ends `ignored` (docs/metrics.md); every other one `completed`.
             assert len(states) == len(incident.windows)
             assert {s.status for s in states} <= {"completed", "ignored"}
             assert any(s.status == "completed" for s in states)

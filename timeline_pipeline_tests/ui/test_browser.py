@@ -3,7 +3,7 @@
 
 Every browser context aborts and records any request that would leave loopback, so each test
 also proves the page needs nothing from elsewhere. The screenshot of the demo's timeline is
-written to `test-results/ui/` (README, "The timeline page").
+written to `test-results/ui/` (docs/timeline-page.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Windows of a workspace that leaves `firing` or ages past the lookback (README, "Windows after
-an incident ends"): eligibility decides what is ingested, not whether stored evidence is
+"""Windows of a workspace that leaves `firing` or ages past the lookback (docs/design.md
+§6): eligibility decides what is ingested, not whether stored evidence is
 synthesized, so every stored AI-eligible evidence row ends covered by a window in a terminal
 status, and stale and failed windows are handled the same in every workspace.
 

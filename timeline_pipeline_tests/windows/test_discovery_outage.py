@@ -1,5 +1,5 @@
 """Discovery during and after an AI outage, and runs that end without claiming their window
-(README, runbooks "AI call failure or outage" and "A run ends without claiming its window").
+(docs/runbooks.md, "AI call failure or outage" and "A run ends without claiming its window").
 
 Each test runs on SQLite and on PostgreSQL; runs are played by the real state transitions.
 """

@@ -1,4 +1,4 @@
-"""The versioned rerun (README "Prompt/schema upgrade"): the `window_rerun` maintenance
+"""The versioned rerun (docs/runbooks.md, "Prompt/schema upgrade"): the `window_rerun` maintenance
 processor creates state rows only for windows discovery would take, because the sensor requests
 every such row as soon as there is room."""
 

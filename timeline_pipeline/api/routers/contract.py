@@ -6,7 +6,7 @@ built on the first request and kept on the app's state.
 `/api/docs` is Swagger UI served by `serve` itself: its script and stylesheet are the files the
 pinned `fastapi-offline` package ships, and the page starts it from a file of this package, so
 the page loads nothing from anywhere else and its Content-Security-Policy allows scripts from
-this origin only (README, "HTTP"; docs/exposure.md says who should reach it at all).
+this origin only (docs/http.md; docs/exposure.md says who should reach it at all).
 """
 
 from __future__ import annotations

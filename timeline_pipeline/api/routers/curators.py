@@ -1,6 +1,6 @@
 """`/api/workspaces/{id}/curators`: who may decide drafts from the chat's review cards.
 
-A card callback counts only from a curator of its workspace (README, "Review cards"), so this
+A card callback counts only from a curator of its workspace (docs/review-cards.md), so this
 list is who can confirm, hide or edit what the chat sees. Reading it takes `timeline:read`;
 changing it `timeline:curate`. Every change is audited (curation/curators.py).
 

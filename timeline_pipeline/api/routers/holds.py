@@ -1,4 +1,4 @@
-"""Legal-hold routes of the API (README, "Legal holds").
+"""Legal-hold routes of the API (docs/lifecycle.md, "Legal holds").
 
 * `POST /api/workspaces/{id}/lifecycle/holds`: place a hold; scope `lifecycle:hold:create`.
 * `POST /api/workspaces/{id}/lifecycle/holds/{hold_id}/release`: release it; scope

@@ -1,5 +1,5 @@
 """`window_rerun`: the explicit, bounded full regeneration of a workspace's windows under a new
-processor version namespace (README, "Window reruns").
+processor version namespace (docs/dagster.md).
 
 After a prompt or schema upgrade the windows are synthesized again as
 `chat/<chat_id>/processor/<version>/window/<start>`: new state rows beside the old ones, which
