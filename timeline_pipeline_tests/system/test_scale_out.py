@@ -103,6 +103,10 @@ SETTINGS_ENV = {
     "TIMELINE_LARK_SYNTHESIS_CHUNK_MAX_ATTEMPTS": "1",
     "TIMELINE_LARK_RETRY_BACKOFF_BASE": "10ms",
     "TIMELINE_LARK_RETRY_BACKOFF_CAP": "20ms",
+    # One window a run, so that the backlog is more runs than the workers have slots and the
+    # queue, the per-worker limit and a lost step are each seen on a run of their own (batches
+    # of windows are the daemon system test's; a batch is one step to a worker all the same).
+    "TIMELINE_LARK_SYNTHESIS_RUN_MAX_WINDOWS": "1",
     # As many lanes as the workers have slots (docs/deployment-n-machines.md, "Limits").
     "TIMELINE_LARK_MAX_CONCURRENT_SYNTHESIS": str(
         next(
