@@ -144,6 +144,18 @@ def images(conn: Connection, job_id: str, fingerprints: Iterable[str]) -> list[P
     return [_row(row) for row in rows]
 
 
+def images_of_job(conn: Connection, job_id: str) -> list[PreviewRow]:
+    """Every entry this preview would create, in the order it would create them: the candidates
+    a draft is re-found among by its evidence when no fingerprint matches
+    (`entries.find_same_evidence`)."""
+    rows = conn.execute(
+        select(pv)
+        .where(pv.c.job_id == job_id, pv.c.kind == PROPOSAL, pv.c.outcome == ADDED)
+        .order_by(pv.c.id)
+    ).all()
+    return [_row(row) for row in rows]
+
+
 def latest_change(
     conn: Connection, job_id: str, *, entry_id: int | None = None, image_id: int | None = None
 ) -> PreviewRow | None:

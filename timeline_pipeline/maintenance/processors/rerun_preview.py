@@ -103,7 +103,10 @@ def _image(row: PreviewRow, latest: PreviewRow | None) -> EntryRow:
         human_edited=False,
         revision=1,
         window_state_id=None,
-        metadata={entries.FIRST_PROPOSED_AT: row.occurred_at.astimezone(UTC).isoformat()},
+        metadata={
+            entries.FIRST_PROPOSED_AT: row.occurred_at.astimezone(UTC).isoformat(),
+            entries.CITED_EVIDENCE: [int(i) for i in row.evidence.get("cited", [])],
+        },
         created_at=row.created_at,
         updated_at=current.created_at,
         evidence_ids=tuple(int(i) for i in current.evidence.get("bound", [])),
@@ -204,12 +207,15 @@ class RerunPreview:
             totals["input_tokens"] += outcome.usage.input_tokens
             totals["output_tokens"] += outcome.usage.output_tokens
             batch_id = f"preview.{job_id[:8]}.c{number}"
+            # What this answer already wrote is never re-found by evidence (as the rerun's own
+            # write path: entries.upsert_drafts): two drafts citing one message are two facts.
+            written: set[int] = set()
             for entry in outcome.entries:
                 draft = draft_write(
                     ref, chunk, entry, outcome, processor=synthesizer.name, batch_id=batch_id
                 )
                 totals["proposals"] += 1
-                self._propose(conn, base, job_id, draft)
+                written.add(self._propose(conn, base, job_id, draft, written))
 
     def _priors(
         self, conn: Connection, base: Mapping[str, Any], job_id: str, evidence_ids: list[int]
@@ -253,10 +259,34 @@ class RerunPreview:
             )
         return found
 
+    def _same_evidence(
+        self, conn: Connection, job_id: str, draft: DraftWrite, written: set[int]
+    ) -> EntryRow | None:
+        """The entry the rerun would re-find by `draft`'s evidence when no fingerprint matches
+        (`entries.find_restated`): a stored one first, as this preview left it, then one the
+        preview would create, in creation order; never one the same answer wrote."""
+        stored = entries.find_same_evidence(conn, draft, exclude={i for i in written if i > 0})
+        if stored is not None:
+            return _overlaid(stored, rerun_previews.latest_change(conn, job_id, entry_id=stored.id))
+        for image in rerun_previews.images_of_job(conn, job_id):
+            candidate = _image(image, rerun_previews.latest_change(conn, job_id, image_id=image.id))
+            if candidate.id not in written and entries.same_evidence(candidate, draft):
+                return candidate
+        return None
+
     def _propose(
-        self, conn: Connection, base: Mapping[str, Any], job_id: str, draft: DraftWrite
-    ) -> None:
+        self,
+        conn: Connection,
+        base: Mapping[str, Any],
+        job_id: str,
+        draft: DraftWrite,
+        written: set[int],
+    ) -> int:
+        """Record what the rerun would do with `draft`; returns the entry it would write (a
+        stored entry's id, or minus the scratch row's id of one it would create)."""
         existing = entries.nearest_entry(self._candidates(conn, job_id, draft), draft)
+        if existing is None:
+            existing = self._same_evidence(conn, job_id, draft, written)
         plan = entries.plan_draft_write(existing, draft)
         cited = sorted({ref.id for ref in draft.evidence})
         values: dict[str, Any] = {
@@ -270,11 +300,10 @@ class RerunPreview:
             "source": draft.source,
         }
         if existing is None:
-            rerun_previews.add(
+            return -rerun_previews.add(
                 conn,
                 {**values, "outcome": "added", "evidence_json": {"cited": cited, "bound": cited}},
             )
-            return
         is_image = existing.id < 0
         target = {
             "entry_id": None if is_image else existing.id,
@@ -308,7 +337,7 @@ class RerunPreview:
                     "evidence_json": evidence,
                 },
             )
-            return
+            return existing.id
         outcome = {
             DraftOutcome.UNCHANGED: "unchanged",
             DraftOutcome.SUPPORTED: "supported",
@@ -319,6 +348,7 @@ class RerunPreview:
             conn,
             {**values, **target, "outcome": outcome, "reason": reason, "evidence_json": evidence},
         )
+        return existing.id
 
     # --- the report ------------------------------------------------------------------------
 
