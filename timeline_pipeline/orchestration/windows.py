@@ -81,6 +81,12 @@ window_partitions = dg.DynamicPartitionsDefinition(name=WINDOW_PARTITIONS)
 _OP_NAME = WINDOW_DRAFTS_KEY.to_python_identifier()
 
 
+def _resolved(value: str | None) -> str | None:
+    """A field's value: Dagster resolves `dg.EnvVar` fields when a run starts, but a resource
+    built outside a run (a probe, a script) still holds the variable's name."""
+    return value.get_value() if isinstance(value, dg.EnvVar) else value
+
+
 class SynthesizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     """Builds the synthesizer: Claude when an Anthropic key is set, the rule-based one otherwise.
 
@@ -92,7 +98,7 @@ class SynthesizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     base_url: str | None = None
 
     def build(self, settings: Settings) -> Synthesizer:
-        return build_synthesizer(settings, self.api_key, self.base_url)
+        return build_synthesizer(settings, _resolved(self.api_key), _resolved(self.base_url))
 
 
 class WindowSynthesisConfig(dg.Config):

@@ -118,12 +118,14 @@ def test_the_kubernetes_example_is_accepted_by_the_loader_and_the_launchers_sche
 @pytest.mark.slow
 @pytest.mark.parametrize(("home", "executor"), [("k8s", "in_process"), ("celery", "celery")])
 def test_dagster_definitions_validate_accepts_each_deployment(
-    home: str, executor: str, tmp_path: Path
+    home: str, executor: str, tmp_path: Path, empty_db_url: str
 ) -> None:
+    """`dagster definitions validate` opens the instance, so its storage is a real (empty)
+    PostgreSQL database here, through the psycopg2 driver the instance files name."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_", "TIMELINE_"))}
     env.update(
         DAGSTER_HOME=str(tmp_path),
-        DAGSTER_PG_URL="postgresql+psycopg2://dagster@db:5432/dagster",
+        DAGSTER_PG_URL=empty_db_url.replace("postgresql+psycopg://", "postgresql+psycopg2://"),
         TIMELINE_JOB_IMAGE="registry.example.com/timeline-pipeline:0.1.0",
         TIMELINE_EXECUTOR=executor,
         TIMELINE_CELERY_BROKER_URL=BROKER,
