@@ -40,7 +40,12 @@ from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn, SimulatorSe
 from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.summary import SUMMARY_JOB, SUMMARY_SENSOR, summary_defs
-from timeline_pipeline.orchestration.windows import DISCOVERY_SENSOR, SYNTHESIS_JOB, window_defs
+from timeline_pipeline.orchestration.windows import (
+    DISCOVERY_SENSOR,
+    SYNTHESIS_JOB,
+    WINDOW_PARTITIONS,
+    window_defs,
+)
 from timeline_pipeline.reconcile.lark_factory import build_client
 from timeline_pipeline.reconcile.planning import Mode
 from timeline_pipeline.reconcile.report import RunReport
@@ -53,6 +58,7 @@ from timeline_pipeline.settings import (
     load_timeline_settings,
 )
 from timeline_pipeline.store import workspaces
+from timeline_pipeline.windows.batches import RANGE_END_TAG, RANGE_START_TAG
 
 DEMO_FLAGS: dict[str, Any] = {
     "enabled": True,
@@ -171,7 +177,21 @@ def _drain(
                 tags=run_request.tags,
                 raise_on_error=False,
             )
-            on_run(run_request.partition_key or "", outcome.success)
+            for key in _requested_keys(instance, run_request):
+                on_run(key, outcome.success)
+
+
+def _requested_keys(instance: dg.DagsterInstance, request: dg.RunRequest) -> list[str]:
+    """The partitions a run request covers: its one key, or the window batch between its range
+    tags (a synthesis run takes several windows: docs/scaling.md), in the order they were added."""
+    if request.partition_key is not None:
+        return [request.partition_key]
+    start = request.tags.get(RANGE_START_TAG)
+    end = request.tags.get(RANGE_END_TAG)
+    if start is None or end is None:
+        return [""]
+    keys = instance.get_dynamic_partitions(WINDOW_PARTITIONS)
+    return list(keys[keys.index(start) : keys.index(end) + 1])
 
 
 def _run_dagster(engine_url: str, home: Path, result: DemoResult, progress: Progress) -> None:
