@@ -89,7 +89,12 @@ Releaser = Annotated[str, Depends(workspace_guard(SCOPE_HOLD_RELEASE))]
     responses={
         **doc(404, "No such workspace."),
         **doc(409, "The Idempotency-Key was used with another body."),
-        **doc(422, "A descriptor without a workspace column (the hold would hold nothing)."),
+        422: {
+            **ERROR_RESPONSES[422],
+            "description": "The body does not match the schema (a list of issues), or the "
+            "descriptor has no workspace column, so the hold would hold nothing "
+            "(`hold_holds_nothing`).",
+        },
     },
     tags=["lifecycle"],
     summary="Place a legal hold (scope lifecycle:hold:create)",
