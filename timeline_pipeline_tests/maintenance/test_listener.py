@@ -3,10 +3,14 @@ disables it alone."""
 
 from __future__ import annotations
 
+import io
+import logging
 import socket
+from collections.abc import Iterator
 
 import httpx
 import pytest
+import structlog
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
@@ -17,6 +21,7 @@ from timeline_pipeline.maintenance.listener import (
     parse_port,
     start_listener,
 )
+from timeline_pipeline.observability.logs import configure_logging
 from timeline_pipeline_tests.maintenance.conftest import Running
 from timeline_pipeline_tests.maintenance.support import seed_evidence, service
 
@@ -136,27 +141,40 @@ def test_the_running_listener_is_unreachable_on_other_addresses(lite_running: Ru
         pass
 
 
+@pytest.fixture
+def logged() -> Iterator[io.StringIO]:
+    """The process's log lines, whatever an earlier test in this worker configured."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    stream = io.StringIO()
+    configure_logging(json=True, stream=stream)
+    try:
+        yield stream
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        structlog.reset_defaults()
+
+
 @pytest.mark.parametrize("raw", ["0", "70000", "abc", "-1", "6061x"])
 def test_an_invalid_port_disables_only_the_listener_with_a_logged_error(
-    raw: str, lite_engine: Engine, capsys: pytest.CaptureFixture[str]
+    raw: str, lite_engine: Engine, logged: io.StringIO
 ) -> None:
     with pytest.raises(ListenerRefused):
         parse_port(raw)
     assert start_listener(service(lite_engine), raw) is None
-    assert "maintenance.listener_disabled" in capsys.readouterr().out
+    assert "maintenance.listener_disabled" in logged.getvalue()
     assert parse_port(None) is None and parse_port(" 6061 ") == 6061
 
 
-def test_a_port_in_use_disables_only_the_listener(
-    lite_engine: Engine, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_port_in_use_disables_only_the_listener(lite_engine: Engine, logged: io.StringIO) -> None:
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)
     try:
         port = taken.getsockname()[1]
         assert start_listener(service(lite_engine), str(port)) is None
-        assert "cannot bind" in capsys.readouterr().out
+        assert "cannot bind" in logged.getvalue()
     finally:
         taken.close()
 
