@@ -87,7 +87,7 @@ pytestmark = [pytest.mark.system, pytest.mark.slow]
 BROKER = "pyamqp://guest:guest@127.0.0.1:5672//"
 WINDOW = timedelta(minutes=10)
 WORKSPACES = 3
-WINDOWS_PER_WORKSPACE = 2
+WINDOWS_PER_WORKSPACE = 4
 MESSAGES_PER_WINDOW = 3
 STALE = "20s"
 HANG_SECONDS = 600.0
