@@ -187,11 +187,16 @@ class LarkTimelineSettings(BaseSettings):
     """Runs at once per workspace; enforced by the `timeline/workspace` limit in
     `dagster.yaml`, keep it equal."""
     synthesis_run_max_windows: int = Field(default=50, ge=1, le=500)
-    """Closed windows one synthesis run takes at most, one after another (a batch of one lane,
-    see docs/scaling.md); 1 gives every window a run of its own."""
-    window_backlog_limit_per_workspace: int = Field(default=50, ge=1)
-    """Windows requested and not finished per workspace; discovery requests no more."""
-    window_backlog_limit_global: int = Field(default=500, ge=1)
+    """Closed windows one synthesis run takes at most when Claude synthesizes, one after
+    another (a batch of one lane, see docs/scaling.md); 1 gives every window a run of its own.
+    At tens of seconds a window, 50 keep a run well inside run monitoring's one-hour limit."""
+    synthesis_run_max_windows_rules: int = Field(default=500, ge=1, le=5000)
+    """The same bound when the rule synthesizer runs (no Anthropic key): a rules window takes
+    tens of milliseconds, so a run's seconds of start-up are only worth paying for hundreds."""
+    window_backlog_limit_per_workspace: int = Field(default=100, ge=1)
+    """Windows requested and not finished per workspace; discovery requests no more. 100 is
+    about 17 hours of one chat: a workspace back from an outage is requested in one tick."""
+    window_backlog_limit_global: int = Field(default=1000, ge=1)
     """Windows requested and not finished in total; not below the per-workspace limit."""
     backlog_alert_windows: int = Field(default=100, ge=1)
     """Asset check `window_backlog_within_limit` fails above this many pending and

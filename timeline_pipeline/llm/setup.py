@@ -12,7 +12,7 @@ from timeline_pipeline.settings import Settings
 if TYPE_CHECKING:
     import anthropic
 
-__all__ = ["ClaudeSetup", "claude_setup"]
+__all__ = ["ClaudeSetup", "claude_setup", "model_key"]
 
 
 @dataclass(frozen=True)
@@ -24,12 +24,17 @@ class ClaudeSetup:
     retry: RetryPolicy
 
 
+def model_key(settings: Settings, api_key: str | None) -> str:
+    """The Anthropic key in use (the given one, else ANTHROPIC_API_KEY); empty: rules run."""
+    return api_key or settings.runtime.anthropic_api_key.get_secret_value()
+
+
 def claude_setup(
     settings: Settings, api_key: str | None, base_url: str | None
 ) -> ClaudeSetup | None:
     """Claude when an Anthropic key is set (ANTHROPIC_API_KEY unless given), else None; the
     model, timeout and retry bounds are the synthesis settings."""
-    key = api_key or settings.runtime.anthropic_api_key.get_secret_value()
+    key = model_key(settings, api_key)
     if not key:
         return None
     from timeline_pipeline.llm.forced_tool import build_claude_client

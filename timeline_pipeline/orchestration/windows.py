@@ -40,6 +40,7 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
 )
 
 from timeline_pipeline.durations import format_duration
+from timeline_pipeline.llm.setup import model_key
 from timeline_pipeline.maintenance.errors import MaintenanceError, OpenJobExists
 from timeline_pipeline.maintenance.limits import Limits, check_limits
 from timeline_pipeline.orchestration.maintenance import DriveBudgetConfig, drive_job
@@ -99,6 +100,14 @@ class SynthesizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     def build(self, settings: Settings) -> Synthesizer:
         return build_synthesizer(settings, _resolved(self.api_key), _resolved(self.base_url))
+
+    def run_max_windows(self, settings: Settings) -> int:
+        """Windows a batch run takes at most: fewer when each is a model call (seconds) than
+        when the rules synthesize (milliseconds); see docs/scaling.md."""
+        timeline = settings.timeline
+        if model_key(settings, _resolved(self.api_key)):
+            return timeline.synthesis_run_max_windows
+        return timeline.synthesis_run_max_windows_rules
 
 
 class WindowSynthesisConfig(dg.Config):
@@ -402,8 +411,10 @@ def evaluate_discovery(
     database: DatabaseResource,
     timeline_settings: TimelineSettingsResource,
     now: datetime | None = None,
+    synthesizer: SynthesizerResource | None = None,
 ) -> dg.SensorResult:
-    settings = timeline_settings.timeline
+    loaded = timeline_settings.load()
+    settings = loaded.timeline
     cursor = DiscoveryCursor.from_json(context.cursor)
     tick = DiscoveryTick(
         database.engine,
@@ -435,7 +446,7 @@ def evaluate_discovery(
     plan = plan_runs(
         [BatchItem(r.ref, r.group, r.tags) for r in requests],
         existing,
-        settings.synthesis_run_max_windows,
+        (synthesizer or SynthesizerResource()).run_max_windows(loaded),
     )
     run_config = {"ops": {_OP_NAME: {"config": {"replay": False}}}}
     by_key = {r.ref.partition_key: r for r in requests}
@@ -492,8 +503,9 @@ def _discovery_sensor(
         context: dg.SensorEvaluationContext,
         database: DatabaseResource,
         timeline_settings: TimelineSettingsResource,
+        synthesizer: SynthesizerResource,
     ) -> dg.SensorResult:
-        return evaluate_discovery(context, database, timeline_settings)
+        return evaluate_discovery(context, database, timeline_settings, synthesizer=synthesizer)
 
     return timeline_window_sensor
 

@@ -81,6 +81,20 @@ def test_production_instance_runs_on_postgresql_with_the_concurrency_limits(
         # the two collection schedules' runs wait for each other instead of skipping a tick
         assert limits[(COLLECTION_TAG, "None")] == 1
         assert _materializes(instance)
+        # The storage holds its connections open (PooledPostgresStorage) instead of opening
+        # one per event: after a run, this process still has connections to the database.
+        assert _connections_to(dagster_pg_url) >= 1
+
+
+def _connections_to(url: str) -> int:
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def test_the_embedded_default_loads_without_any_variable(
@@ -98,7 +112,9 @@ def test_the_embedded_default_loads_without_any_variable(
 def test_both_configurations_carry_the_same_queue_pools_and_limits() -> None:
     embedded, production = _load(EMBEDDED), _load(PRODUCTION)
     assert "storage" not in embedded  # Dagster's default: SQLite in the instance's home
-    assert "postgres" in production.pop("storage")
+    storage = production.pop("storage")["custom"]
+    assert storage["class"] == "PooledPostgresStorage"
+    assert storage["config"]["postgres_url"] == {"env": "DAGSTER_PG_URL"}
     assert embedded == production
     assert {"run_coordinator", "concurrency", "run_monitoring"} <= embedded.keys()
 

@@ -161,6 +161,29 @@ def test_the_sensor_adds_partitions_and_requests_their_runs_in_one_tick(
     assert not again.dynamic_partitions_requests
 
 
+@pytest.mark.parametrize(("model", "expected_runs"), [(False, 1), (True, 2)])
+def test_a_batch_takes_more_windows_when_the_rules_synthesize(
+    db_url: str,
+    engine: Engine,
+    instance: dg.DagsterInstance,
+    monkeypatch: pytest.MonkeyPatch,
+    model: bool,
+    expected_runs: int,
+) -> None:
+    """A run's start-up is worth paying for hundreds of rules windows (milliseconds each) but
+    only for tens of model calls: the same four windows are one run with the rules and two with
+    Claude when the bounds are 4 and 2 (docs/scaling.md)."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("TIMELINE_LARK_SYNTHESIS_RUN_MAX_WINDOWS", "2")
+    monkeypatch.setenv("TIMELINE_LARK_SYNTHESIS_RUN_MAX_WINDOWS_RULES", "4")
+    workspace(engine, created_at=NOW - timedelta(hours=3))
+    post(engine, [W1 + timedelta(minutes=1 + 10 * i) for i in range(4)], text=FACT)
+    synthesizer = SynthesizerResource(api_key="sk-test" if model else None)
+    result = tick(defs_for(db_url, synthesizer), instance)
+    assert len(result.run_requests) == expected_runs
+    assert sum(int(r.tags["timeline/windows"]) for r in result.run_requests) == 4
+
+
 def test_one_window_alone_is_a_run_of_its_partition(
     db_url: str, engine: Engine, instance: dg.DagsterInstance
 ) -> None:
