@@ -89,6 +89,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             "30",
             "--timeout",
             "720",
+            "--steady-minutes",
+            "0",
         ),
     ),
 )

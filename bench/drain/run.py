@@ -19,6 +19,15 @@ waits until every window is terminal. Reported (docs/scaling.md):
 * run launches per window, CPU seconds per window of the daemon's process group (daemon,
   code server, run processes, sampled every half second), the sensor ticks used.
 
+Then the steady state (`--steady-chats`, `--steady-minutes`; 0 minutes skips it): as many
+chats as active incidents, each posting a message every `--steady-post-every` seconds (so
+every chat fills every window: 200 chats are 20 windows a minute), under a fresh daemon for
+that many minutes of wall time, and at least until the windows of the next 10-minute boundary
+have closed and had five minutes (so up to about 18 minutes); every five seconds the oldest
+uncovered age is sampled: how long ago the oldest closed window that has evidence and is not
+yet terminal ended. The targets: under 15 minutes all along (a window waits its close grace and
+the sensor's scan interval, then runs), and every chat's window synthesized in the time.
+
 Self-contained and bounded: its own databases (dropped afterwards), its own daemon (its
 process group stopped on every exit path), `--timeout` seconds for the drain at most.
 """
@@ -40,6 +49,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 from sqlalchemy import func, select
@@ -58,6 +68,7 @@ from timeline_pipeline.windows.keys import WindowRef, window_start_of
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 WINDOW = timedelta(minutes=10)
+MINUTE = timedelta(minutes=1)
 RATE_TARGET = 100.0
 RATIO_TARGET = 0.5
 BACKLOG_TARGET_SECONDS = 300.0
@@ -166,7 +177,15 @@ def in_process_rate(url: str, refs: Sequence[WindowRef]) -> float:
     ]
     for worker in workers:
         worker.start()
-    results = [queue.get(timeout=900) for _ in workers]
+    results: list[Any] = []
+    deadline = time.monotonic() + 900
+    while len(results) < len(workers):
+        try:
+            results.append(queue.get(timeout=1.0))
+        except Empty:
+            crashed = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
+            if crashed or time.monotonic() > deadline:
+                raise RuntimeError(f"in-process baseline: a caller failed ({crashed})") from None
     for worker in workers:
         worker.join(timeout=30)
     statuses = [s for _, _, part in results for s in part]
@@ -222,6 +241,9 @@ class Daemon:
                 break
             except subprocess.TimeoutExpired:
                 continue
+        # The daemon leaving first does not take its code server with it: end the whole group.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
         self._log.close()
 
     def tail(self, lines: int = 15) -> str:
@@ -335,6 +357,158 @@ def drain(product_url: str, dagster_url: str, plan: Scenario, timeout: float) ->
     )
 
 
+# --- the steady state -------------------------------------------------------------------------
+
+
+STEADY_AGE_TARGET_SECONDS = 15 * 60.0
+
+
+@dataclass
+class SteadyFigures:
+    chats: int
+    seconds: float
+    windows: int
+    """Windows that reached a terminal state while the chats posted."""
+    max_age: float
+    """The oldest uncovered age, at its largest over the samples (seconds)."""
+    samples: int
+
+
+def _post(conn: Any, workspace_id: str, chat_id: str, at: datetime, index: int) -> None:
+    line = LINES[index % len(LINES)]
+    message_id = f"om_{hashlib.sha1(f'{chat_id}/{at.isoformat()}'.encode()).hexdigest()[:20]}"
+    evidence.upsert(
+        conn,
+        EvidenceRecord(
+            workspace_id=workspace_id,
+            source=SOURCE_LARK,
+            source_type=SOURCE_TYPE_LARK_MESSAGE,
+            source_key=message_source_key(chat_id, message_id),
+            occurred_at=at,
+            source_updated_at=at,
+            content=line,
+            content_hash=content_hash(line),
+            actor_id="ou_drain_responder",
+            scope_key=chat_id,
+            ai_eligible=True,
+            metadata={"chat_id": chat_id, "message_type": "text"},
+        ),
+    )
+
+
+def oldest_uncovered_age(
+    conn: Any, now: datetime, close_grace: timedelta, *, since: datetime
+) -> float:
+    """Seconds since the oldest closed, non-empty, non-terminal window ended (0: none), of the
+    windows that ended after `since`."""
+    from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+
+    windows: set[tuple[str, datetime]] = set()
+    for workspace_id, occurred_at in conn.execute(select(ev.c.workspace_id, ev.c.occurred_at)):
+        at = occurred_at if occurred_at.tzinfo else occurred_at.replace(tzinfo=UTC)
+        windows.add((workspace_id, window_start_of(at, WINDOW)))
+    done = {
+        (workspace_id, key)
+        for workspace_id, key in conn.execute(
+            select(ss.c.workspace_id, ss.c.source_key).where(
+                ss.c.source_type == "lark_timeline_window", ss.c.status.in_(TERMINAL)
+            )
+        )
+    }
+    ages = [
+        (now - (start + WINDOW)).total_seconds()
+        for workspace_id, start in windows
+        if start + WINDOW + close_grace <= now
+        and start + WINDOW > since
+        and (workspace_id, WindowRef(workspace_id, _chat(workspace_id), start).source_key)
+        not in done
+    ]
+    return max(ages, default=0.0)
+
+
+def _chat(workspace_id: str) -> str:
+    return "oc_" + workspace_id.replace("-", "_")
+
+
+def steady(
+    product_url: str, dagster_url: str, chats: int, minutes: float, post_every: float
+) -> SteadyFigures:
+    """Chats post for `minutes` under the daemon; the oldest uncovered age is sampled."""
+    from timeline_pipeline.settings import load_timeline_settings
+
+    grace = load_timeline_settings(enabled=True).synthesis_window_close_grace
+    engine = make_engine(product_url)
+    upgrade(engine)
+    now = datetime.now(UTC)
+    ids = [f"steady-{c:04d}" for c in range(chats)]
+    with engine.begin() as conn:
+        for workspace_id in ids:
+            workspaces.create(conn, workspace_id, created_at=now - timedelta(hours=1))
+            workspaces.bind_chat(conn, workspace_id, _chat(workspace_id))
+    # Long enough for the windows of at least one boundary to close and be synthesized.
+    boundary = window_start_of(now, WINDOW) + WINDOW
+    ends_at = max(now + timedelta(minutes=minutes), boundary + grace + 5 * MINUTE)
+    max_age = 0.0
+    samples = posted = 0
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-steady-") as scratch,
+        daemon(product_url, dagster_url, Path(scratch)) as running,
+    ):
+        began = time.monotonic()
+        end = began + (ends_at - datetime.now(UTC)).total_seconds()
+        next_post = began
+        while time.monotonic() < end:
+            if time.monotonic() >= next_post:
+                # Every chat posts once per `post_every`, spread over the interval.
+                at = datetime.now(UTC)
+                with engine.begin() as conn:
+                    for workspace_id in ids:
+                        _post(conn, workspace_id, _chat(workspace_id), at, posted)
+                posted += 1
+                next_post += post_every
+            with engine.connect() as conn:
+                max_age = max(
+                    max_age, oldest_uncovered_age(conn, datetime.now(UTC), grace, since=now)
+                )
+            samples += 1
+            if running.process.poll() is not None:
+                raise RuntimeError(f"the daemon exited:\n{running.tail()}")
+            time.sleep(5.0)
+        seconds = time.monotonic() - began
+    with engine.connect() as conn:
+        windows = int(
+            conn.execute(
+                select(func.count()).where(
+                    ss.c.source_type == "lark_timeline_window", ss.c.status.in_(TERMINAL)
+                )
+            ).scalar_one()
+        )
+    engine.dispose()
+    return SteadyFigures(chats, seconds, windows, max_age, samples)
+
+
+def steady_rows(figures: SteadyFigures) -> list[BenchRow]:
+    name = "drain"
+    return [
+        measured(
+            name,
+            f"steady state: oldest uncovered age, largest over {figures.seconds / 60:.0f} min "
+            f"of {figures.chats} chats posting",
+            figures.max_age / 60.0,
+            "min",
+            target=Target("<", STEADY_AGE_TARGET_SECONDS / 60.0, text="< 15 min"),
+        ),
+        measured(
+            name,
+            "steady state: windows synthesized while the chats posted",
+            figures.windows,
+            "windows",
+            # Every chat's window of the boundary the run waits for: the age is not vacuous.
+            target=Target(">=", figures.chats, text=f">= {figures.chats}"),
+        ),
+    ]
+
+
 def rows(figures: DrainFigures, baseline: float, baseline_windows: int) -> list[BenchRow]:
     rate = figures.windows / figures.seconds * 60.0
     name = "drain"
@@ -390,6 +564,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backlog", type=int, default=100)
     parser.add_argument("--baseline-windows", type=int, default=120)
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds for the drain")
+    parser.add_argument("--steady-chats", type=int, default=200)
+    parser.add_argument("--steady-minutes", type=float, default=10.0, help="0: skip it")
+    parser.add_argument("--steady-post-every", type=float, default=120.0, help="seconds")
     add_rows_option(parser)
     args = parser.parse_args(argv)
     if min(args.workspaces, args.windows_per_workspace, args.baseline_windows) < 1:
@@ -414,7 +591,19 @@ def main(argv: list[str] | None = None) -> int:
             args.timeout,
         )
     print(f"daemon: {figures}", flush=True)
-    return finish(rows(figures, baseline, len(sample)), args.rows)
+    results = rows(figures, baseline, len(sample))
+    if args.steady_minutes > 0:
+        with fresh_database() as product_db, fresh_database() as dagster_db:
+            kept = steady(
+                database_url(product_db),
+                database_url(dagster_db, driver="postgresql+psycopg2"),
+                args.steady_chats,
+                args.steady_minutes,
+                args.steady_post_every,
+            )
+        print(f"steady state: {kept}", flush=True)
+        results += steady_rows(kept)
+    return finish(results, args.rows)
 
 
 if __name__ == "__main__":
