@@ -42,10 +42,10 @@ from timeline_pipeline.lark.client import (
     LarkPermissionError,
     LarkTokenError,
 )
+from timeline_pipeline.lark.display_names import DisplayNameCache, fill_missing_display_names
 from timeline_pipeline.lark.message_policy import is_self_message
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage
 from timeline_pipeline.lifecycle import hold_gate
-from timeline_pipeline.receiver.display_names import DisplayNameCache, fill_missing_display_names
 from timeline_pipeline.reconcile.metrics import ReconcileMetrics
 from timeline_pipeline.reconcile.pages import NormalizedPage, normalize_page
 from timeline_pipeline.reconcile.planning import (
