@@ -36,7 +36,7 @@ from timeline_pipeline.interactions.model import (
     Decisions,
     closing_decision,
 )
-from timeline_pipeline.interactions.tokens import MAX_TOKEN_CHARS
+from timeline_pipeline.security.callback_tokens import MAX_TOKEN_CHARS
 
 _ID: Final = re.compile(r"[\x21-\x7e]{1,256}")
 

@@ -31,8 +31,8 @@ from timeline_pipeline.lifecycle.descriptor import (
     RetentionClass,
     Scope,
 )
+from timeline_pipeline.security.credentials import hash_secret, new_secret
 from timeline_pipeline.store import workspaces
-from timeline_pipeline.ui.credentials import hash_secret, new_secret
 
 __all__ = [
     "IssuedLink",

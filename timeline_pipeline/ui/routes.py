@@ -49,10 +49,7 @@ from timeline_pipeline.curation.rules import (
 from timeline_pipeline.curation.service import CurationService, NewEntry, TimelineOutline
 from timeline_pipeline.curation.timeline import EntryView
 from timeline_pipeline.observability.logs import get_logger
-from timeline_pipeline.settings import Settings
-from timeline_pipeline.store.workspaces import WorkspaceNotFound
-from timeline_pipeline.ui.access import PageAccess
-from timeline_pipeline.ui.credentials import (
+from timeline_pipeline.security.credentials import (
     csrf_token,
     csrf_valid,
     expected_origin,
@@ -60,6 +57,9 @@ from timeline_pipeline.ui.credentials import (
     same_origin,
     secure_request,
 )
+from timeline_pipeline.settings import Settings
+from timeline_pipeline.store.workspaces import WorkspaceNotFound
+from timeline_pipeline.ui.access import PageAccess
 from timeline_pipeline.ui.templating import render, static_file
 from timeline_pipeline.ui.view import (
     EntryCard,
