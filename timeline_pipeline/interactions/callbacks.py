@@ -22,6 +22,12 @@ from typing import Any, Final
 
 from timeline_pipeline.curation.errors import InvalidInput
 from timeline_pipeline.curation.rules import check_text
+from timeline_pipeline.domain.card_requests import (
+    CardEntry,
+    CardRequest,
+    Decisions,
+    closing_decision,
+)
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
 from timeline_pipeline.interactions.cards import (
     EDIT_FIELD,
@@ -29,12 +35,6 @@ from timeline_pipeline.interactions.cards import (
     VALUE_ENTRY,
     VALUE_REVISION,
     VALUE_TOKEN,
-)
-from timeline_pipeline.interactions.model import (
-    CardEntry,
-    CardRequest,
-    Decisions,
-    closing_decision,
 )
 from timeline_pipeline.security.callback_tokens import MAX_TOKEN_CHARS
 

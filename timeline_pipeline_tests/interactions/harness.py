@@ -16,8 +16,8 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, func, select
 
 from timeline_pipeline.db.schema import audit_events, interaction_admissions
+from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW, CardEntry, CardRequest
 from timeline_pipeline.interactions.admission import CardAnswer, CardCallbacks
-from timeline_pipeline.interactions.model import KIND_DRAFT_REVIEW, CardEntry, CardRequest
 from timeline_pipeline.interactions.worker import CardWorker
 from timeline_pipeline.lark.cards import LarkCardSender
 from timeline_pipeline.lark.client import LarkClient, LarkClientConfig
