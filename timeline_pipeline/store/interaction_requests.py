@@ -25,13 +25,7 @@ from timeline_pipeline.domain.card_requests import (
     decisions_from_json,
 )
 from timeline_pipeline.domain.interactions import CardStatus, DeliveryStatus
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ChildLink,
     ExecutionMode,
     LegalHoldNote,
@@ -40,6 +34,12 @@ from timeline_pipeline.lifecycle.descriptor import (
     RequiredIndex,
     RetentionClass,
     Scope,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
 )
 
 
