@@ -338,7 +338,7 @@ def serve_demo(engine: Engine, port: int) -> None:
     demo's chat is already stored, so nothing needs to reach it."""
     import uvicorn
 
-    from timeline_pipeline.cli.serve_commands import DEFAULT_GRACEFUL_TIMEOUT_SECONDS, server_config
+    from timeline_pipeline.http.server import DEFAULT_GRACEFUL_TIMEOUT_SECONDS, server_config
 
     settings = Settings(
         load_timeline_settings(**DEMO_FLAGS), _demo_runtime(load_runtime_environment())
