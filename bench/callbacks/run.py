@@ -34,16 +34,16 @@ from bench.table import BenchRow, Target, measured
 from timeline_pipeline.db.engine import make_engine, transaction
 from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.db.schema import interaction_requests
+from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW, CardEntry, CardRequest
 from timeline_pipeline.domain.evidence import EvidenceRecord, content_hash
 from timeline_pipeline.domain.interactions import CardAction
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, message_source_key
 from timeline_pipeline.interactions.cards import action_value
-from timeline_pipeline.interactions.model import KIND_DRAFT_REVIEW, CardEntry, CardRequest
-from timeline_pipeline.interactions.tokens import card_uuid
 from timeline_pipeline.interactions.worker import CardWorker
 from timeline_pipeline.lark.simulator.events import EventIdentity, card_action_event
 from timeline_pipeline.lark.simulator.signing import sign_payload
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.security.callback_tokens import card_uuid
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import entries, evidence, workspaces
 from timeline_pipeline.store import interaction_requests as cards

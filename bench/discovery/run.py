@@ -46,9 +46,9 @@ from bench.database import database_url, fresh_database
 from bench.table import BenchRow, Target, measured
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
+from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.windows import evaluate_discovery
-from timeline_pipeline.windows.keys import window_start_of
 
 MAX_ROWS = 2_000_000
 TARGET_RATIO = 2.0

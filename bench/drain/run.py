@@ -62,8 +62,8 @@ from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.evidence import EvidenceRecord, content_hash
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, message_source_key
+from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.store import evidence, workspaces
-from timeline_pipeline.windows.keys import WindowRef, window_start_of
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -151,10 +151,10 @@ def seed(url: str, refs: Sequence[WindowRef], now: datetime) -> None:
 
 def _worker(url: str, keys: list[str], start_at: float, queue: Any) -> None:
     """One of the two direct callers: the synthesis a run does, without Dagster."""
+    from timeline_pipeline.domain.window_keys import parse_partition_key
     from timeline_pipeline.settings import load_timeline_settings
     from timeline_pipeline.synthesis.rules import RuleSynthesizer
     from timeline_pipeline.synthesis_run.runner import WindowRunner
-    from timeline_pipeline.windows.keys import parse_partition_key
 
     engine = make_engine(url)
     settings = load_timeline_settings(enabled=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bench.quality.gold import ExpectedFact
+from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
 from timeline_pipeline.synthesis.models import (
     Category,
@@ -21,7 +22,6 @@ from timeline_pipeline.synthesis.models import (
     Synthesizer,
 )
 from timeline_pipeline.synthesis.tokens import estimate_total_tokens
-from timeline_pipeline.windows.keys import window_start_of
 
 __all__ = [
     "CategoryScore",

@@ -46,11 +46,11 @@ from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.ingest.eligibility import MANUAL
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.client import LarkClient
+from timeline_pipeline.lark.client_factory import client_config
 from timeline_pipeline.lark.normalize import normalize_list_item
 from timeline_pipeline.lark.simulator import ChatStore, LoopbackUvicorn, make_chat_messages
 from timeline_pipeline.lark.simulator.faults import SimulatorFaults
 from timeline_pipeline.lark.simulator.server import SimulatorState, create_app
-from timeline_pipeline.reconcile.lark_factory import client_config
 from timeline_pipeline.reconcile.planning import Mode
 from timeline_pipeline.reconcile.runner import Reconciler
 from timeline_pipeline.reconcile.targets import Target

@@ -26,6 +26,7 @@ __all__ = [
     "AUTHORIZED_STATE",
     "SCOPES_STATE",
     "TOKEN_STATE",
+    "AuthorizedWorkspace",
     "check_token",
     "request_actor",
     "workspace_guard",
@@ -123,3 +124,7 @@ def workspace_guard(scope: str | None = None) -> Callable[..., str]:
         return workspace_id
 
     return authorized_workspace
+
+
+AuthorizedWorkspace = Annotated[str, Depends(workspace_guard())]
+"""The path's workspace id, once the API's gate let its bearer token pass."""

@@ -35,8 +35,8 @@ from timeline_pipeline.curation.errors import (
     SummaryNotFound,
 )
 from timeline_pipeline.db.engine import DatabaseUnavailable
-from timeline_pipeline.receiver.responses import SafeJSONResponse
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
+from timeline_pipeline.web.responses import SafeJSONResponse
 
 __all__ = [
     "ERROR_RESPONSES",
@@ -116,7 +116,7 @@ def _problem_detail(status_code: int, detail: Any) -> Any:
 
 
 class ProblemResponse(SafeJSONResponse):
-    """An error answer: the app's one safe JSON encoding (receiver/responses.py), so a lone
+    """An error answer: the app's one safe JSON encoding (web/responses.py), so a lone
     surrogate echoed from a client's input cannot turn a refusal into a 500."""
 
 

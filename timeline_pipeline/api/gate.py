@@ -29,8 +29,8 @@ from timeline_pipeline.api.auth import (
 )
 from timeline_pipeline.api.errors import ApiRoute, ProblemResponse, problem_body
 from timeline_pipeline.curation.rules import DETAIL_MAX_CHARS, SUMMARY_MAX_CHARS, TITLE_MAX_CHARS
-from timeline_pipeline.http.deps import get_engine, resolve
-from timeline_pipeline.receiver.body import BodyTooLarge, read_bounded_body
+from timeline_pipeline.web.body import BodyTooLarge, read_bounded_body
+from timeline_pipeline.web.deps import get_engine, resolve
 
 __all__ = ["MAX_BODY_BYTES", "GatedRoute"]
 
@@ -58,7 +58,7 @@ class GatedRoute(ApiRoute):
     """An `ApiRoute` that authorizes from the headers and caps the body before FastAPI runs.
 
     Every router of the API is built with `route_class=GatedRoute`. The token is checked on the
-    app's engine (`http.deps.get_engine`, overridable like any dependency)."""
+    app's engine (`web.deps.get_engine`, overridable like any dependency)."""
 
     max_body_bytes: int = MAX_BODY_BYTES
 

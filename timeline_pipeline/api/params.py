@@ -10,11 +10,11 @@ from typing import Annotated, Any, Final
 from fastapi import Header, Query, status
 from pydantic import WithJsonSchema
 
-from timeline_pipeline.api.cursors import CursorCodec, InvalidCursor
 from timeline_pipeline.api.errors import problem
 from timeline_pipeline.api.models import ErrorOut
 from timeline_pipeline.curation.errors import InvalidInput, StaleRevision
 from timeline_pipeline.curation.rules import revision_from_if_match
+from timeline_pipeline.web.cursors import CursorCodec, InvalidCursor
 
 API_PREFIX: Final = "/api"
 OPENAPI_PATH: Final = "/api/openapi.json"

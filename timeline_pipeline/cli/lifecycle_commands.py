@@ -10,8 +10,8 @@ import click
 from timeline_pipeline.cli.context import AppContext, pass_app
 from timeline_pipeline.cli.output import emit, json_option, jsonable, parse_iso8601
 from timeline_pipeline.db.engine import connection, transaction
+from timeline_pipeline.domain.lifecycle import MAX_BATCH_LIMIT
 from timeline_pipeline.lifecycle.archive import LocalDirectoryArchive, verify_manifest
-from timeline_pipeline.lifecycle.descriptor import MAX_BATCH_LIMIT
 from timeline_pipeline.lifecycle.dry_run import dry_run, read_only
 from timeline_pipeline.lifecycle.engine import PurgeEngine
 from timeline_pipeline.lifecycle.holds import create_hold, release_hold

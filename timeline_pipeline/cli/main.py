@@ -28,7 +28,7 @@ from timeline_pipeline.db.engine import (
 )
 from timeline_pipeline.db.migrate import MigrationError, current_revision, head_revision, upgrade
 from timeline_pipeline.domain.keys import InvalidKey
-from timeline_pipeline.lifecycle.descriptor import UnsafeIdentifier
+from timeline_pipeline.domain.lifecycle import UnsafeIdentifier
 from timeline_pipeline.lifecycle.errors import LifecycleError
 from timeline_pipeline.maintenance.endpoint import cli_actor
 from timeline_pipeline.settings import SettingsError

@@ -83,8 +83,8 @@ def reconcile(
     """
     from timeline_pipeline.db.engine import connection
     from timeline_pipeline.ingest.eligibility import MANUAL
+    from timeline_pipeline.lark.client_factory import LarkNotConfigured, build_client
     from timeline_pipeline.observability.logs import configure_logging
-    from timeline_pipeline.reconcile.lark_factory import build_client
     from timeline_pipeline.reconcile.planning import Mode
     from timeline_pipeline.reconcile.runner import Reconciler
     from timeline_pipeline.reconcile.targets import (
@@ -108,7 +108,7 @@ def reconcile(
         with connection(app.engine) as conn:
             targets = manual_targets(conn, settings.timeline, now, workspace_id, chat_id)
         client = build_client(settings.timeline, settings.runtime)
-    except ReconcileRefused as exc:
+    except (ReconcileRefused, LarkNotConfigured) as exc:
         _fail(str(exc))
     reconciler = Reconciler(
         app.engine, client, settings.timeline, app_id=settings.runtime.lark_app_id

@@ -10,19 +10,15 @@ command runs: every other `timeline-pipeline` command stays fast.
 
 from __future__ import annotations
 
-import logging
 import sys
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import Any, Final, NoReturn
 
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
 from timeline_pipeline.db.migrate import current_revision, head_revision
+from timeline_pipeline.http.server import DEFAULT_GRACEFUL_TIMEOUT_SECONDS, server_config
 
-if TYPE_CHECKING:
-    import uvicorn
-
-DEFAULT_GRACEFUL_TIMEOUT_SECONDS: Final = 30
 GIL_SWITCH_INTERVAL_SECONDS: Final = 0.001
 EXIT_ERROR: Final = 1
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
@@ -151,29 +147,6 @@ def _maintenance_listener(application: Any, app: AppContext, graceful_timeout: i
     )
     service = JobService(app.engine, registry, metrics=metrics)
     return start_listener(service, raw_port, graceful_timeout=graceful_timeout)
-
-
-def server_config(
-    application: Any, *, host: str, port: int, graceful_timeout: int, log_level: str = "info"
-) -> uvicorn.Config:
-    """uvicorn settings of the receiver: our logging, no access log, graceful shutdown.
-
-    The lifespan runs so that the app's shutdown hook flushes the evidence writer after the
-    in-flight requests have finished.
-    """
-    import uvicorn
-
-    return uvicorn.Config(
-        application,
-        host=host,
-        port=port,
-        log_config=None,
-        log_level=logging.getLevelName(log_level.upper()),
-        access_log=False,
-        server_header=False,
-        lifespan="on",
-        timeout_graceful_shutdown=graceful_timeout,
-    )
 
 
 def _fail(message: str) -> NoReturn:

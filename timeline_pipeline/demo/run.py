@@ -30,6 +30,7 @@ from timeline_pipeline.demo.review import ReviewResult, confirm_from_chat
 from timeline_pipeline.demo.scenario import Scenario, demo_end, shifted
 from timeline_pipeline.http.app import create_app
 from timeline_pipeline.ingest.eligibility import AUTOMATIC
+from timeline_pipeline.lark.client_factory import build_client
 from timeline_pipeline.lark.simulator.events import (
     EventIdentity,
     message_recalled_event,
@@ -46,7 +47,6 @@ from timeline_pipeline.orchestration.windows import (
     WINDOW_PARTITIONS,
     window_defs,
 )
-from timeline_pipeline.reconcile.lark_factory import build_client
 from timeline_pipeline.reconcile.planning import Mode
 from timeline_pipeline.reconcile.report import RunReport
 from timeline_pipeline.reconcile.runner import Reconciler
@@ -338,7 +338,7 @@ def serve_demo(engine: Engine, port: int) -> None:
     demo's chat is already stored, so nothing needs to reach it."""
     import uvicorn
 
-    from timeline_pipeline.cli.serve_commands import DEFAULT_GRACEFUL_TIMEOUT_SECONDS, server_config
+    from timeline_pipeline.http.server import DEFAULT_GRACEFUL_TIMEOUT_SECONDS, server_config
 
     settings = Settings(
         load_timeline_settings(**DEMO_FLAGS), _demo_runtime(load_runtime_environment())

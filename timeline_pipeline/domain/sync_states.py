@@ -13,7 +13,18 @@ from typing import Any
 
 from timeline_pipeline.domain.states import WindowStatus
 
-__all__ = ["SyncState", "decode_message_cursor", "encode_message_cursor"]
+__all__ = [
+    "CHECKPOINT_MARKER_KEY",
+    "CHECKPOINT_METADATA_VERSION",
+    "SyncState",
+    "decode_message_cursor",
+    "encode_message_cursor",
+]
+
+CHECKPOINT_MARKER_KEY = "in_progress"
+"""Where a chat checkpoint's `metadata_json` keeps reconciliation's in-progress marker
+(docs/design.md §3); the reconcile store and the planner both read and write it."""
+CHECKPOINT_METADATA_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,16 +4,17 @@
 
 `create_app` builds the resources (http/resources.py: the evidence writer, the binding cache,
 the Lark event service and its handler registry, the curation and evidence services, the cursor
-codec), puts them on `app.state.resources` for the dependencies in http/deps.py, and hands them
+codec), puts them on `app.state.resources` for the dependencies in web/deps.py, and hands them
 to the lifespan, which tears them down once uvicorn has let in-flight requests finish.
 
 Adding a router is one line in `_include_routers`: write a module with a module-level
-`router = APIRouter(...)` whose routes ask for what they need through http/deps.py
+`router = APIRouter(...)` whose routes ask for what they need through web/deps.py
 (`Annotated[..., Depends(...)]` aliases; add a provider there for a new resource), then
 `app.include_router(module.router)`. A router under `/api` goes into api/router.py instead, so
 that it is gated and documented with the API. A new Lark callback type is not a router: it is a
-handler registered in receiver/handlers.py (see receiver/registry.py). A separate app (e.g. a
-maintenance listener) gets its own `create_..._app` here, including only its routers.
+handler registered in receiver/handlers.py (see receiver/registry.py). A separate app (the
+maintenance listener's, maintenance/listener.py) is built by its own package from the web core
+(web/), including only its routers.
 
 Every JSON body, the API's included, is encoded by `SafeJSONResponse`, and the exception
 handlers installed here answer with it too, so that no response can fail to encode. A path that
@@ -42,16 +43,14 @@ from starlette.routing import Match
 from timeline_pipeline.api.router import api_router
 from timeline_pipeline.http import health
 from timeline_pipeline.http.resources import ServeResources, build_resources
-from timeline_pipeline.maintenance import routes as maintenance_routes
-from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.receiver import router as lark_events
 from timeline_pipeline.receiver.bindings import BindingCache
-from timeline_pipeline.receiver.responses import SafeJSONResponse
 from timeline_pipeline.settings import Settings
 from timeline_pipeline.ui import routes as timeline_page
+from timeline_pipeline.web.responses import SafeJSONResponse
 
-__all__ = ["create_app", "create_maintenance_app"]
+__all__ = ["create_app"]
 
 log = get_logger("timeline_pipeline.http")
 
@@ -74,7 +73,7 @@ def create_app(
 
     `registry` receives the app's Prometheus metrics (a fresh one by default); `cursor_secret`
     signs paging cursors (by default TIMELINE_API_CURSOR_SECRET or a random key per process,
-    see api/cursors.py).
+    see web/cursors.py).
     """
     resources = build_resources(
         settings,
@@ -96,22 +95,6 @@ def create_app(
     app.router.redirect_slashes = False  # Starlette's own builds Location from Host
     _install_exception_handlers(app)
     _include_routers(app)
-    return app
-
-
-def create_maintenance_app(service: JobService) -> FastAPI:
-    """The maintenance listener's app (docs/maintenance.md): its own routes only, never
-    the public ones, and none of them on `create_app`'s router; loopback peers only."""
-    app = FastAPI(
-        title="timeline-pipeline maintenance",
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        default_response_class=SafeJSONResponse,
-    )
-    app.state.maintenance = service
-    maintenance_routes.install(app)
-    app.include_router(maintenance_routes.router)
     return app
 
 

@@ -9,8 +9,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from timeline_pipeline.db.engine import DatabaseUnavailable, connection
-from timeline_pipeline.http.deps import EngineDep, MetricsDep
-from timeline_pipeline.receiver.responses import SafeJSONResponse
+from timeline_pipeline.web.deps import EngineDep, MetricsDep
+from timeline_pipeline.web.responses import SafeJSONResponse
 
 router = APIRouter()
 

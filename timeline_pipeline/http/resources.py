@@ -14,7 +14,6 @@ from datetime import datetime
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
-from timeline_pipeline.api.cursors import CursorCodec, cursor_secret
 from timeline_pipeline.curation.evidence import EvidenceService
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.interactions.runtime import ReviewCards
@@ -28,13 +27,14 @@ from timeline_pipeline.receiver.registry import EventHandlerRegistry
 from timeline_pipeline.receiver.service import EventService
 from timeline_pipeline.receiver.verification import CallbackVerifier, Credentials
 from timeline_pipeline.settings import Settings
+from timeline_pipeline.web.cursors import CursorCodec, cursor_secret
 
 __all__ = ["ServeResources", "build_resources"]
 
 
 @dataclass(frozen=True)
 class ServeResources:
-    """Everything the routes use, on `app.state.resources`; reach it through http/deps.py."""
+    """Everything the routes use, on `app.state.resources`; reach it through web/deps.py."""
 
     settings: Settings
     engine: Engine

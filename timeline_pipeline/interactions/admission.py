@@ -29,6 +29,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
 from timeline_pipeline.db.engine import DatabaseUnavailable, transaction
+from timeline_pipeline.domain.card_requests import CardRequest, Decision, pending_count
 from timeline_pipeline.domain.interactions import CardAction
 from timeline_pipeline.interactions.callbacks import (
     Admissible,
@@ -41,7 +42,6 @@ from timeline_pipeline.interactions.callbacks import (
     parse,
     stale_toast,
 )
-from timeline_pipeline.interactions.model import CardRequest, Decision, pending_count
 from timeline_pipeline.interactions.pin_card import draw_card
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics

@@ -22,6 +22,12 @@ from typing import Any, Final
 
 from timeline_pipeline.curation.errors import InvalidInput
 from timeline_pipeline.curation.rules import check_text
+from timeline_pipeline.domain.card_requests import (
+    CardEntry,
+    CardRequest,
+    Decisions,
+    closing_decision,
+)
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
 from timeline_pipeline.interactions.cards import (
     EDIT_FIELD,
@@ -30,13 +36,7 @@ from timeline_pipeline.interactions.cards import (
     VALUE_REVISION,
     VALUE_TOKEN,
 )
-from timeline_pipeline.interactions.model import (
-    CardEntry,
-    CardRequest,
-    Decisions,
-    closing_decision,
-)
-from timeline_pipeline.interactions.tokens import MAX_TOKEN_CHARS
+from timeline_pipeline.security.callback_tokens import MAX_TOKEN_CHARS
 
 _ID: Final = re.compile(r"[\x21-\x7e]{1,256}")
 

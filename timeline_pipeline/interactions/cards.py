@@ -12,14 +12,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from timeline_pipeline.domain.interactions import CardAction, CardStatus
-from timeline_pipeline.interactions.model import (
+from timeline_pipeline.domain.card_requests import (
     CardEntry,
     CardRequest,
     Decision,
     Decisions,
     closing_decision,
 )
+from timeline_pipeline.domain.interactions import CardAction, CardStatus
 
 HEADER_TITLE: Final = "Timeline drafts to review"
 VALUE_TOKEN: Final = "t"  # noqa: S105 - the key under which the token travels

@@ -13,9 +13,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
+from timeline_pipeline.domain.card_requests import CardRequest, Decisions, PinNote
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
 from timeline_pipeline.interactions.cards import action_value, describe, render_card
-from timeline_pipeline.interactions.model import CardRequest, Decisions, PinNote
 
 CATEGORY_ACTION: Final = CardAction.CATEGORY
 

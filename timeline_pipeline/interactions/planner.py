@@ -15,9 +15,9 @@ from typing import Final
 from sqlalchemy import Connection
 
 from timeline_pipeline.curation.rules import CATEGORIES, TITLE_MAX_CHARS
+from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW, CardEntry, CardRequest
 from timeline_pipeline.domain.sync_states import SyncState
-from timeline_pipeline.interactions.model import KIND_DRAFT_REVIEW, CardEntry, CardRequest
-from timeline_pipeline.interactions.tokens import card_uuid
+from timeline_pipeline.security.callback_tokens import card_uuid
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence
 from timeline_pipeline.store import interaction_requests as cards

@@ -16,9 +16,9 @@ from sqlalchemy import Engine
 from timeline_pipeline.interactions.admission import CardCallbacks
 from timeline_pipeline.interactions.worker import CardWorker
 from timeline_pipeline.lark.cards import CardSender, LarkCardSender
+from timeline_pipeline.lark.client_factory import build_client
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
-from timeline_pipeline.reconcile.lark_factory import build_client
 from timeline_pipeline.settings import Settings
 
 log = get_logger("timeline_pipeline.interactions")

@@ -36,8 +36,8 @@ from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.curation.timeline import EntryView
 from timeline_pipeline.db.engine import transaction
+from timeline_pipeline.domain.card_requests import CardRequest, Decision, all_closed, pending_count
 from timeline_pipeline.domain.interactions import AdmissionStatus, CardAction, CardStatus
-from timeline_pipeline.interactions.model import CardRequest, Decision, all_closed, pending_count
 from timeline_pipeline.interactions.pin_card import draw_card
 from timeline_pipeline.lark.cards import CardSender
 from timeline_pipeline.lark.client import LarkApiError

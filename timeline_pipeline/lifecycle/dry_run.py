@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, select, text
 
 from timeline_pipeline.db.engine import connection
-from timeline_pipeline.lifecycle.descriptor import LifecycleDescriptor
+from timeline_pipeline.domain.lifecycle import LifecycleDescriptor
 from timeline_pipeline.lifecycle.hold_gate import held_workspaces
 from timeline_pipeline.lifecycle.plan import RetentionPlan, build_plan
 from timeline_pipeline.lifecycle.queries import (

@@ -39,12 +39,12 @@ from sqlalchemy import Connection, Engine, delete, func, select, text
 from sqlalchemy.exc import IntegrityError
 
 from timeline_pipeline.db.engine import transaction
-from timeline_pipeline.lifecycle.archive import ArchivePort
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     DeletionMode,
     LifecycleDescriptor,
     safe_identifier,
 )
+from timeline_pipeline.lifecycle.archive import ArchivePort
 from timeline_pipeline.lifecycle.errors import (
     DeletionModeRefused,
     LegalHoldActive,

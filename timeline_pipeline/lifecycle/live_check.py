@@ -15,7 +15,7 @@ from typing import Final
 from sqlalchemy import Connection, inspect, text
 
 from timeline_pipeline.db.schema import metadata
-from timeline_pipeline.lifecycle.descriptor import LifecycleDescriptor, RegistryError
+from timeline_pipeline.domain.lifecycle import LifecycleDescriptor, RegistryError
 from timeline_pipeline.lifecycle.registry import check_declarations, declarations
 
 

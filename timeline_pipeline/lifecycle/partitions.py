@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from timeline_pipeline.domain.keys import SOURCE_TYPE_WINDOW
-from timeline_pipeline.windows.keys import WindowRef
+from timeline_pipeline.domain.window_keys import WindowRef
 
 
 def window_partition_keys(rows: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from timeline_pipeline.lifecycle.descriptor import LifecycleDescriptor
+from timeline_pipeline.domain.lifecycle import LifecycleDescriptor
 from timeline_pipeline.lifecycle.errors import InvalidLifecycleInput, RetentionOverrideOutOfRange
 
 CURSOR_SAFETY_MARGIN: Final = timedelta(milliseconds=1)

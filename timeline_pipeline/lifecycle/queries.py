@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Table, exists, false, not_, or_
 
 from timeline_pipeline.db.schema import metadata
-from timeline_pipeline.lifecycle.descriptor import LifecycleDescriptor, safe_identifier
+from timeline_pipeline.domain.lifecycle import LifecycleDescriptor, safe_identifier
 from timeline_pipeline.lifecycle.errors import InvalidLifecycleInput
 from timeline_pipeline.lifecycle.plan import RetentionPlan
 from timeline_pipeline.lifecycle.registry import Registry

@@ -18,7 +18,7 @@ from datetime import timedelta
 from types import ModuleType
 from typing import Final
 
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     LifecycleDescriptor,
     RegistryError,
     validate_descriptor,

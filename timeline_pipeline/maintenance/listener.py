@@ -1,4 +1,4 @@
-"""The maintenance listener's server: a separate FastAPI app (`http.app.create_maintenance_app`,
+"""The maintenance listener's server: a separate FastAPI app (`create_maintenance_app`,
 routes in `maintenance.routes`) on its own uvicorn server, bound to 127.0.0.1 only
 (docs/maintenance.md).
 
@@ -18,7 +18,7 @@ import threading
 
 from fastapi import FastAPI
 
-from timeline_pipeline.http.app import create_maintenance_app
+from timeline_pipeline.maintenance import routes as maintenance_routes
 from timeline_pipeline.maintenance.endpoint import (
     LOOPBACK_HOST,
     ListenerRefused,
@@ -26,8 +26,25 @@ from timeline_pipeline.maintenance.endpoint import (
 )
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.observability.logs import get_logger
+from timeline_pipeline.web.responses import SafeJSONResponse
 
 log = get_logger("timeline_pipeline.maintenance.listener")
+
+
+def create_maintenance_app(service: JobService) -> FastAPI:
+    """The maintenance listener's app (docs/maintenance.md): its own routes only, never
+    the public ones, and none of them on `create_app`'s router; loopback peers only."""
+    app = FastAPI(
+        title="timeline-pipeline maintenance",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        default_response_class=SafeJSONResponse,
+    )
+    app.state.maintenance = service
+    maintenance_routes.install(app)
+    app.include_router(maintenance_routes.router)
+    return app
 
 
 def loopback_socket(port: int, host: str = LOOPBACK_HOST) -> socket.socket:

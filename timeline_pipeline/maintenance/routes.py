@@ -1,5 +1,5 @@
 """The maintenance listener's routes (docs/maintenance.md): never on the public router;
-`http.app.create_maintenance_app` builds the separate app that serves them.
+`maintenance.listener.create_maintenance_app` builds the separate app that serves them.
 
 `POST /maintenance/jobs`, `GET /maintenance/jobs/{id}`,
 `POST /maintenance/jobs/{id}/{action}` with `{"revision": N}` (configure also `options`).
@@ -37,7 +37,7 @@ from timeline_pipeline.maintenance.errors import MaintenanceError, TooEarly
 from timeline_pipeline.maintenance.limits import parse_limits
 from timeline_pipeline.maintenance.service import UNATTRIBUTED, JobService, job_json
 from timeline_pipeline.observability.logs import get_logger
-from timeline_pipeline.receiver.responses import SafeJSONResponse
+from timeline_pipeline.web.responses import SafeJSONResponse
 
 log = get_logger("timeline_pipeline.maintenance.routes")
 

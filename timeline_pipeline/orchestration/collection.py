@@ -72,7 +72,7 @@ class LarkClientResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     def build(self, settings: Settings) -> "LarkClient":
         from timeline_pipeline.lark.client import LarkClient
-        from timeline_pipeline.reconcile.lark_factory import client_config
+        from timeline_pipeline.lark.client_factory import client_config
 
         runtime = settings.runtime
         return LarkClient(
@@ -99,11 +99,12 @@ class ManualReconcileConfig(dg.Config):
 def _reconciler(
     database: DatabaseResource, settings: Settings, lark: LarkClientResource
 ) -> "Reconciler":
+    from timeline_pipeline.lark.client_factory import LarkNotConfigured
     from timeline_pipeline.reconcile.runner import Reconciler
 
     try:
         client = lark.build(settings)
-    except ReconcileRefused as exc:
+    except (ReconcileRefused, LarkNotConfigured) as exc:
         raise dg.Failure(description=str(exc)) from None
     return Reconciler(
         database.engine, client, settings.timeline, app_id=lark.resolved_app_id(settings)

@@ -1,7 +1,7 @@
 """Dagster: window partitions, the discovery sensor, the synthesis asset and the rerun job.
 
 * `timeline_windows` is a DynamicPartitionsDefinition: each non-empty window is a partition
-  keyed `<workspace>:<chat>:<YYYYMMDDTHHMMZ>[:<processor version>]` (`windows.keys`).
+  keyed `<workspace>:<chat>:<YYYYMMDDTHHMMZ>[:<processor version>]` (`domain.window_keys`).
 * `timeline_window_sensor` discovers closed, uncovered windows (`windows.discovery`), adds their
   partitions and requests their runs in the same tick, oldest first, within the backlog limits.
 * `timeline_window_drafts` synthesizes one window partition (`synthesis_run.runner`); its
@@ -39,6 +39,7 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
 )
 
+from timeline_pipeline.domain.window_keys import InvalidPartitionKey, WindowRef, parse_partition_key
 from timeline_pipeline.durations import format_duration
 from timeline_pipeline.llm.setup import model_key
 from timeline_pipeline.maintenance.errors import MaintenanceError, OpenJobExists
@@ -61,7 +62,6 @@ from timeline_pipeline.windows.batches import (
     plan_runs,
 )
 from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup
-from timeline_pipeline.windows.keys import InvalidPartitionKey, WindowRef, parse_partition_key
 from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE, DiscoveryCursor
 
 WINDOW_PARTITIONS = "timeline_windows"

@@ -8,9 +8,9 @@ from datetime import datetime
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
+from timeline_pipeline.lark.client_factory import build_client
 from timeline_pipeline.observability.metrics import PinMetrics
 from timeline_pipeline.pins.service import MessageSource, PinService
-from timeline_pipeline.reconcile.lark_factory import build_client
 from timeline_pipeline.settings import Settings
 
 

@@ -31,6 +31,7 @@ from sqlalchemy import Connection, Engine
 from timeline_pipeline.curation.rules import CATEGORIES, DETAIL_MAX_CHARS, TITLE_MAX_CHARS, Action
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.db.engine import transaction
+from timeline_pipeline.domain.card_requests import KIND_CHAT_PIN, CardEntry, CardRequest, PinNote
 from timeline_pipeline.domain.evidence import EvidenceRow
 from timeline_pipeline.domain.keys import (
     SOURCE_LARK,
@@ -40,7 +41,6 @@ from timeline_pipeline.domain.keys import (
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import ingestion_start, workspace_skip
 from timeline_pipeline.ingest.writer import ingest
-from timeline_pipeline.interactions.model import KIND_CHAT_PIN, CardEntry, CardRequest, PinNote
 from timeline_pipeline.lark.client import LarkApiError
 from timeline_pipeline.lark.normalize import MalformedMessageError, normalize_list_item
 from timeline_pipeline.observability.logs import get_logger

@@ -20,6 +20,7 @@ from typing import Any, Final
 from sqlalchemy import Connection
 
 from timeline_pipeline.domain.workspaces import Workspace
+from timeline_pipeline.ingest import recall
 from timeline_pipeline.ingest.eligibility import chat_skip, message_skip, sender_skip
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.message_policy import is_self_message
@@ -32,7 +33,7 @@ from timeline_pipeline.lark.normalize import (
     normalize_event_message,
 )
 from timeline_pipeline.pins.reactions import MalformedReaction, Reaction, read_reaction
-from timeline_pipeline.receiver import event_types, recall
+from timeline_pipeline.receiver import event_types
 from timeline_pipeline.receiver.batching import GroupWriter
 from timeline_pipeline.receiver.bindings import BindingCache
 from timeline_pipeline.receiver.outcomes import Reason, Rejected

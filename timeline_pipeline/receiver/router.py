@@ -6,7 +6,7 @@ a large body is handed to the thread pool instead so it cannot stall other reque
 writes go to the group-commit writer, and the answer is sent once the write is committed.
 
 A plain Starlette route: FastAPI's dependency solving would cost more than verification, so
-the service comes from `http.deps.resolve` (which honours `app.dependency_overrides`). Which
+the service comes from `web.deps.resolve` (which honours `app.dependency_overrides`). Which
 event type does what is the handler registry's business (receiver/registry.py), not this
 route's.
 """
@@ -15,25 +15,31 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import Final
+from typing import Final, cast
 
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from timeline_pipeline.http.deps import get_event_service, get_settings, resolve
-from timeline_pipeline.receiver.body import BodyTooLarge, read_bounded_body
 from timeline_pipeline.receiver.outcomes import ACCEPTED, Reply
-from timeline_pipeline.receiver.responses import SafeJSONResponse, encode_json
 from timeline_pipeline.receiver.service import BlockingStep, EventService
+from timeline_pipeline.web.body import BodyTooLarge, read_bounded_body
+from timeline_pipeline.web.deps import get_settings, resolve
+from timeline_pipeline.web.responses import SafeJSONResponse, encode_json
 
-__all__ = ["EVENTS_PATH", "INLINE_BODY_BYTES", "router"]
+__all__ = ["EVENTS_PATH", "INLINE_BODY_BYTES", "get_event_service", "router"]
 
 EVENTS_PATH: Final = "/lark/events"
 INLINE_BODY_BYTES: Final = 64 * 1024
 """Bodies up to this size are verified on the event loop; larger ones in the thread pool."""
 _ACCEPTED_BODY: Final = encode_json(ACCEPTED.body)
 """The common answer, encoded once: the same bytes `SafeJSONResponse` would render."""
+
+
+def get_event_service(request: Request) -> EventService:
+    """The app's Lark event service (`ServeResources.events`, http/resources.py); a test
+    overrides it through `app.dependency_overrides` like any provider of web/deps.py."""
+    return cast(EventService, request.app.state.resources.events)
 
 
 async def lark_events(request: Request) -> Response:

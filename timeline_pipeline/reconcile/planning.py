@@ -21,11 +21,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from timeline_pipeline.domain.sync_states import decode_message_cursor, encode_message_cursor
+from timeline_pipeline.domain.sync_states import (
+    CHECKPOINT_MARKER_KEY,
+    decode_message_cursor,
+    encode_message_cursor,
+)
 from timeline_pipeline.settings import LarkTimelineSettings
 
-MARKER_KEY = "in_progress"
-METADATA_VERSION = 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -139,7 +141,9 @@ class CheckpointView:
                 high_water = MessageKey.decode(cursor)
             except ValueError:
                 high_water = None  # unreadable: fall back to the safer, longer range
-        return cls(high_water, covered_until, Progress.from_json(metadata.get(MARKER_KEY)))
+        return cls(
+            high_water, covered_until, Progress.from_json(metadata.get(CHECKPOINT_MARKER_KEY))
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,11 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from timeline_pipeline.db.engine import DatabaseUnavailable, transaction
-from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.sync_states import (
+    CHECKPOINT_MARKER_KEY,
+    CHECKPOINT_METADATA_VERSION,
+    SyncState,
+)
 from timeline_pipeline.ingest.eligibility import Scope
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.client import (
@@ -42,15 +46,13 @@ from timeline_pipeline.lark.client import (
     LarkPermissionError,
     LarkTokenError,
 )
+from timeline_pipeline.lark.display_names import DisplayNameCache, fill_missing_display_names
 from timeline_pipeline.lark.message_policy import is_self_message
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage
 from timeline_pipeline.lifecycle import hold_gate
-from timeline_pipeline.receiver.display_names import DisplayNameCache, fill_missing_display_names
 from timeline_pipeline.reconcile.metrics import ReconcileMetrics
 from timeline_pipeline.reconcile.pages import NormalizedPage, normalize_page
 from timeline_pipeline.reconcile.planning import (
-    MARKER_KEY,
-    METADATA_VERSION,
     CheckpointView,
     MessageKey,
     Mode,
@@ -413,8 +415,8 @@ class _ChatRun:
             "threads_skipped": self.report.threads_skipped,
         }
         metadata: dict[str, object] = {
-            "version": METADATA_VERSION,
-            MARKER_KEY: None,
+            "version": CHECKPOINT_METADATA_VERSION,
+            CHECKPOINT_MARKER_KEY: None,
             "last_run": last_run,
         }
         if plan.kind is not RangeKind.INCREMENTAL and plan.resumed_from is None:

@@ -12,19 +12,19 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import audit_events
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_PARTITIONED,
-    archive_on_request,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ExecutionMode,
     LegalHoldNote,
     LifecycleDescriptor,
     RequiredIndex,
     RetentionClass,
     Scope,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
 )
 
 __all__ = ["CRITICAL", "INFO", "audit_curation", "events_for"]

@@ -19,19 +19,19 @@ from sqlalchemy.engine import Row
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import timeline_chat_pins as pins
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ExecutionMode,
     LegalHoldNote,
     LifecycleDescriptor,
     RequiredIndex,
     RetentionClass,
     Scope,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
 )
 
 PINNED: Final = "pinned"

@@ -39,13 +39,7 @@ from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_PARTITIONED,
-    archive_on_request,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ChildLink,
     ExecutionMode,
     LegalHoldNote,
@@ -54,6 +48,12 @@ from timeline_pipeline.lifecycle.descriptor import (
     RequiredIndex,
     RetentionClass,
     Scope,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
 )
 from timeline_pipeline.store.sync_states import SummaryWindow
 

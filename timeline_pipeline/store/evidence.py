@@ -48,13 +48,7 @@ from timeline_pipeline.domain.evidence import (
     UpsertSummary,
 )
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_PARTITIONED,
-    archive_on_request,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ChildLink,
     ExecutionMode,
     LegalHoldNote,
@@ -62,6 +56,12 @@ from timeline_pipeline.lifecycle.descriptor import (
     RequiredIndex,
     RetentionClass,
     Scope,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
 )
 
 

@@ -28,13 +28,7 @@ from timeline_pipeline.domain.interactions import (
     AdmissionStatus,
     CardAction,
 )
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ExecutionMode,
     LegalHoldNote,
     LifecycleDescriptor,
@@ -42,6 +36,12 @@ from timeline_pipeline.lifecycle.descriptor import (
     RequiredIndex,
     RetentionClass,
     Scope,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
 )
 
 _WORKING = [s.value for s in WORKING_ADMISSION_STATUSES]

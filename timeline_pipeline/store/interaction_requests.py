@@ -18,20 +18,14 @@ from sqlalchemy.engine import Row
 from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each
 from timeline_pipeline.db.schema import interaction_requests as ir
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.domain.interactions import CardStatus, DeliveryStatus
-from timeline_pipeline.interactions.model import (
+from timeline_pipeline.domain.card_requests import (
     CardRequest,
     Decisions,
     decisions_as_json,
     decisions_from_json,
 )
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.interactions import CardStatus, DeliveryStatus
+from timeline_pipeline.domain.lifecycle import (
     ChildLink,
     ExecutionMode,
     LegalHoldNote,
@@ -40,6 +34,12 @@ from timeline_pipeline.lifecycle.descriptor import (
     RequiredIndex,
     RetentionClass,
     Scope,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
 )
 
 

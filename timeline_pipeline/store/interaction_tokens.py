@@ -7,14 +7,7 @@ from datetime import datetime
 from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import interaction_tokens as it
-from timeline_pipeline.interactions.tokens import new_token, token_hash
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     DelegatedPurge,
     ExecutionMode,
     LegalHoldNote,
@@ -23,6 +16,13 @@ from timeline_pipeline.lifecycle.descriptor import (
     RetentionClass,
     Scope,
 )
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.security.callback_tokens import new_token, token_hash
 
 
 def issue(conn: Connection, request_id: int, *, now: datetime) -> str:

@@ -13,13 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from timeline_pipeline.db.schema import lifecycle_runs as lr
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_PARTITIONED,
-    archive_on_request,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ExecutionMode,
     LegalHoldNote,
     LifecycleDescriptor,
@@ -27,6 +21,12 @@ from timeline_pipeline.lifecycle.descriptor import (
     RequiredIndex,
     RetentionClass,
     Scope,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
 )
 
 COUNTERS = ("scanned", "held", "archived", "purged", "redacted", "batches")

@@ -20,14 +20,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import maintenance_jobs as mj
-from timeline_pipeline.domain.maintenance import OPEN_MAINTENANCE_STATUSES
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ExecutionMode,
     LegalHoldNote,
     LifecycleDescriptor,
@@ -36,6 +29,13 @@ from timeline_pipeline.lifecycle.descriptor import (
     RetentionClass,
     Scope,
 )
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.domain.maintenance import OPEN_MAINTENANCE_STATUSES
 
 LOCK_NOT_AVAILABLE = "55P03"
 

@@ -13,8 +13,7 @@ from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import workspace_timeline_reconcile_threads as rt
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.lifecycle.declare import BACKUP_NOTES, HARD_DELETE, NOT_ARCHIVED
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     DelegatedPurge,
     ExecutionMode,
     LegalHoldNote,
@@ -24,6 +23,7 @@ from timeline_pipeline.lifecycle.descriptor import (
     RetentionClass,
     Scope,
 )
+from timeline_pipeline.domain.lifecycle_declare import BACKUP_NOTES, HARD_DELETE, NOT_ARCHIVED
 
 __all__ = ["mark_thread_listed", "prune_thread_listings", "threads_last_listed"]
 

@@ -16,13 +16,7 @@ from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import lifecycle_retired_partitions as rp
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ExecutionMode,
     LegalHoldNote,
     LifecycleDescriptor,
@@ -30,6 +24,12 @@ from timeline_pipeline.lifecycle.descriptor import (
     RequiredIndex,
     RetentionClass,
     Scope,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
 )
 
 PENDING = "pending"

@@ -17,19 +17,19 @@ from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_PARTITIONED,
-    archive_on_request,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ExecutionMode,
     LegalHoldNote,
     LifecycleDescriptor,
     RequiredIndex,
     RetentionClass,
     Scope,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_PARTITIONED,
+    archive_on_request,
 )
 
 __all__ = [

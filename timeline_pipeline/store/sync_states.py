@@ -51,22 +51,7 @@ from timeline_pipeline.domain.keys import (
     format_window_start,
     window_source_key,
 )
-from timeline_pipeline.domain.states import (
-    BACKLOG_WINDOW_STATUSES,
-    TERMINAL_WINDOW_STATUSES,
-    CheckpointStatus,
-    WindowStatus,
-)
-from timeline_pipeline.domain.sync_states import (
-    SyncState,
-)
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ExecutionMode,
     LegalHoldNote,
     LifecycleDescriptor,
@@ -75,7 +60,23 @@ from timeline_pipeline.lifecycle.descriptor import (
     RetentionClass,
     Scope,
 )
-from timeline_pipeline.reconcile.planning import MARKER_KEY, METADATA_VERSION
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.domain.states import (
+    BACKLOG_WINDOW_STATUSES,
+    TERMINAL_WINDOW_STATUSES,
+    CheckpointStatus,
+    WindowStatus,
+)
+from timeline_pipeline.domain.sync_states import (
+    CHECKPOINT_MARKER_KEY,
+    CHECKPOINT_METADATA_VERSION,
+    SyncState,
+)
 from timeline_pipeline.store import evidence
 
 MAX_ERROR_CHARS = 1000
@@ -751,7 +752,11 @@ def record_progress(
     The high-water mark (`last_seen_cursor`, `last_seen_updated_at`) is deliberately untouched:
     it moves only in `advance_checkpoint`, once the whole range is committed (docs/design.md §3).
     """
-    metadata = {**state.metadata, "version": METADATA_VERSION, MARKER_KEY: marker}
+    metadata = {
+        **state.metadata,
+        "version": CHECKPOINT_METADATA_VERSION,
+        CHECKPOINT_MARKER_KEY: marker,
+    }
     started = state.processing_started_at if state.status == "processing" else now
     result = conn.execute(
         ss.update()

@@ -16,13 +16,7 @@ from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import ui_sessions as ses
 from timeline_pipeline.db.schema import ui_signin_links as links
-from timeline_pipeline.lifecycle.declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ChildLink,
     ExecutionMode,
     LegalHoldNote,
@@ -31,8 +25,14 @@ from timeline_pipeline.lifecycle.descriptor import (
     RetentionClass,
     Scope,
 )
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+)
+from timeline_pipeline.security.credentials import hash_secret, new_secret
 from timeline_pipeline.store import workspaces
-from timeline_pipeline.ui.credentials import hash_secret, new_secret
 
 __all__ = [
     "IssuedLink",

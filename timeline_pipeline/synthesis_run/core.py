@@ -27,6 +27,7 @@ from timeline_pipeline.domain.keys import (
     SOURCE_TYPE_LARK_MESSAGE,
     message_source_key,
 )
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence
@@ -45,7 +46,6 @@ from timeline_pipeline.synthesis.models import (
 from timeline_pipeline.synthesis_run.bounds import chunk_limits
 from timeline_pipeline.synthesis_run.drafts import evidence_item
 from timeline_pipeline.synthesis_run.failures import ChunkFailure, bounded
-from timeline_pipeline.windows.keys import WindowRef
 
 __all__ = [
     "MAX_CONTEXT_ROWS",

@@ -4,6 +4,7 @@ them, and validated drafts as the entries store writes them, with their AI prove
 from __future__ import annotations
 
 from timeline_pipeline.domain.evidence import EvidenceRow
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.store.entries import DraftWrite, EvidenceRef
 from timeline_pipeline.synthesis.models import (
     FINGERPRINT_SCOPE,
@@ -14,7 +15,6 @@ from timeline_pipeline.synthesis.models import (
     draft_fingerprint,
     nearby_fingerprints,
 )
-from timeline_pipeline.windows.keys import WindowRef
 
 __all__ = ["draft_write", "evidence_item"]
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from timeline_pipeline.domain.window_keys import decode_window_cursor
 from timeline_pipeline.synthesis.models import EvidenceItem
-from timeline_pipeline.windows.keys import decode_window_cursor
 
 __all__ = [
     "MAX_LISTED_EVIDENCE_IDS",

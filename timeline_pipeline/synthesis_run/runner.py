@@ -28,6 +28,7 @@ from sqlalchemy import Connection, Engine
 from timeline_pipeline.domain.evidence import EvidenceRow
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
 from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.window_keys import WindowRef, encode_window_cursor
 from timeline_pipeline.interactions.planner import plan_review_card
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
@@ -55,7 +56,6 @@ from timeline_pipeline.synthesis_run.lineage import (
     late_lineage,
     plan_resume,
 )
-from timeline_pipeline.windows.keys import WindowRef, encode_window_cursor
 from timeline_pipeline.windows.planning import outage_backoff
 
 __all__ = ["ModelUnavailable", "RunStatus", "WindowRunReport", "WindowRunner"]

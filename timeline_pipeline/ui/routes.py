@@ -31,7 +31,6 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from timeline_pipeline.api.cursors import CursorCodec, InvalidCursor
 from timeline_pipeline.curation.errors import (
     CurationError,
     EntryNotFound,
@@ -49,19 +48,8 @@ from timeline_pipeline.curation.rules import (
 )
 from timeline_pipeline.curation.service import CurationService, NewEntry, TimelineOutline
 from timeline_pipeline.curation.timeline import EntryView
-from timeline_pipeline.http.deps import (
-    CurationServiceDep,
-    CursorsDep,
-    EngineDep,
-    EvidenceServiceDep,
-    SettingsDep,
-)
 from timeline_pipeline.observability.logs import get_logger
-from timeline_pipeline.receiver.body import BodyTooLarge, read_bounded_body
-from timeline_pipeline.settings import Settings
-from timeline_pipeline.store.workspaces import WorkspaceNotFound
-from timeline_pipeline.ui.access import PageAccess
-from timeline_pipeline.ui.credentials import (
+from timeline_pipeline.security.credentials import (
     csrf_token,
     csrf_valid,
     expected_origin,
@@ -69,6 +57,9 @@ from timeline_pipeline.ui.credentials import (
     same_origin,
     secure_request,
 )
+from timeline_pipeline.settings import Settings
+from timeline_pipeline.store.workspaces import WorkspaceNotFound
+from timeline_pipeline.ui.access import PageAccess
 from timeline_pipeline.ui.templating import render, static_file
 from timeline_pipeline.ui.view import (
     EntryCard,
@@ -80,6 +71,15 @@ from timeline_pipeline.ui.view import (
     summary_panel,
     timeline_version,
     utc_from_input,
+)
+from timeline_pipeline.web.body import BodyTooLarge, read_bounded_body
+from timeline_pipeline.web.cursors import CursorCodec, InvalidCursor
+from timeline_pipeline.web.deps import (
+    CurationServiceDep,
+    CursorsDep,
+    EngineDep,
+    EvidenceServiceDep,
+    SettingsDep,
 )
 
 __all__ = ["SESSION_COOKIE", "UI_PREFIX", "router"]

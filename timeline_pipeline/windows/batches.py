@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC
 
 from timeline_pipeline.domain.sync_states import SyncState
-from timeline_pipeline.windows.keys import WindowRef
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.windows.planning import (
     TAG_PRIORITY,
     TAG_SYNTHESIS,

@@ -49,12 +49,12 @@ from sqlalchemy import Connection, Engine
 from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.domain.states import WindowStatus
 from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states, workspaces
 from timeline_pipeline.windows.batches import request_group, run_tags
 from timeline_pipeline.windows.collection import waits_for_collection
-from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline.windows.planning import (
     Admission,
     ChatKey,

@@ -39,6 +39,7 @@ from timeline_pipeline.domain.states import (
     UNCOVERING_WINDOW_STATUSES,
     WindowStatus,
 )
+from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
@@ -49,7 +50,6 @@ from timeline_pipeline.windows.health_model import (
     PipelineHealth,
     WorkspaceHealth,
 )
-from timeline_pipeline.windows.keys import WindowRef, window_start_of
 
 __all__ = ["MAX_LISTED_WINDOWS", "horizon_start", "measure_health"]
 

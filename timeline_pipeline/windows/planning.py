@@ -17,8 +17,8 @@ from typing import Any
 
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
 from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.windows.keys import WindowRef
 
 __all__ = [
     "COMMIT_MARGIN",

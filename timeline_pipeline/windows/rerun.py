@@ -25,10 +25,10 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.windows.collection import waits_for_collection
-from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline.windows.planning import DiscoveryLimits, collection_covers, is_closed
 
 __all__ = ["Held", "RerunRefused", "held_back"]

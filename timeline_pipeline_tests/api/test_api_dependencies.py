@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 from timeline_pipeline.curation.evidence import EvidenceService
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
-from timeline_pipeline.http.deps import get_evidence_service
+from timeline_pipeline.web.deps import get_evidence_service
 from timeline_pipeline_tests.api.conftest import Served
 from timeline_pipeline_tests.curation.support import W1, incident, say
 

@@ -26,6 +26,7 @@ from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.windows import (
     DISCOVERY_SENSOR,
@@ -35,7 +36,6 @@ from timeline_pipeline.orchestration.windows import (
 )
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import sync_states
-from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline_tests.support.anthropic_standin import AnthropicStandIn
 from timeline_pipeline_tests.support.processes import ManagedProcess
 

@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy import Engine
 
 from timeline_pipeline.ingest.eligibility import AUTOMATIC
+from timeline_pipeline.lark.client_factory import build_client
 from timeline_pipeline.lark.simulator import (
     ChatStore,
     SimulatorServer,
@@ -36,7 +37,6 @@ from timeline_pipeline.lark.simulator.signing import (
     sign_payload,
     signature,
 )
-from timeline_pipeline.reconcile.lark_factory import build_client
 from timeline_pipeline.reconcile.planning import Mode
 from timeline_pipeline.reconcile.runner import Reconciler
 from timeline_pipeline.reconcile.targets import Target

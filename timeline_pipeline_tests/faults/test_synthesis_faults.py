@@ -23,17 +23,17 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
-from timeline_pipeline.orchestration.windows import SYNTHESIS_JOB, SynthesizerResource
-from timeline_pipeline.settings import load_settings
-from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner
-from timeline_pipeline.windows.batches import lane_of
-from timeline_pipeline.windows.discovery import DiscoveryTick
-from timeline_pipeline.windows.keys import (
+from timeline_pipeline.domain.window_keys import (
     WindowRef,
     decode_window_cursor,
     parse_partition_key,
     window_start_of,
 )
+from timeline_pipeline.orchestration.windows import SYNTHESIS_JOB, SynthesizerResource
+from timeline_pipeline.settings import load_settings
+from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner
+from timeline_pipeline.windows.batches import lane_of
+from timeline_pipeline.windows.discovery import DiscoveryTick
 from timeline_pipeline.windows.planning import DiscoveryCursor
 from timeline_pipeline_tests.faults.synthesis_support import (
     RunProcess,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+from timeline_pipeline.domain.card_requests import CardEntry, CardRequest, Decision
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
 from timeline_pipeline.interactions.cards import render_card
-from timeline_pipeline.interactions.model import CardEntry, CardRequest, Decision
-from timeline_pipeline.interactions.tokens import card_uuid, new_token, token_hash
+from timeline_pipeline.security.callback_tokens import card_uuid, new_token, token_hash
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 REQUEST = CardRequest(

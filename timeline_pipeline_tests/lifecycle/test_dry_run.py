@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import Engine
 
-from timeline_pipeline.lifecycle.descriptor import LegalHoldNote
+from timeline_pipeline.domain.lifecycle import LegalHoldNote
 from timeline_pipeline.lifecycle.dry_run import DescriptorReport, dry_run, read_only
 from timeline_pipeline.lifecycle.errors import RetentionOverrideOutOfRange
 from timeline_pipeline.lifecycle.holds import create_hold

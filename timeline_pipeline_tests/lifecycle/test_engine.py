@@ -18,12 +18,12 @@ from timeline_pipeline.db.schema import (
     workspace_timeline_entry_evidence,
     workspace_timeline_evidence,
 )
+from timeline_pipeline.domain.lifecycle import DelegatedPurge, DeletionDecision
 from timeline_pipeline.lifecycle.archive import (
     LocalDirectoryArchive,
     read_part_rows,
     verify_manifest,
 )
-from timeline_pipeline.lifecycle.descriptor import DelegatedPurge, DeletionDecision
 from timeline_pipeline.lifecycle.engine import PurgeEngine
 from timeline_pipeline.lifecycle.errors import (
     ArchiveUnavailable,

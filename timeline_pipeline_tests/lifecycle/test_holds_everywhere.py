@@ -19,6 +19,7 @@ from timeline_pipeline.db.schema import (
     workspace_timeline_evidence,
     workspace_timeline_reconcile_threads,
 )
+from timeline_pipeline.ingest import recall
 from timeline_pipeline.lifecycle import hold_gate
 from timeline_pipeline.lifecycle.engine import PurgeEngine
 from timeline_pipeline.lifecycle.errors import HoldCannotHold
@@ -30,7 +31,6 @@ from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.orchestration.lifecycle import lifecycle_dry_run, lifecycle_purge
 from timeline_pipeline.orchestration.resources import DatabaseResource
-from timeline_pipeline.receiver import recall
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence as evidence_store
 from timeline_pipeline.store import workspaces

@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-from timeline_pipeline.lifecycle.descriptor import ChildLink
+from timeline_pipeline.domain.lifecycle import ChildLink
 from timeline_pipeline.lifecycle.registry import (
     RegistryInvalid,
     UnknownDescriptor,

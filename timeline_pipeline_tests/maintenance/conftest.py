@@ -12,9 +12,9 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
-from timeline_pipeline.http.app import create_maintenance_app
 from timeline_pipeline.maintenance.listener import (
     MaintenanceListener,
+    create_maintenance_app,
     loopback_socket,
 )
 from timeline_pipeline.maintenance.service import JobService

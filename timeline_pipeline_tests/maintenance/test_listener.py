@@ -14,9 +14,9 @@ import structlog
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
-from timeline_pipeline.http.app import create_maintenance_app
 from timeline_pipeline.maintenance.listener import (
     ListenerRefused,
+    create_maintenance_app,
     loopback_socket,
     parse_port,
     start_listener,

@@ -23,6 +23,7 @@ from timeline_pipeline.cli.main import cli
 from timeline_pipeline.db.schema import metadata
 from timeline_pipeline.db.schema import window_rerun_previews as pv
 from timeline_pipeline.domain.keys import SOURCE_SYSTEM, SOURCE_TYPE_WINDOW
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.lifecycle.engine import PurgeEngine
 from timeline_pipeline.lifecycle.registry import load_registry
 from timeline_pipeline.maintenance.errors import InvalidTransition
@@ -34,7 +35,6 @@ from timeline_pipeline.store.entries import EntryRow
 from timeline_pipeline.synthesis.models import DraftEntry, SynthesisChunk, SynthesisResult
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run.runner import WindowRunner
-from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline_tests.curation.support import (
     CHAT,
     IMPACT,

@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.definitions import defs as code_location
 from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.orchestration.health import (
     HEALTH_JOB,
     HEALTH_KEY,
@@ -32,7 +33,6 @@ from timeline_pipeline.windows.health_checks import (
     STALE_CHECK,
     UNCOVERED_CHECK,
 )
-from timeline_pipeline.windows.keys import window_start_of
 from timeline_pipeline_tests.windows.support import MIN, WINDOW, claim, finish, post, workspace
 
 ENABLED: dict[str, Any] = {"enabled": True}

@@ -13,6 +13,7 @@ import dagster as dg
 import pytest
 from sqlalchemy import Engine
 
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.lifecycle.archive import LocalDirectoryArchive
 from timeline_pipeline.orchestration.lifecycle import (
     HELD_CHECK,
@@ -24,7 +25,6 @@ from timeline_pipeline.orchestration.lifecycle import (
 )
 from timeline_pipeline.orchestration.resources import DatabaseResource
 from timeline_pipeline.orchestration.windows import WINDOW_PARTITIONS, window_partitions
-from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline_tests.lifecycle.support import window, workspace
 
 WINDOWS_KEY = "sync_states.workspace_timeline_sync_states"

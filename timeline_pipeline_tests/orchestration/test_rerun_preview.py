@@ -14,12 +14,12 @@ from sqlalchemy import Engine, func, select
 
 from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
+from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.windows import RERUN_JOB, SynthesizerResource, window_defs
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run.runner import WindowRunner
-from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline_tests.support.anthropic_standin import AnthropicStandIn, tool_reply
 from timeline_pipeline_tests.windows.support import post, workspace
 

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import Engine
 
 from timeline_pipeline.curation.service import CurationService
+from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.summary import (
     SUMMARY_JOB,
@@ -23,7 +24,6 @@ from timeline_pipeline.orchestration.summary import (
 )
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import summaries as store
-from timeline_pipeline.windows.keys import window_start_of
 from timeline_pipeline_tests.curation.support import (
     CHATTER,
     IMPACT,

@@ -15,6 +15,7 @@ from dagster._core.storage.dagster_run import DagsterRun
 from dagster._core.utils import make_new_run_id
 from sqlalchemy import Engine
 
+from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.windows import (
     DISCOVERY_SENSOR,
@@ -31,7 +32,6 @@ from timeline_pipeline.orchestration.windows import (
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import entries
 from timeline_pipeline.windows.batches import lane_of
-from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline.windows.planning import run_priority
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,

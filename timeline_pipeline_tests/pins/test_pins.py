@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine, func, select
 
 from timeline_pipeline.db.schema import audit_events
+from timeline_pipeline.domain.card_requests import PinNote
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, message_source_key
-from timeline_pipeline.interactions.model import PinNote
 from timeline_pipeline.interactions.pin_card import headline
 from timeline_pipeline.lark.simulator.server import ROUTE_GET_MESSAGE
 from timeline_pipeline.store import evidence, workspaces

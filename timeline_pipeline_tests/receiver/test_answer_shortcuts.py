@@ -16,7 +16,7 @@ import pytest
 import structlog
 
 from timeline_pipeline.observability.logs import configure_logging
-from timeline_pipeline.receiver.responses import SafeJSONResponse
+from timeline_pipeline.web.responses import SafeJSONResponse
 from timeline_pipeline_tests.receiver.conftest import Receiver
 from timeline_pipeline_tests.receiver.lark_events import challenge, receive
 

@@ -19,10 +19,10 @@ from click.testing import CliRunner
 from sqlalchemy import Engine, text
 
 from timeline_pipeline.cli.main import cli
-from timeline_pipeline.cli.serve_commands import server_config
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.http.app import create_app
+from timeline_pipeline.http.server import server_config
 from timeline_pipeline.lark.simulator import EventPusher, LoopbackUvicorn, make_chat_messages
 from timeline_pipeline.lark.simulator.events import message_receive_event
 from timeline_pipeline.receiver.router import EVENTS_PATH

@@ -27,8 +27,8 @@ from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, Scope
 from timeline_pipeline.lark.client import LarkClient
+from timeline_pipeline.lark.client_factory import client_config
 from timeline_pipeline.lark.simulator import ChatStore, SimulatorServer, make_chat_messages
-from timeline_pipeline.reconcile.lark_factory import client_config
 from timeline_pipeline.reconcile.planning import Mode
 from timeline_pipeline.reconcile.report import RunReport
 from timeline_pipeline.reconcile.runner import Reconciler

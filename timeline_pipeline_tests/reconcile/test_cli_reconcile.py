@@ -23,7 +23,8 @@ import pytest
 from click.testing import CliRunner
 
 from timeline_pipeline.cli.main import cli
-from timeline_pipeline.reconcile.planning import MARKER_KEY, MessageKey
+from timeline_pipeline.domain.sync_states import CHECKPOINT_MARKER_KEY
+from timeline_pipeline.reconcile.planning import MessageKey
 from timeline_pipeline_tests.reconcile.conftest import MakeHarness
 from timeline_pipeline_tests.reconcile.harness import CHAT, NOW, PAGE, Harness, messages
 
@@ -71,7 +72,7 @@ def wait_for_committed_pages(h: Harness, pages: int, process: subprocess.Popen[b
     while time.monotonic() < deadline:
         assert process.poll() is None, "the backfill finished before it could be killed"
         try:
-            marker = h.checkpoint().metadata.get(MARKER_KEY) or {}
+            marker = h.checkpoint().metadata.get(CHECKPOINT_MARKER_KEY) or {}
         except AssertionError:  # no checkpoint row yet
             marker = {}
         if marker.get("pages", 0) >= pages:
@@ -103,7 +104,7 @@ def test_kill_9_in_the_middle_of_a_backfill_then_resume_loses_nothing_and_reread
     assert process.returncode == -signal.SIGKILL
 
     killed = h.checkpoint()
-    marker = killed.metadata[MARKER_KEY]
+    marker = killed.metadata[CHECKPOINT_MARKER_KEY]
     committed_pages = marker["pages"]
     assert 5 <= committed_pages < math.ceil(len(items) / PAGE)
     assert killed.last_seen_cursor is None  # the high-water mark waits for the whole range
@@ -134,7 +135,7 @@ def test_kill_9_in_the_middle_of_a_backfill_then_resume_loses_nothing_and_reread
         done.last_seen_cursor
         == MessageKey(int(items[-1]["create_time"]), items[-1]["message_id"]).encode()
     )
-    assert done.metadata[MARKER_KEY] is None
+    assert done.metadata[CHECKPOINT_MARKER_KEY] is None
 
 
 def test_prints_counts_and_succeeds(make_harness: MakeHarness, invoke: Invoke) -> None:

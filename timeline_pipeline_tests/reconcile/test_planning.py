@@ -7,9 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from timeline_pipeline.domain.sync_states import encode_message_cursor
+from timeline_pipeline.domain.sync_states import (
+    CHECKPOINT_MARKER_KEY,
+    encode_message_cursor,
+)
 from timeline_pipeline.reconcile.planning import (
-    MARKER_KEY,
     CheckpointView,
     MessageKey,
     Mode,
@@ -237,11 +239,13 @@ def test_checkpoint_view_reads_the_row_and_tolerates_damage() -> None:
     view = CheckpointView.from_row(
         encode_message_cursor(1_700_000_000_000, "om_a"),
         NOW,
-        {MARKER_KEY: good.to_json()},
+        {CHECKPOINT_MARKER_KEY: good.to_json()},
     )
     assert view == CheckpointView(MessageKey(1_700_000_000_000, "om_a"), NOW, good)
 
-    damaged = CheckpointView.from_row("not-a-cursor", None, {MARKER_KEY: {"kind": "nope"}})
+    damaged = CheckpointView.from_row(
+        "not-a-cursor", None, {CHECKPOINT_MARKER_KEY: {"kind": "nope"}}
+    )
     assert damaged == CheckpointView()
 
 

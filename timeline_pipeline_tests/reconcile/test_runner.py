@@ -12,9 +12,10 @@ from typing import Any
 
 import structlog.testing
 
+from timeline_pipeline.domain.sync_states import CHECKPOINT_MARKER_KEY
 from timeline_pipeline.ingest.eligibility import MANUAL, Skip
 from timeline_pipeline.lark.simulator.server import ROUTE_LIST_MESSAGES, ROUTE_TOKEN
-from timeline_pipeline.reconcile.planning import MARKER_KEY, MessageKey, Mode
+from timeline_pipeline.reconcile.planning import MessageKey, Mode
 from timeline_pipeline.reconcile.report import THREAD_BUDGET_EXHAUSTED, FailureKind
 from timeline_pipeline_tests.reconcile.conftest import MakeHarness
 from timeline_pipeline_tests.reconcile.harness import (
@@ -64,7 +65,7 @@ def test_backfill_follows_every_page_and_moves_the_mark_to_the_newest_message(
     assert state.status == "completed"
     assert state.last_seen_cursor == key_of(items[-1]).encode()
     assert state.last_seen_updated_at == NOW
-    assert state.metadata[MARKER_KEY] is None
+    assert state.metadata[CHECKPOINT_MARKER_KEY] is None
     assert state.metadata["last_full_scan_at"] == NOW.isoformat()
     assert chat.lag_seconds == (NOW - key_of(items[-1]).created_at).total_seconds()
 
@@ -257,7 +258,7 @@ def test_a_failing_page_keeps_the_checkpoint_and_the_next_run_resumes_from_progr
     assert after_failure.last_seen_updated_at == before.last_seen_updated_at
     assert (after_failure.status, after_failure.attempt_count) == ("failed", 1)
     assert "lark_api_error" in (after_failure.last_error or "")
-    progress = after_failure.metadata[MARKER_KEY]
+    progress = after_failure.metadata[CHECKPOINT_MARKER_KEY]
     assert progress["pages"] == 2
     committed = h.message_ids()
     assert {i["message_id"] for i in later[:40]} <= committed
@@ -274,7 +275,7 @@ def test_a_failing_page_keeps_the_checkpoint_and_the_next_run_resumes_from_progr
     assert h.message_ids() == {i["message_id"] for i in first + later}
     done = h.checkpoint()
     assert (done.status, done.last_seen_cursor) == ("completed", key_of(later[-1]).encode())
-    assert done.metadata[MARKER_KEY] is None
+    assert done.metadata[CHECKPOINT_MARKER_KEY] is None
 
 
 def test_a_backfill_interrupted_twice_still_resumes_and_loses_nothing(
@@ -288,7 +289,7 @@ def test_a_backfill_interrupted_twice_still_resumes_and_loses_nothing(
     second = h.run(now=NOW + M).chats[0]
     assert first.failure is second.failure is FailureKind.LARK_API_ERROR
     assert second.resumed_from is not None
-    marker = h.checkpoint().metadata[MARKER_KEY]
+    marker = h.checkpoint().metadata[CHECKPOINT_MARKER_KEY]
     h.sim.faults.update(fail_page=None)
 
     third = h.run(now=NOW + 2 * M).chats[0]
@@ -474,7 +475,7 @@ def test_automatic_scans_stop_when_a_workspace_ages_out_even_with_work_pending(
     h.workspace(created_at=NOW - 71 * H)
     h.sim.faults.update(fail_page=2)
     assert h.run().chats[0].failure is FailureKind.LARK_API_ERROR
-    pending = h.checkpoint().metadata[MARKER_KEY]
+    pending = h.checkpoint().metadata[CHECKPOINT_MARKER_KEY]
     assert pending["pages"] == 1
     h.sim.faults.update(fail_page=None)
     h.sim.reset_counts()

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from timeline_pipeline.db.schema import interaction_admissions
+from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW, CardEntry, CardRequest
 from timeline_pipeline.domain.interactions import CardAction
-from timeline_pipeline.interactions.model import KIND_DRAFT_REVIEW, CardEntry, CardRequest
 from timeline_pipeline.store import interaction_admissions as admissions
 from timeline_pipeline.store import interaction_requests as cards
 from timeline_pipeline.store import workspaces

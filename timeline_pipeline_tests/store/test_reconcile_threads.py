@@ -9,7 +9,7 @@ from datetime import timedelta
 from sqlalchemy import Engine
 
 from timeline_pipeline.domain.evidence import EvidenceRecord
-from timeline_pipeline.reconcile.planning import MARKER_KEY
+from timeline_pipeline.domain.sync_states import CHECKPOINT_MARKER_KEY
 from timeline_pipeline.store import evidence, sync_states
 from timeline_pipeline.store.evidence import thread_first_seen
 from timeline_pipeline.store.reconcile_threads import (
@@ -40,7 +40,7 @@ def test_progress_is_compare_and_set_and_leaves_the_high_water_mark_alone(engine
     assert stale is None
     assert stored is not None
     assert stored.revision == moved.revision == state.revision + 1
-    assert stored.metadata[MARKER_KEY] == {"pages": 1}
+    assert stored.metadata[CHECKPOINT_MARKER_KEY] == {"pages": 1}
     assert (stored.status, stored.processing_started_at) == ("processing", T0)
     assert (stored.last_seen_cursor, stored.last_seen_updated_at) == ("000000000000001/om_a", T0)
 

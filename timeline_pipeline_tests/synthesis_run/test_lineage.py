@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from timeline_pipeline.domain.window_keys import encode_window_cursor
 from timeline_pipeline.synthesis.models import EvidenceItem
 from timeline_pipeline.synthesis_run.lineage import (
     aggregate_hash,
@@ -14,7 +15,6 @@ from timeline_pipeline.synthesis_run.lineage import (
     late_lineage,
     plan_resume,
 )
-from timeline_pipeline.windows.keys import encode_window_cursor
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 

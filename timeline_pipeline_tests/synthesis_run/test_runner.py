@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.domain.evidence import EvidenceRecord
 from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.window_keys import WindowRef, decode_window_cursor
 from timeline_pipeline.llm.forced_tool import build_claude_client
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
@@ -33,7 +34,6 @@ from timeline_pipeline.synthesis.tokens import estimate_total_tokens
 from timeline_pipeline.synthesis_run.bounds import chunk_limits
 from timeline_pipeline.synthesis_run.lineage import aggregate_hash
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
-from timeline_pipeline.windows.keys import WindowRef, decode_window_cursor
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,
     TextReply,

@@ -27,10 +27,10 @@ import pytest
 from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import make_engine
+from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.lark.simulator import ChatStore, SimulatorServer, make_chat_messages
 from timeline_pipeline.lark.simulator.fixtures import SENDERS
 from timeline_pipeline.store import workspaces
-from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline_tests.conftest import PG_ADMIN_URL, _admin
 from timeline_pipeline_tests.support.processes import ManagedProcess, free_port
 from timeline_pipeline_tests.system.graphql import DagsterGraphQL, RepositoryAddress

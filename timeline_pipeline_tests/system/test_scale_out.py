@@ -50,6 +50,7 @@ from sqlalchemy import Engine, select
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
+from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.orchestration.celery_worker import FINISHED, STARTED
 from timeline_pipeline.orchestration.scale_out import (
     QUEUE_CAPACITY_CHECK,
@@ -62,7 +63,6 @@ from timeline_pipeline.orchestration.scale_out import (
     measure_queue,
 )
 from timeline_pipeline.orchestration.windows import SYNTHESIS_JOB, WINDOW_DRAFTS_KEY
-from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE
 from timeline_pipeline_tests.faults.synthesis_support import (
     binding_counts,

@@ -12,15 +12,15 @@ from sqlalchemy import Engine
 
 from timeline_pipeline import demo_data
 from timeline_pipeline.demo.scenario import demo_end, shifted
+from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import normalize_list_item
+from timeline_pipeline.security.credentials import csrf_token
 from timeline_pipeline.store import evidence, ui_sessions, workspaces
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
 from timeline_pipeline.summary.runner import SummaryRunner
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run.runner import WindowRunner
-from timeline_pipeline.ui.credentials import csrf_token
-from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline_tests.windows.support import settings
 
 DEMO_TITLE = "Checkout latency and 5xx after a payment-gateway config change"

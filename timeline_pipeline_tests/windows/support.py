@@ -11,10 +11,10 @@ from typing import Any
 from sqlalchemy import Engine
 
 from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states, workspaces
 from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup, TickOutcome
-from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline.windows.planning import DiscoveryCursor
 from timeline_pipeline_tests.store.factories import message
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.windows.batches import (
     RANGE_END_TAG,
     RANGE_START_TAG,
@@ -19,7 +20,6 @@ from timeline_pipeline.windows.batches import (
     request_group,
     run_tags,
 )
-from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline.windows.planning import TAG_WORKSPACE
 from timeline_pipeline_tests.windows.test_planning import state
 

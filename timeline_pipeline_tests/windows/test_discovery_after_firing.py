@@ -14,9 +14,9 @@ from sqlalchemy import Engine, false, select, true
 
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
+from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import sync_states, workspaces
-from timeline_pipeline.windows.keys import window_start_of
 from timeline_pipeline.windows.planning import DiscoveryCursor
 from timeline_pipeline_tests.windows.support import (
     MIN,

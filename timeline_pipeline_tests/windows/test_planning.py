@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.windows.batches import lane_of, run_tags
-from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline.windows.planning import (
     COMMIT_MARGIN,
     Admission,

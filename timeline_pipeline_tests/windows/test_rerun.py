@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import Engine
 
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.maintenance.limits import Limits
 from timeline_pipeline.maintenance.processors import default_registry
@@ -18,7 +19,6 @@ from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import sync_states
 from timeline_pipeline.windows.collection import waits_for_collection
-from timeline_pipeline.windows.keys import WindowRef
 from timeline_pipeline.windows.planning import DiscoveryCursor, DiscoveryLimits
 from timeline_pipeline.windows.rerun import Held, held_back
 from timeline_pipeline_tests.windows.support import (

@@ -13,6 +13,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, HTTPException, Path, Response, status
 
+from timeline_pipeline.api.auth import AuthorizedWorkspace
 from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
 from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.models import MAX_ID, EntryCreate, EntryEdit, EntryOut, RevisionIn
@@ -30,7 +31,7 @@ from timeline_pipeline.api.presenters import entry_out
 from timeline_pipeline.curation.errors import CurationError
 from timeline_pipeline.curation.rules import Action, entry_etag_prefix
 from timeline_pipeline.curation.service import CurationService, NewEntry
-from timeline_pipeline.http.deps import AuthorizedWorkspace, CurationServiceDep
+from timeline_pipeline.web.deps import CurationServiceDep
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 

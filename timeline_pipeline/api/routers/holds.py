@@ -24,7 +24,6 @@ from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.models import HoldCreateIn, HoldOut, HoldReleaseIn
 from timeline_pipeline.api.params import doc
 from timeline_pipeline.db.engine import transaction
-from timeline_pipeline.http.deps import EngineDep
 from timeline_pipeline.lifecycle.errors import LifecycleError
 from timeline_pipeline.lifecycle.holds import (
     create_hold,
@@ -35,6 +34,7 @@ from timeline_pipeline.store import legal_holds
 from timeline_pipeline.store.api_tokens import SCOPE_HOLD_CREATE, SCOPE_HOLD_RELEASE
 from timeline_pipeline.store.legal_holds import HoldRow
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
+from timeline_pipeline.web.deps import EngineDep
 
 _KEY_PATTERN: Final = r"^[A-Za-z0-9._:-]{1,256}$"
 IdempotencyKey = Annotated[

@@ -6,13 +6,14 @@ No `from __future__ import annotations`: FastAPI reads the handlers' annotations
 
 from fastapi import APIRouter, Response
 
+from timeline_pipeline.api.auth import AuthorizedWorkspace
 from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
 from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.models import SummaryIn, SummaryOut
 from timeline_pipeline.api.params import ACTOR, DOC_409, IfMatch, doc, expected_revision
 from timeline_pipeline.api.presenters import summary_out
 from timeline_pipeline.curation.rules import summary_etag_prefix
-from timeline_pipeline.http.deps import AuthorizedWorkspace, CurationServiceDep
+from timeline_pipeline.web.deps import CurationServiceDep
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from timeline_pipeline.api.auth import AuthorizedWorkspace
 from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
 from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.models import EntryStatus, TimelineOut
@@ -16,7 +17,7 @@ from timeline_pipeline.api.params import DEFAULT_LIMIT, DOC_400, MAX_LIMIT, Afte
 from timeline_pipeline.api.params import decode_cursor as decode
 from timeline_pipeline.api.presenters import entry_out, summary_out
 from timeline_pipeline.curation.rules import VISIBLE_STATUSES
-from timeline_pipeline.http.deps import AuthorizedWorkspace, CurationServiceDep, CursorsDep
+from timeline_pipeline.web.deps import CurationServiceDep, CursorsDep
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 

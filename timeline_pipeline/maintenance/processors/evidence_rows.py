@@ -1,7 +1,7 @@
 """What the evidence processors compute from a stored row. Pure.
 
 The content hash and the redacted form are rebuilt exactly as ingestion builds them (the row
-is turned back into its normalized message, `receiver.recall.message_from_row`), so a processor
+is turned back into its normalized message, `ingest.recall.message_from_row`), so a processor
 and a live write agree on every row they both touch.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from timeline_pipeline.domain.evidence import EvidenceRecord, EvidenceRow, HashInput, content_hash
+from timeline_pipeline.ingest.recall import message_from_row
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import redact, semantic_document
-from timeline_pipeline.receiver.recall import message_from_row
 
 MESSAGE_MARK = "/message/"
 

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.maintenance.preview_report import build_report
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
@@ -45,7 +46,6 @@ from timeline_pipeline.synthesis_run.core import (
 )
 from timeline_pipeline.synthesis_run.drafts import draft_write, evidence_item
 from timeline_pipeline.synthesis_run.failures import ChunkFailure
-from timeline_pipeline.windows.keys import WindowRef
 
 __all__ = ["PREVIEW_COUNTERS", "RerunPreview", "SynthesizerFactory"]
 

@@ -42,6 +42,7 @@ from timeline_pipeline.domain.keys import (
     check_processor_version,
 )
 from timeline_pipeline.domain.maintenance import MaintenancePhase
+from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.maintenance.errors import InvalidInput, ProcessorRefused
 from timeline_pipeline.maintenance.processor import (
     StepOutcome,
@@ -60,7 +61,6 @@ from timeline_pipeline.maintenance.processors.rerun_preview import (
 )
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states, workspaces
-from timeline_pipeline.windows.keys import WindowRef, window_start_of
 from timeline_pipeline.windows.planning import DiscoveryLimits
 from timeline_pipeline.windows.rerun import Held, held_back
 

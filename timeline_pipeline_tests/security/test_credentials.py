@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from timeline_pipeline.ui.credentials import (
+from timeline_pipeline.security.credentials import (
     csrf_token,
     csrf_valid,
     expected_origin,

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import Engine
 
 from timeline_pipeline.lark.client import LarkClient, LarkClientConfig
+from timeline_pipeline.lark.display_names import DisplayNameCache, fill_missing_display_names
 from timeline_pipeline.lark.simulator import ChatStore, SimulatorServer
-from timeline_pipeline.receiver.display_names import DisplayNameCache, fill_missing_display_names
 from timeline_pipeline.store import evidence
 from timeline_pipeline_tests.receiver.conftest import all_rows
 from timeline_pipeline_tests.store.factories import make_workspace, message

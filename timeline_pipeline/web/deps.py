@@ -1,38 +1,37 @@
 """The dependencies of `serve`'s routes, in one place: `Annotated[..., Depends(...)]` aliases.
 
-Every provider reads the app's `ServeResources` (built by http/app.py). A test swaps one with
-`app.dependency_overrides[get_curation_service] = lambda: fake`, as FastAPI documents. The few
-places that run before FastAPI's dependency solving (the API's gate, the plain `/lark/events`
-route, kept plain because solving would cost more than verifying a callback) ask `resolve`,
-which honours the same overrides.
+Every provider reads the app's resources (`ServeResources`, built by http/resources.py) through
+`AppResources`, the part of them every router may ask for: the web core sits below the routers
+and the app that composes them (docs/design.md, "Layers"), so it names no router's service. A
+test swaps one with `app.dependency_overrides[get_curation_service] = lambda: fake`, as FastAPI
+documents. The few places that run before FastAPI's dependency solving (the API's gate, the
+plain `/lark/events` route, kept plain because solving would cost more than verifying a
+callback) ask `resolve`, which honours the same overrides. A provider of one router's own
+service lives with that router (the Lark event service's in receiver/router.py).
 
 No `from __future__ import annotations`: FastAPI reads these annotations at route definition.
 """
 
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar, cast
+from typing import Annotated, Any, Protocol, TypeVar, cast
 
 from fastapi import Depends, Request
 from sqlalchemy import Engine
 
-from timeline_pipeline.api.auth import workspace_guard
-from timeline_pipeline.api.cursors import CursorCodec
 from timeline_pipeline.curation.curators import CuratorService
 from timeline_pipeline.curation.evidence import EvidenceService
 from timeline_pipeline.curation.service import CurationService
-from timeline_pipeline.http.resources import ServeResources
 from timeline_pipeline.observability.metrics import ReceiverMetrics
-from timeline_pipeline.receiver.service import EventService
 from timeline_pipeline.settings import Settings
+from timeline_pipeline.web.cursors import CursorCodec
 
 __all__ = [
-    "AuthorizedWorkspace",
+    "AppResources",
     "CurationServiceDep",
     "CuratorServiceDep",
     "CursorsDep",
     "EngineDep",
-    "EventServiceDep",
     "EvidenceServiceDep",
     "MetricsDep",
     "SettingsDep",
@@ -40,7 +39,6 @@ __all__ = [
     "get_curator_service",
     "get_cursors",
     "get_engine",
-    "get_event_service",
     "get_evidence_service",
     "get_metrics",
     "get_resources",
@@ -51,8 +49,30 @@ __all__ = [
 T = TypeVar("T")
 
 
-def get_resources(request: Request) -> ServeResources:
-    return cast(ServeResources, request.app.state.resources)
+class AppResources(Protocol):
+    """What every router may read of the app's resources (`ServeResources` has these and more)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def metrics(self) -> ReceiverMetrics: ...
+
+    @property
+    def curation(self) -> CurationService: ...
+
+    @property
+    def evidence(self) -> EvidenceService: ...
+
+    @property
+    def cursors(self) -> CursorCodec: ...
+
+
+def get_resources(request: Request) -> AppResources:
+    return cast(AppResources, request.app.state.resources)
 
 
 def get_settings(request: Request) -> Settings:
@@ -65,10 +85,6 @@ def get_engine(request: Request) -> Engine:
 
 def get_metrics(request: Request) -> ReceiverMetrics:
     return get_resources(request).metrics
-
-
-def get_event_service(request: Request) -> EventService:
-    return get_resources(request).events
 
 
 def get_curation_service(request: Request) -> CurationService:
@@ -101,10 +117,7 @@ def resolve(request: Request, provider: Callable[[Request], T]) -> T:
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
 MetricsDep = Annotated[ReceiverMetrics, Depends(get_metrics)]
-EventServiceDep = Annotated[EventService, Depends(get_event_service)]
 CurationServiceDep = Annotated[CurationService, Depends(get_curation_service)]
 EvidenceServiceDep = Annotated[EvidenceService, Depends(get_evidence_service)]
 CursorsDep = Annotated[CursorCodec, Depends(get_cursors)]
 CuratorServiceDep = Annotated[CuratorService, Depends(get_curator_service)]
-AuthorizedWorkspace = Annotated[str, Depends(workspace_guard())]
-"""The path's workspace id, once the API's gate let its bearer token pass (api/auth.py)."""

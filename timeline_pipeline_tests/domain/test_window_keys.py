@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from timeline_pipeline.windows.keys import (
+from timeline_pipeline.domain.window_keys import (
     InvalidPartitionKey,
     WindowRef,
     decode_window_cursor,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from timeline_pipeline.lifecycle.descriptor import (
+from timeline_pipeline.domain.lifecycle import (
     ArchiveDecision,
     DeletionDecision,
     DeletionMode,

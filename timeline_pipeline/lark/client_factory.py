@@ -8,18 +8,23 @@ rate limits, retry attempts and backoff always come from the same configuration 
 from __future__ import annotations
 
 from timeline_pipeline.lark.client import LarkClient, LarkClientConfig
-from timeline_pipeline.reconcile.targets import ReconcileRefused
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment
+
+__all__ = ["LarkNotConfigured", "build_client", "client_config"]
+
+
+class LarkNotConfigured(Exception):
+    """The settings name no usable Lark app; the message is one line for an operator."""
 
 
 def client_config(
     settings: LarkTimelineSettings, *, app_id: str, app_secret: str, base_url: str
 ) -> LarkClientConfig:
     if not app_id or not app_secret:
-        raise ReconcileRefused("LARK_APP_ID and LARK_APP_SECRET must be set to read Lark history")
+        raise LarkNotConfigured("LARK_APP_ID and LARK_APP_SECRET must be set to read Lark history")
     if not base_url:
-        raise ReconcileRefused("LARK_BASE_URL must not be empty")
+        raise LarkNotConfigured("LARK_BASE_URL must not be empty")
     return LarkClientConfig(
         app_id=app_id,
         app_secret=app_secret,
