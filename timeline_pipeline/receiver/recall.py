@@ -100,9 +100,9 @@ def redact_everywhere(
             )
     if not missing:
         return counts
-    # Every write of the message under way in another transaction commits before this lock is
-    # granted, and every later one waits for this transaction: the second read sees the first
-    # kind, the tombstone stops the second (store/recall_tombstones.py).
+    # A write of the message that another transaction already has under way commits before
+    # this lock is granted, so the second read below sees it; a write that starts later waits
+    # for this transaction and finds the tombstone (store/recall_tombstones.py).
     recall_tombstones.lock_for_recall(conn, chat_id)
     for workspace_id in missing:
         row = evidence.get_by_key(conn, workspace_id, SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, key)
