@@ -11,6 +11,8 @@ tuned without moving the story.
 
 The expected timeline is written against script labels, not ids, and is resolved on output: it
 was set down from the incident commander's point of view, before any synthesizer was tuned on it.
+The negative examples (messages that must not become an entry of a kind on their own) are
+written the same way; they were added after the demo showed the synthesizer drafting them.
 """
 
 from __future__ import annotations
@@ -26,10 +28,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from timeline_pipeline.demo_data import CHAT_FILE, CHAT_ID, EXPECTED_FACTS_FILE, chat_path
+from timeline_pipeline.demo_data import (
+    CHAT_FILE,
+    CHAT_ID,
+    EXPECTED_FACTS_FILE,
+    NEGATIVE_EXAMPLES_FILE,
+    chat_path,
+)
 from timeline_pipeline.lark.simulator.store import RECALLED_CONTENT
 
-__all__ = ["SEED", "START", "build", "expected_facts", "main", "render", "write"]
+__all__ = [
+    "SEED",
+    "START",
+    "build",
+    "expected_facts",
+    "main",
+    "negative_examples",
+    "render",
+    "write",
+]
 
 SEED: Final = 20261129
 START: Final = datetime(2026, 11, 29, 8, 0, 0, tzinfo=UTC)
@@ -651,7 +668,7 @@ def _investigation(s: _Script) -> None:
         "so once a pod's pool is full it fails for everyone on that pod, not just EU cards",
         reply=checkout,
     )
-    s.say("kenji", "yep, thats why we see US errors too", reply=checkout)
+    s.say("kenji", "yep, thats why we see US errors too", label="AGREE_US_ERRORS", reply=checkout)
     s.say(
         "tomas", "auth success on acq-eu-2 is only 81% too, lots of issuer timeouts", reply=gateway
     )
@@ -1426,6 +1443,24 @@ _EXPECTED: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
 )
 
 
+_NEGATIVE: Final[tuple[tuple[str, str, str], ...]] = (
+    (
+        "decision",
+        "DECISION_IC",
+        "An acknowledgement: the commander answers the page and takes the role, and gives nobody "
+        "anything to do. The decision (who commands, who does what) is the roster that follows.",
+    ),
+    (
+        "decision",
+        "AGREE_US_ERRORS",
+        "Agreement with the reply before it: 'that' points at someone else's message, so the "
+        "sentence has no subject and no action of its own. Nothing was decided.",
+    ),
+)
+"""Messages that must not be drafted as an entry of the kind on their own (category, label,
+why): bench/quality counts a draft of that kind resting on nothing else."""
+
+
 # --- output ----------------------------------------------------------------------------------
 
 
@@ -1520,25 +1555,39 @@ def expected_facts(ids: dict[str, str]) -> list[dict[str, Any]]:
     return sorted(facts, key=lambda fact: min(position[i] for i in fact["evidence_message_ids"]))
 
 
-def render() -> tuple[str, str]:
-    """The two files' text: the chat JSONL (user lines first) and the expected facts JSON."""
+def negative_examples(ids: dict[str, str]) -> list[dict[str, Any]]:
+    """The negative examples with ids, in chat order."""
+    position = {message_id: index for index, message_id in enumerate(ids.values())}
+    negatives = [
+        {"category": category, "message_id": ids[label], "why": why}
+        for category, label, why in _NEGATIVE
+    ]
+    return sorted(negatives, key=lambda negative: position[negative["message_id"]])
+
+
+def render() -> tuple[str, str, str]:
+    """The three files' text: the chat JSONL (user lines first), the expected facts JSON and
+    the negative examples JSON."""
     items, ids = build()
     users = [
         {"kind": "user", "open_id": open_id(key), "name": name} for key, name in PEOPLE.items()
     ]
     lines = [json.dumps(record, ensure_ascii=False) for record in [*users, *items]]
     facts = json.dumps(expected_facts(ids), ensure_ascii=False, indent=2)
-    return "\n".join(lines) + "\n", facts + "\n"
+    negatives = json.dumps(negative_examples(ids), ensure_ascii=False, indent=2)
+    return "\n".join(lines) + "\n", facts + "\n", negatives + "\n"
 
 
-def write(directory: Path) -> tuple[Path, Path]:
-    chat_text, facts_text = render()
+def write(directory: Path) -> tuple[Path, Path, Path]:
     directory.mkdir(parents=True, exist_ok=True)
-    chat = directory / CHAT_FILE
-    facts = directory / EXPECTED_FACTS_FILE
-    chat.write_bytes(chat_text.encode("utf-8"))
-    facts.write_bytes(facts_text.encode("utf-8"))
-    return chat, facts
+    paths = (
+        directory / CHAT_FILE,
+        directory / EXPECTED_FACTS_FILE,
+        directory / NEGATIVE_EXAMPLES_FILE,
+    )
+    for path, text in zip(paths, render(), strict=True):
+        path.write_bytes(text.encode("utf-8"))
+    return paths
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bench.quality.gold import ExpectedFact
+from bench.quality.gold import ExpectedFact, NegativeExample
 from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
 from timeline_pipeline.synthesis.models import (
@@ -29,6 +29,7 @@ __all__ = [
     "Score",
     "WindowedRun",
     "category_scores",
+    "drafted_negatives",
     "facts_as_produced",
     "match_facts",
     "run_windows",
@@ -165,6 +166,27 @@ def match_facts(
     for i in range(len(produced)):
         claim(i, set())
     return {i: j for j, i in owner.items()}
+
+
+def drafted_negatives(
+    produced: Sequence[ProducedFact], negatives: Sequence[NegativeExample]
+) -> list[NegativeExample]:
+    """The negative examples drafted as their kind: an entry of that kind that rests on the
+    message and on nothing but negative examples of the kind. An entry that also rests on the
+    fact itself (an acknowledgement folded into the roster it precedes) is not counted."""
+    banned: dict[Category, set[str]] = {}
+    for negative in negatives:
+        banned.setdefault(negative.category, set()).add(negative.message_id)
+    return [
+        negative
+        for negative in negatives
+        if any(
+            fact.category is negative.category
+            and negative.message_id in fact.message_ids
+            and fact.message_ids <= banned[negative.category]
+            for fact in produced
+        )
+    ]
 
 
 def score(

@@ -19,10 +19,12 @@ from timeline_pipeline.lark.normalize import normalize_list_item, semantic_conte
 from timeline_pipeline.synthesis.models import Category, EvidenceItem
 
 __all__ = [
+    "NEGATIVES_FILE",
     "SECOND_REVIEW_FILE",
     "SPLITS_FILE",
     "ExpectedFact",
     "GoldTranscript",
+    "NegativeExample",
     "Split",
     "load_gold_set",
     "load_second_reviews",
@@ -35,6 +37,8 @@ MAX_TEXT_CHARS = 4000
 SPLITS_FILE = "splits.json"
 SECOND_REVIEW_FILE = "second_review.json"
 """Another reviewer's timeline of the same chat, written without seeing `expected.json`."""
+NEGATIVES_FILE = "negatives.json"
+"""Optional: messages of the chat that must not be drafted as an entry of a kind on their own."""
 
 
 class Split(StrEnum):
@@ -63,13 +67,26 @@ class ExpectedFact:
 
 
 @dataclass(frozen=True)
+class NegativeExample:
+    """A message that is no entry of `category` on its own: an acknowledgement is no decision,
+    agreement with someone else's message states nothing. A draft of that kind resting on it
+    (and on nothing but such examples) is counted against the synthesizer."""
+
+    category: Category
+    message_id: str
+    why: str
+
+
+@dataclass(frozen=True)
 class GoldTranscript:
-    """A transcript's eligible evidence (ids assigned in chat order) and its expected timeline."""
+    """A transcript's eligible evidence (ids assigned in chat order), its expected timeline and
+    its negative examples."""
 
     name: str
     message_count: int
     evidence: list[EvidenceItem]
     expected: list[ExpectedFact]
+    negatives: tuple[NegativeExample, ...] = ()
 
     def message_id_by_evidence_id(self) -> dict[int, str]:
         """Evidence ids are assigned on load; scoring maps them back to Lark message ids."""
@@ -106,6 +123,7 @@ def transcript_from_records(
     name: str,
     messages: Sequence[Mapping[str, Any]],
     expected_facts: Sequence[Mapping[str, Any]],
+    negatives: Sequence[Mapping[str, Any]] = (),
 ) -> GoldTranscript:
     """A transcript from Lark list items and expected facts already in memory.
 
@@ -114,7 +132,18 @@ def transcript_from_records(
     """
     count, evidence = _evidence(list(messages))
     return GoldTranscript(
-        name=name, message_count=count, evidence=evidence, expected=_facts(expected_facts)
+        name=name,
+        message_count=count,
+        evidence=evidence,
+        expected=_facts(expected_facts),
+        negatives=tuple(
+            NegativeExample(
+                category=Category(raw["category"]),
+                message_id=str(raw["message_id"]),
+                why=str(raw["why"]),
+            )
+            for raw in negatives
+        ),
     )
 
 
@@ -130,11 +159,19 @@ def _facts(raw: Sequence[Mapping[str, Any]]) -> list[ExpectedFact]:
 
 
 def load_transcript(directory: Path) -> GoldTranscript:
-    """Read `<directory>/messages.jsonl` and `<directory>/expected.json`."""
+    """Read `<directory>/messages.jsonl`, `<directory>/expected.json` and, if there is one,
+    `<directory>/negatives.json`."""
     lines = (directory / "messages.jsonl").read_text(encoding="utf-8").splitlines()
     raw_expected = json.loads((directory / "expected.json").read_text(encoding="utf-8"))
+    negatives_path = directory / NEGATIVES_FILE
+    raw_negatives = (
+        json.loads(negatives_path.read_text(encoding="utf-8")) if negatives_path.is_file() else []
+    )
     return transcript_from_records(
-        directory.name, [json.loads(line) for line in lines if line.strip()], raw_expected
+        directory.name,
+        [json.loads(line) for line in lines if line.strip()],
+        raw_expected,
+        raw_negatives,
     )
 
 

@@ -20,6 +20,10 @@ directory assigns each transcript; bench/quality/NOTES.md records every move bet
   reads. Studied after it was written, so it is not held out; its drafts per eligible message
   say whether that timeline stays readable.
 
+A set's negative examples (`negatives.json` in a gold directory, `negative_examples.json` for
+the demo) are messages that must not become an entry of a kind on their own, such as an
+acknowledgement drafted as a decision; each set reports how many were drafted (target: none).
+
 A second reviewer's timeline of some transcripts (`second_review.json`, written without seeing
 the expected one) is scored with the same matcher: how far two careful reviewers agree is the
 baseline the synthesizer's figures are set against, in the same run.
@@ -43,6 +47,7 @@ from bench.quality.evaluation import (
     CategoryScore,
     Score,
     category_scores,
+    drafted_negatives,
     facts_as_produced,
     produced_facts,
     run_windows,
@@ -57,7 +62,11 @@ from bench.quality.gold import (
     transcript_from_records,
 )
 from bench.table import BenchRow, Target, measured
-from timeline_pipeline.demo_data import load_expected_facts, load_messages
+from timeline_pipeline.demo_data import (
+    load_expected_facts,
+    load_messages,
+    load_negative_examples,
+)
 from timeline_pipeline.synthesis.chunking import ChunkLimits
 from timeline_pipeline.synthesis.models import Category, Synthesizer
 from timeline_pipeline.synthesis.prompt import SYSTEM_PROMPT, tool_input_schema
@@ -93,7 +102,11 @@ SETS: tuple[tuple[str, str], ...] = (
 
 
 def load_demo() -> list[GoldTranscript]:
-    return [transcript_from_records(DEMO_NAME, load_messages(), load_expected_facts())]
+    return [
+        transcript_from_records(
+            DEMO_NAME, load_messages(), load_expected_facts(), load_negative_examples()
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,10 @@ class Row:
     categories: dict[str, CategoryScore] = field(default_factory=dict)
     matched_any_kind: int = 0
     """Expected facts found at all, whatever kind the draft gave them."""
+    negatives: int = 0
+    """Negative examples of the transcript: messages that are no entry of a kind on their own."""
+    negatives_drafted: int = 0
+    """Of those, drafted as that kind anyway."""
 
 
 def _fixed_prompt_tokens() -> int:
@@ -154,6 +171,8 @@ def _row(
         ),
         categories={c.value: s for c, s in category_scores(produced, transcript.expected).items()},
         matched_any_kind=score(produced, transcript.expected, any_kind=True).matched,
+        negatives=len(transcript.negatives),
+        negatives_drafted=len(drafted_negatives(produced, transcript.negatives)),
     )
 
 
@@ -181,6 +200,8 @@ def _overall(rows: Sequence[Row], label: str) -> Row:
         per_message_estimated_tokens=sum(r.per_message_estimated_tokens for r in rows),
         categories=categories,
         matched_any_kind=sum(r.matched_any_kind for r in rows),
+        negatives=sum(r.negatives for r in rows),
+        negatives_drafted=sum(r.negatives_drafted for r in rows),
     )
 
 
@@ -206,6 +227,11 @@ def _print_table(title: str, rows: Sequence[Row]) -> None:
         print(
             f"    {name:<12}{s.expected:>4}{s.produced:>4}{s.matched:>4}"
             f"{s.precision:>7.2f}{s.recall:>7.2f}"
+        )
+    if overall.negatives:
+        print(
+            f"  negative examples ({overall.transcript}): {overall.negatives_drafted} of "
+            f"{overall.negatives} drafted as the kind they are not"
         )
 
 
@@ -361,6 +387,21 @@ def rows(
     table: list[BenchRow] = []
     for name, set_rows in rules.items():
         table.extend(_quality_rows("rules ", _set_label(name, set_rows), set_rows[-1], bars[name]))
+    for name, set_rows in rules.items():
+        overall = set_rows[-1]
+        if overall.negatives:
+            table.append(
+                measured(
+                    "quality",
+                    f"rules negative examples drafted, {_set_label(name, set_rows)}",
+                    overall.negatives_drafted,
+                    target=Target("<=", 0),
+                    note=(
+                        f"of {overall.negatives} negative examples: messages that are no entry "
+                        "of a kind on their own"
+                    ),
+                )
+            )
     for name in ("tuning", "held_out"):
         if name in rules:
             overall = rules[name][-1]

@@ -197,6 +197,22 @@ workspace_timeline_reconcile_threads = Table(
     Column("last_listed_at", UTCDateTime(), nullable=False),
 )
 
+# A recall that arrived before its message (migration 0013_recall_tombstones; docs/design.md
+# §4): the message's later arrival, by event or history, is stored redacted. One row per
+# workspace and message; ids and times only, never content.
+workspace_timeline_recall_tombstones = Table(
+    "workspace_timeline_recall_tombstones",
+    metadata,
+    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _workspace_fk(),
+    Column("chat_id", String(256), nullable=False),
+    Column("message_id", String(256), nullable=False),
+    Column("recalled_at", UTCDateTime(), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("workspace_id", "chat_id", "message_id"),
+    Index(None, "workspace_id", "created_at", "id"),  # the lifecycle purge
+)
+
 workspace_timeline_entries = Table(
     "workspace_timeline_entries",
     metadata,

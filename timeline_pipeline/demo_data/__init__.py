@@ -6,7 +6,9 @@ deploy) in Lark's history list-item shape, one JSON object per line, preceded by
 (`timeline_pipeline.lark.simulator.store.ChatStore.load_jsonl`) loads the file as it is.
 
 `expected_facts.json` is the incident commander's timeline for the chat, in the gold-set format
-(`category`, `evidence_message_ids`, `title`). Both files are produced by
+(`category`, `evidence_message_ids`, `title`). `negative_examples.json` lists messages that must
+not become an entry of a kind on their own (`category`, `message_id`, `why`: an acknowledgement
+is no decision), which the quality benchmark counts. All three files are produced by
 `tools/generate_demo_chat.py` (outside the installed package); edit the script, never the files.
 
 Times start at a fixed moment (2026-11-29T08:00:00Z); the demo shifts them so the chat ends now.
@@ -24,10 +26,12 @@ __all__ = [
     "CHAT_FILE",
     "CHAT_ID",
     "EXPECTED_FACTS_FILE",
+    "NEGATIVE_EXAMPLES_FILE",
     "chat_path",
     "expected_facts_path",
     "load_expected_facts",
     "load_messages",
+    "load_negative_examples",
     "load_records",
     "load_users",
 ]
@@ -35,6 +39,7 @@ __all__ = [
 CHAT_ID: Final = "oc_demo_checkout_incident"
 CHAT_FILE: Final = "incident_chat.jsonl"
 EXPECTED_FACTS_FILE: Final = "expected_facts.json"
+NEGATIVE_EXAMPLES_FILE: Final = "negative_examples.json"
 
 
 def _resource(name: str) -> Path:
@@ -78,3 +83,12 @@ def load_expected_facts() -> list[dict[str, Any]]:
     """The hand-written timeline: `category`, `evidence_message_ids` and `title` per fact."""
     facts: list[dict[str, Any]] = json.loads(expected_facts_path().read_text(encoding="utf-8"))
     return facts
+
+
+def load_negative_examples() -> list[dict[str, Any]]:
+    """Messages that must not be drafted as an entry of `category` on their own: `category`,
+    `message_id` and `why` per example."""
+    negatives: list[dict[str, Any]] = json.loads(
+        _resource(NEGATIVE_EXAMPLES_FILE).read_text(encoding="utf-8")
+    )
+    return negatives

@@ -10,8 +10,12 @@ A recall goes through the legal-hold gate (`lifecycle.hold_gate`, docs/lifecycle
 workspace a hold reaches, the row is redacted in its columns like any recall (so no view, API,
 summary, card or synthesis sees it) and its content is set aside until the hold is released.
 
-A recall that arrives before its message (out of order) finds no row and changes nothing; the
-reconciliation history refresh sees the message as deleted and stores it redacted.
+A recall that arrives before its message (out of order) finds no row: it leaves a tombstone
+(`store.recall_tombstones`) in each workspace that lacks the row, and the shared ingest path
+stores the message's later arrival redacted, by event or by history, as if the recall had come
+after it (docs/design.md §4, "A recall before its message"). Before the tombstone is left, the
+chat's lock is taken alone and the evidence read again, so a write of the message that another
+replica or reconciliation is committing at that moment is redacted here instead.
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE,
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage, redact
 from timeline_pipeline.lifecycle import hold_gate
-from timeline_pipeline.store import evidence
+from timeline_pipeline.store import evidence, recall_tombstones
 
 REDACTED = "redacted"
 ALREADY_REDACTED = "already_redacted"
 NOT_FOUND = "not_found"
+"""No row yet: a tombstone was left for the message's later arrival (also counted TOMBSTONED
+when this recall left it, not an earlier delivery of the same recall)."""
+TOMBSTONED = "tombstoned"
 HELD = "held"
 """Redacted in view, content set aside under a legal hold (also counted as REDACTED)."""
 
@@ -74,31 +81,65 @@ def redact_everywhere(
     recalled_at: datetime,
     now: datetime,
 ) -> Counter[str]:
-    """Redact the message in each workspace, in the caller's transaction.
+    """Redact the message in each workspace, in the caller's transaction; where it is not
+    stored yet, leave a tombstone instead.
 
-    Returns counts keyed REDACTED / ALREADY_REDACTED / NOT_FOUND, and HELD for the
-    workspaces whose content a legal hold set aside.
+    Returns counts keyed REDACTED / ALREADY_REDACTED / NOT_FOUND, HELD for the workspaces
+    whose content a legal hold set aside, and TOMBSTONED for the tombstones this call left.
     """
     key = message_source_key(chat_id, message_id)
     counts: Counter[str] = Counter()
+    missing: list[str] = []
     for workspace_id in workspace_ids:
         row = evidence.get_by_key(conn, workspace_id, SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, key)
         if row is None:
-            counts[NOT_FOUND] += 1
+            missing.append(workspace_id)
+        else:
+            _redact_row(
+                conn, row, message_id=message_id, recalled_at=recalled_at, now=now, counts=counts
+            )
+    if not missing:
+        return counts
+    # A write of the message that another transaction already has under way commits before
+    # this lock is granted, so the second read below sees it; a write that starts later waits
+    # for this transaction and finds the tombstone (store/recall_tombstones.py).
+    recall_tombstones.lock_for_recall(conn, chat_id)
+    for workspace_id in missing:
+        row = evidence.get_by_key(conn, workspace_id, SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, key)
+        if row is not None:
+            _redact_row(
+                conn, row, message_id=message_id, recalled_at=recalled_at, now=now, counts=counts
+            )
             continue
-        if row.deleted:
-            counts[ALREADY_REDACTED] += 1
-            continue
-        redacted = redact(message_from_row(row, message_id=message_id), recalled_at=recalled_at)
-        record = evidence_record(redacted, workspace_id)
-        outcome, held = hold_gate.redact_evidence(
-            conn,
-            workspace_id,
-            [(record.source, record.source_type, record.source_key)],
-            partial(evidence.upsert, conn, record, now=now),
-            what="recall",
+        counts[NOT_FOUND] += 1
+        left = recall_tombstones.record(
+            conn, workspace_id, chat_id, message_id, recalled_at=recalled_at, now=now
         )
-        counts[REDACTED if outcome is UpsertOutcome.UPDATED else ALREADY_REDACTED] += 1
-        if held:
-            counts[HELD] += 1
+        counts[TOMBSTONED] += int(left)
     return counts
+
+
+def _redact_row(
+    conn: Connection,
+    row: EvidenceRow,
+    *,
+    message_id: str,
+    recalled_at: datetime,
+    now: datetime,
+    counts: Counter[str],
+) -> None:
+    if row.deleted:
+        counts[ALREADY_REDACTED] += 1
+        return
+    redacted = redact(message_from_row(row, message_id=message_id), recalled_at=recalled_at)
+    record = evidence_record(redacted, row.workspace_id)
+    outcome, held = hold_gate.redact_evidence(
+        conn,
+        row.workspace_id,
+        [(record.source, record.source_type, record.source_key)],
+        partial(evidence.upsert, conn, record, now=now),
+        what="recall",
+    )
+    counts[REDACTED if outcome is UpsertOutcome.UPDATED else ALREADY_REDACTED] += 1
+    if held:
+        counts[HELD] += 1

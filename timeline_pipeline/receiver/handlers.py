@@ -49,6 +49,13 @@ from timeline_pipeline.settings import LarkTimelineSettings
 # The same key-safety rule as normalization: ids become part of `chat/<chat>/message/<id>`.
 _IDENTIFIER: Final = re.compile(r"[\x21-\x2e\x30-\x7e]{1,256}")
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+# Group keys: the batch writes groups in key order (receiver/batching.py), so a transaction
+# takes its chats in chat order and, within a chat, the recalls before the messages. A recall
+# that misses its message takes the chat's lock alone, a message write shares it
+# (store/recall_tombstones.py): taken in that one order everywhere, no two batches wait for
+# each other in a circle, and no batch asks for the lock alone while it shares it.
+_RECALLS: Final = "1-recalls"
+_MESSAGES: Final = "2-messages"
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,7 @@ class EventHandlers:
             return replace(base, ignored=Reason.SELF_GENERATED)
         if self._bindings.cached(message.chat_id) == ():
             return replace(base, ignored=Reason.UNBOUND_CHAT)
-        group = ("message", message.chat_id)
+        group = (message.chat_id, _MESSAGES)
         return Pending(self._write_messages, message, group, message.message_id, message.chat_id)
 
     def _write_messages(
@@ -194,7 +201,7 @@ class EventHandlers:
         if self._bindings.cached(chat_id) == ():
             return Outcome(message_id, chat_id, ignored=Reason.UNBOUND_CHAT)
         request = _Recall(message_id, chat_id, recalled_at, now)
-        return Pending(self._write_recalls, request, ("recall", chat_id), message_id, chat_id)
+        return Pending(self._write_recalls, request, (chat_id, _RECALLS), message_id, chat_id)
 
     def _write_recalls(self, conn: Connection, recalls: Sequence[_Recall]) -> list[Outcome]:
         """Recalls of one chat, redacted in message id order (each redaction locks its row, and
@@ -224,7 +231,7 @@ class EventHandlers:
             base,
             ignored=Reason.MESSAGE_NOT_FOUND if missing else None,
             workspace_ids=tuple(workspaces),
-            writes=Counter(redacted=counts[recall.REDACTED]),
+            writes=Counter(redacted=counts[recall.REDACTED], tombstoned=counts[recall.TOMBSTONED]),
         )
 
 

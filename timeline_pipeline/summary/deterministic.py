@@ -9,6 +9,7 @@ the same text byte for byte, which makes "unchanged input, unchanged summary" ch
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -16,7 +17,7 @@ from timeline_pipeline.summary.models import SummaryEntry, SummaryInput, Summary
 
 __all__ = ["DeterministicSummarizer"]
 
-PROMPT_VERSION = "summary-rules-v1"
+PROMPT_VERSION = "summary-rules-v2"
 MAX_TITLES_PER_SECTION = 3
 MAX_TITLE_CHARS = 200
 
@@ -33,6 +34,28 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# What authors call each kind when they label their own message ("Root cause (draft): ...",
+# "Decision: ...", "INC-2291 follow-ups: ..."). A title keeps the author's words, so under its
+# section's heading such a label would be said twice.
+_LABEL_NAMES = {
+    "impact": r"impact",
+    "root_cause": r"root[ -]?causes?|rc",
+    "finding": r"findings?",
+    "decision": r"decisions?|decided",
+    "mitigation": r"mitigations?",
+    "recovery": r"recovery|recovered",
+    "next_step": r"next[ -]steps?|follow[ -]?ups?|action items?",
+}
+_SECTION_LABEL = {
+    category: re.compile(
+        r"^(?:[A-Z][A-Z0-9]*-\d+\s+)?(?:" + names + r")\s*"
+        r"(?:\((?P<qualifier>[^()]{1,24})\)\s*)?(?:[:\uff1a]\s*|\s[-\u2013\u2014]\s+)",
+        re.IGNORECASE,
+    )
+    for category, names in _LABEL_NAMES.items()
+}
+
+
 def _hhmm(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
@@ -45,6 +68,20 @@ def _clip(text: str) -> str:
 def _sentence(text: str) -> str:
     text = _clip(text)
     return text if text.endswith((".", "!", "?", "…")) else text + "."
+
+
+def _unlabelled(title: str, category: str) -> str:
+    """The title without a leading label naming its own section; a qualifier the author put on
+    the label ("(draft)", "(tentative)") stays, in front of the claim it qualifies."""
+    pattern = _SECTION_LABEL.get(category)
+    match = pattern.match(title) if pattern else None
+    rest = title[match.end() :].strip() if match else ""
+    if match is None or not rest:
+        return title
+    qualifier = match.group("qualifier")
+    if qualifier:
+        return f"({qualifier.strip()}) {rest}"
+    return rest[0].upper() + rest[1:]
 
 
 def _pick(entries: Sequence[SummaryEntry], which: str) -> tuple[list[SummaryEntry], int]:
@@ -89,7 +126,7 @@ class DeterministicSummarizer:
             if not group:
                 continue
             chosen, more = _pick(group, which)
-            text = " ".join(_sentence(e.title) for e in chosen)
+            text = " ".join(_sentence(_unlabelled(e.title, category)) for e in chosen)
             if more:
                 text += f" (+{more} more)"
             lines.append(f"{heading}: {text}")

@@ -57,6 +57,9 @@ _RESULT_DISCOUNT = 1.0
 restarts since" is the action with its result)."""
 _FALL_FACTOR = 5.0
 _FALL_BONUS = 4.5
+_ROSTER_SCORE = 6.0
+"""As sure as a labelled decision: a roster is laid out to be read as one."""
+_MENTION_SIGN = re.compile(r"@(?=\w)")
 _MIN_CJK_CHARS = 6
 """A Chinese clause of this many characters says something beyond a status reading."""
 _MAX_FINDING_CUES = 4.0
@@ -97,6 +100,13 @@ class Reading:
 def _is_acknowledgement(cleaned: str) -> bool:
     tokens = [t for t in _ACK_TOKEN.split(cleaned.lower()) if t]
     return len(tokens) <= _MAX_ACK_WORDS and all(t in lexicon.ACK_WORDS for t in tokens)
+
+
+def _is_roster(text: str) -> bool:
+    """One line per role, each naming its person, the incident commander among them."""
+    return bool(lexicon.ROSTER_COMMAND.search(text)) and (
+        len(lexicon.ROSTER_ROLE.findall(text)) >= lexicon.MIN_ROSTER_ROLES
+    )
 
 
 def _is_chatter(sentence: str) -> bool:
@@ -207,6 +217,9 @@ def _joined_openers(pieces: list[str]) -> list[str]:
 def _best_sentence(cleaned: str) -> tuple[Category | None, float, str]:
     """The message's strongest sentence, except that an explanation outranks an observation.
 
+    A message that opens by pointing back ("yep, that's why we see it in the US too") has no
+    subject of its own in that sentence: it agrees with someone else's, and states nothing.
+
     "The threshold was set to 0ms yesterday. So every query is logged" states a finding and
     its consequence; together they are the cause, however much stronger the finding reads.
     Finding is the generic kind, so any other kind clearly stated in one sentence of a long
@@ -216,7 +229,9 @@ def _best_sentence(cleaned: str) -> tuple[Category | None, float, str]:
     best: tuple[Category | None, float, str] = (None, 0.0, "")
     cause: tuple[Category | None, float, str] = (None, 0.0, "")
     specific: tuple[Category | None, float, str] = (None, 0.0, "")
-    for sentence in _joined_openers(sentences(cleaned)):
+    for index, sentence in enumerate(_joined_openers(sentences(cleaned))):
+        if index == 0 and lexicon.BACK_REFERENCE.match(sentence):
+            continue  # "yep, that's why ...": what it points at was said by someone else
         category, score = score_sentence(sentence)
         if category is not None and score > best[1]:
             best = (category, score, sentence)
@@ -338,12 +353,19 @@ def read_message(
     words = word_count(cleaned)
     if words == 0:
         return noise
+    if _is_roster(item.text):
+        # The team is set: who commands, who does what. Read before the mentions go, and the
+        # title keeps the names (without their @), since they are what the roster says.
+        title = make_title(_MENTION_SIGN.sub("", item.text))
+        return Reading(
+            item, MessageKind.FACT, Category.DECISION, _ROSTER_SCORE, title, topic_words(cleaned)
+        )
     title = make_title(keep_sentences(cleaned, _says_something))
     # Read in the usual spelling; the title keeps the author's.
     text = casual_spelling(cleaned)
     if lexicon.APPROVAL.match(text):
         return Reading(item=item, kind=MessageKind.APPROVAL, title=title)
-    if _is_acknowledgement(text):
+    if _is_acknowledgement(text) or lexicon.ACKNOWLEDGED_ROLE.match(text):
         return noise
     if strip_links(item.text) != item.text and words < 4:
         return noise  # a link with a label is a pointer, not a fact

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from timeline_pipeline.synthesis.models import Category
 
 __all__ = [
+    "ACKNOWLEDGED_ROLE",
     "ACK_WORDS",
     "ALTERNATIVES",
     "APPROVAL",
     "ASK",
+    "BACK_REFERENCE",
     "BAD_METRIC",
     "BARE_OPENER",
     "BOT_NOTIFICATION",
@@ -30,6 +32,7 @@ __all__ = [
     "IDENTIFIER",
     "INTENT",
     "LEADING_ASIDE",
+    "MIN_ROSTER_ROLES",
     "NEGATION",
     "OPENING_ACTION",
     "OWNERSHIP_CLAIM",
@@ -39,6 +42,8 @@ __all__ = [
     "PROPOSAL",
     "REPORTS",
     "REQUEST",
+    "ROSTER_COMMAND",
+    "ROSTER_ROLE",
     "RUNNING_STATUS",
     "SCHEDULING",
     "SOCIAL",
@@ -1038,6 +1043,38 @@ reports the action that follows it, and the action cues read from the start of a
 
 BARE_OPENER = re.compile(r"^(?:ok(?:ay)?|fine|agreed|alright)[.!]*$", re.IGNORECASE)
 """A lone go-ahead word that opens a message; what follows it is what was settled."""
+
+ACKNOWLEDGED_ROLE = re.compile(
+    r"^(?:ok(?:ay)?[,.!]?\s+)?(?:i'm on|i am on|on it|here|i'm here|online|ack(?:ed)?|joined)"
+    r"(?:\s+call)?[,.;!]*\s+(?:(?:and|so)\s+)?(?:i'll|i will|i'm|i am|i've got|i got)\s+"
+    r"(?:(?:take|be|taking|grab|have)\s+)?(?:the\s+)?(?:ic|incident command(?:er)?)"
+    r"(?:\s+(?:on|for)\s+(?:this|it)(?:\s+one)?)?[.!]*$",
+    re.IGNORECASE,
+)
+"""Answering the page and taking the role, and nothing else: "ok I'm on. I'll take IC" says the
+author is there. Nobody is given anything to do and no course is chosen, so it is an
+acknowledgement; the roles are set by the roster or the assignments that follow."""
+
+BACK_REFERENCE = re.compile(
+    r"^(?:(?:yep|yes|yeah|yup|right|exactly|true|agreed|indeed|ok(?:ay)?|ah+|oh|so)\b"
+    r"[\s,.!-]*)*(?:that|this|which)(?:'s| is| was| would be)?\s+"
+    r"(?:why|explains|would explain)\b",
+    re.IGNORECASE,
+)
+"""A message that opens by pointing back: "yep, that's why we see errors in the US too". Its
+subject is someone else's message, so it states no cause or course of its own: it agrees (the
+same words after an explanation in the same message do explain, and are read as such)."""
+
+_ROLE_LINE = r"^[ \t]*(?:[-*\u2022][ \t]*)?"
+ROSTER_COMMAND = re.compile(
+    _ROLE_LINE + r"(?:ic|incident commander|incident lead)[ \t]*[:\uff1a][ \t]*@\S",
+    re.IGNORECASE | re.MULTILINE,
+)
+ROSTER_ROLE = re.compile(_ROLE_LINE + r"[^\W\d][^\n:\uff1a@]{0,40}[:\uff1a][ \t]*@\S", re.MULTILINE)
+MIN_ROSTER_ROLES = 3
+"""A roster post: one line per role, each naming its person ("IC: @Ana", "Comms: @Ruth", ...),
+the incident commander among them. The team is set, which is a decision; one role line alone
+("IC: @Ana") is a label, not yet a roster. Read on the text before mentions are dropped."""
 
 
 ASK = re.compile(

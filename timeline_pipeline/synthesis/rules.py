@@ -35,7 +35,7 @@ from timeline_pipeline.synthesis.models import (
 
 __all__ = ["RULES_PROMPT_VERSION", "RuleSynthesizer"]
 
-RULES_PROMPT_VERSION = "rules-v6"
+RULES_PROMPT_VERSION = "rules-v7"
 
 _STATE_CATEGORIES = frozenset(
     {Category.IMPACT, Category.RECOVERY, Category.ROOT_CAUSE, Category.NEXT_STEP}

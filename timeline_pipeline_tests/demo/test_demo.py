@@ -61,6 +61,21 @@ def test_demo_builds_a_traceable_timeline_from_the_bundled_chat(
     assert [e["occurred_at"] for e in entries] == sorted(e["occurred_at"] for e in entries)
     assert out["summary"]
     assert run["summaries_run"] == 1
+    # Each summary line says its section's label once, whatever label the entry's author used
+    # ("Root cause (draft): ..."), and no acknowledgement or bare agreement is drafted as a
+    # decision (the demo chat's negative examples).
+    for line in out["summary"].splitlines()[1:]:
+        heading, _, text = line.partition(": ")
+        assert not text.lower().startswith(heading.lower().rstrip("s")), line
+    not_decisions = {
+        negative["message_id"]
+        for negative in demo_data.load_negative_examples()
+        if negative["category"] == "decision"
+    }
+    for entry in entries:
+        if entry["category"] == "decision" and entry["source"] == "ai":
+            cited = {item["source_key"].rsplit("/", 1)[1] for item in entry["evidence"]}
+            assert not cited <= not_decisions, entry["title"]
     for entry in entries:
         assert entry["evidence"], entry["title"]
         assert all(item["link"].startswith("https://") for item in entry["evidence"])

@@ -15,10 +15,12 @@ from timeline_pipeline.demo_data import (
     CHAT_FILE,
     CHAT_ID,
     EXPECTED_FACTS_FILE,
+    NEGATIVE_EXAMPLES_FILE,
     chat_path,
     expected_facts_path,
     load_expected_facts,
     load_messages,
+    load_negative_examples,
     load_records,
     load_users,
 )
@@ -295,6 +297,21 @@ def test_expected_facts_cite_eligible_messages(
     assert firsts == sorted(firsts), "facts are listed in the order they happened"
 
 
+def test_negative_examples_name_eligible_messages_with_a_kind_and_a_reason(
+    by_id: dict[str, dict[str, Any]],
+) -> None:
+    negatives = load_negative_examples()
+    assert negatives
+    for negative in negatives:
+        assert set(negative) == {"category", "message_id", "why"}
+        assert Category(negative["category"])
+        assert len(negative["why"]) >= 20
+        normalized = normalize_list_item(
+            by_id[negative["message_id"]], max_text_chars=MAX_TEXT_CHARS
+        )
+        assert normalized.ai_eligible, negative["message_id"]
+
+
 # --- the generator ------------------------------------------------------------------------------
 
 
@@ -302,6 +319,8 @@ def test_regenerating_gives_identical_bytes(tmp_path: Path) -> None:
     assert generate.main(["--out", str(tmp_path)]) == 0
     assert (tmp_path / CHAT_FILE).read_bytes() == chat_path().read_bytes()
     assert (tmp_path / EXPECTED_FACTS_FILE).read_bytes() == expected_facts_path().read_bytes()
+    shipped = chat_path().parent / NEGATIVE_EXAMPLES_FILE
+    assert (tmp_path / NEGATIVE_EXAMPLES_FILE).read_bytes() == shipped.read_bytes()
     again = tmp_path / "again"
     generate.write(again)
     assert (again / CHAT_FILE).read_bytes() == chat_path().read_bytes()

@@ -303,3 +303,61 @@ def test_a_hold_that_appears_during_a_delegated_purge_rolls_it_back(engine: Engi
             is None
         )
     assert _listings(engine) == 1
+
+
+def test_a_message_arriving_after_its_recall_in_a_held_workspace_has_its_content_set_aside(
+    engine: Engine,
+) -> None:
+    """docs/lifecycle.md, "A recall under a hold", whichever arrives first: the message that
+    follows its recall is redacted in its columns and its content kept aside, as the message
+    that precedes its recall is."""
+    from timeline_pipeline.ingest.writer import ingest
+    from timeline_pipeline.lark.normalize import NormalizedLarkMessage, normalize_event_message
+    from timeline_pipeline_tests.receiver.conftest import add_workspace
+    from timeline_pipeline_tests.receiver.lark_events import CHAT, NOW, receive
+
+    add_workspace(engine, WS)
+    with engine.begin() as conn:
+        create_hold(
+            conn,
+            load_registry(),
+            workspace_id=WS,
+            descriptor_key=None,
+            reason="preservation notice 21",
+            idempotency_key="notice-21",
+            actor="cli:counsel",
+        )
+        bound = [b.workspace for b in workspaces.bindings_for_chat(conn, CHAT)]
+    at, recalled_at = NOW - timedelta(minutes=5), NOW - timedelta(minutes=1)
+    settings = LarkTimelineSettings(enabled=True, event_ingestion_enabled=True)
+
+    def message(message_id: str) -> NormalizedLarkMessage:
+        event = receive(message_id, "card 4111 1111 1111 1111 was charged twice", at=at)
+        return normalize_event_message(event["event"], max_text_chars=4000)
+
+    def recall_now(message_id: str) -> None:
+        with engine.begin() as conn:
+            recall.redact_everywhere(
+                conn, [WS], chat_id=CHAT, message_id=message_id, recalled_at=recalled_at, now=NOW
+            )
+
+    def store(message_id: str) -> None:
+        with engine.begin() as conn:
+            ingest(conn, [message(message_id)], bound, settings, NOW)
+
+    store("om_usual")
+    recall_now("om_usual")
+    recall_now("om_early")
+    store("om_early")
+
+    with engine.connect() as conn:
+        rows = {
+            r.source_key.rsplit("/", 1)[1]: r
+            for r in conn.execute(select(ev).where(ev.c.workspace_id == WS))
+        }
+    usual, early = rows["om_usual"], rows["om_early"]
+    assert (early.content, early.deleted, early.ai_eligible) == ("", True, False)
+    assert early.held_content_json is not None
+    assert early.held_content_json["content"] == "card 4111 1111 1111 1111 was charged twice"
+    assert early.held_content_json == usual.held_content_json
+    assert (early.content_hash, early.metadata_json) == (usual.content_hash, usual.metadata_json)

@@ -315,7 +315,7 @@ def test_a_window_partition_materializes_with_lineage_to_its_evidence(
     assert meta["status"] == "completed"
     assert meta["evidence_ids"] == [chat[0]] and meta["evidence_count"] == 1
     assert meta["chunks"] == 1 and meta["entries_created"] == 1
-    assert meta["prompt_version"] == "rules-v6" and meta["processor"] == "rules"
+    assert meta["prompt_version"] == "rules-v7" and meta["processor"] == "rules"
     assert meta["aggregate_hash"] == window_states(engine)[key].last_seen_content_hash
     with engine.connect() as conn:
         (entry,) = entries.list_for_workspace(conn, "inc-1")

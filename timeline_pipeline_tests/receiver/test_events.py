@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from sqlalchemy import Engine
 
+from timeline_pipeline.domain.evidence import EvidenceRow
 from timeline_pipeline.store import workspaces
 from timeline_pipeline_tests.receiver.conftest import Receiver, ReceiverFactory, add_workspace
 from timeline_pipeline_tests.receiver.lark_events import (
@@ -162,6 +163,49 @@ def test_a_recall_of_an_unknown_message_is_acknowledged_and_counted(receiver: Re
 
     assert response.json() == {"status": "ignored", "reason": "message_not_found"}
     assert receiver.rows() == []
+    recalls = {"event_type": "im.message.recalled_v1", "reason": "message_not_found"}
+    assert receiver.metric("timeline_lark_events_ignored_total", **recalls) == 1
+    assert receiver.metric("timeline_lark_evidence_writes_total", outcome="tombstoned") == 1
+
+
+def test_a_message_arriving_after_its_recall_is_stored_redacted_as_if_recalled_after(
+    receiver: Receiver,
+) -> None:
+    at = NOW - timedelta(minutes=5)
+    recalled_at = NOW - timedelta(minutes=1)
+    # The usual order, for reference: the message, then its recall.
+    receiver.post(receive("om_first", "customer ACME-42 cannot pay", at=at))
+    receiver.post(recall("om_first", at=recalled_at))
+
+    # Out of order: the recall is acknowledged before anything of the message is stored...
+    early = receiver.post(recall("om_late", at=recalled_at))
+    assert early.json() == {"status": "ignored", "reason": "message_not_found"}
+    # ...and the message that arrives after it (and its redelivery) is stored redacted.
+    assert (
+        receiver.post(receive("om_late", "customer ACME-42 cannot pay", at=at)).status_code == 200
+    )
+    receiver.post(receive("om_late", "customer ACME-42 cannot pay", at=at))
+
+    rows = {row.source_key.rsplit("/", 1)[1]: row for row in receiver.rows()}
+    usual, late = rows["om_first"], rows["om_late"]
+    assert (late.content, late.deleted, late.ai_eligible) == ("", True, False)
+    assert late.metadata["recalled_at"] == recalled_at.isoformat()
+
+    def shown(row: EvidenceRow) -> tuple[object, ...]:
+        return (
+            row.occurred_at,
+            row.source_updated_at,
+            row.actor_id,
+            row.content,
+            row.content_hash,
+            row.metadata,
+            row.ai_eligible,
+            row.deleted,
+            row.held_content,
+        )
+
+    assert shown(late) == shown(usual)
+    assert receiver.metric("timeline_lark_evidence_writes_total", outcome="tombstoned") == 1
 
 
 def test_messages_from_the_app_itself_are_self_generated_not_stored_and_counted(

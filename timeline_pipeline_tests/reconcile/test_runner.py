@@ -447,6 +447,41 @@ def test_refresh_updates_edits_and_recalls_without_reopening_a_completed_window(
     assert (after.status, after.revision) == ("completed", window.revision)
 
 
+def test_a_message_read_from_history_after_its_recall_arrived_is_stored_redacted(
+    make_harness: MakeHarness,
+) -> None:
+    """The recall event reached the receiver before anything of the message (its event was
+    lost); the history listing still shows the message. Reconciliation stores it redacted, as
+    if the recall had come after it (docs/design.md §4, "A recall before its message")."""
+    from timeline_pipeline.ingest import recall
+
+    items = messages(6, start=NOW - H)
+    early = items[2]
+    h = make_harness(items)
+    h.workspace()
+    with h.engine.begin() as conn:
+        counts = recall.redact_everywhere(
+            conn,
+            ["inc-1"],
+            chat_id=CHAT,
+            message_id=early["message_id"],
+            recalled_at=NOW - 10 * M,
+            now=NOW - 10 * M,
+        )
+    assert (counts[recall.NOT_FOUND], counts[recall.TOMBSTONED]) == (1, 1)
+
+    report = h.run().chats[0]
+
+    assert report.upserts.inserted == 6
+    rows = {row.source_key.rsplit("/", 1)[1]: row for row in h.evidence()}
+    gone = rows[early["message_id"]]
+    assert (gone.deleted, gone.content, gone.ai_eligible) == (True, "", False)
+    assert gone.metadata["recalled_at"] == (NOW - 10 * M).isoformat()
+    assert gone.occurred_at == key_of(early).created_at
+    kept = [row for key, row in rows.items() if key != early["message_id"]]
+    assert all(row.content and not row.deleted for row in kept)
+
+
 # ----------------------------------------------------------------- scope
 
 

@@ -64,7 +64,34 @@ def test_the_same_entries_give_the_same_text() -> None:
     given = SummaryInput(workspace_id="inc-1", entries=INCIDENT)
     result = summarizer.summarize(given)
     assert result.content == summarizer.summarize(given).content
-    assert result.summarizer == "rules" and result.prompt_version == "summary-rules-v1"
+    assert result.summarizer == "rules" and result.prompt_version == "summary-rules-v2"
     assert summarizer.render(SummaryInput(workspace_id="inc-1", entries=[])) == (
         "No timeline entries yet."
     )
+
+
+def test_a_title_that_already_carries_its_sections_label_is_not_labelled_twice() -> None:
+    """Authors label their own messages ("Root cause (draft): ...", "Decision: ..."), and a
+    title keeps the author's words; the summary's heading says it once."""
+    labelled = [
+        item(1, 2, "impact", "Impact: checkout down for EU cards"),
+        item(2, 9, "root_cause", "Root cause (draft): payments-config #4471 raised the timeout"),
+        item(3, 10, "decision", "Decision: we roll back payments-config to r811"),
+        item(4, 11, "decision", "decisions - freeze payment deploys"),
+        item(5, 20, "next_step", "INC-2291 follow-ups: fix the rollback path"),
+        item(6, 21, "finding", "Root cause is still unknown, pools are full"),
+    ]
+
+    lines = (
+        DeterministicSummarizer()
+        .render(SummaryInput(workspace_id="inc-1", entries=labelled))
+        .splitlines()
+    )
+
+    assert lines[1:6] == [
+        "Impact: Checkout down for EU cards.",
+        "Root cause: (draft) payments-config #4471 raised the timeout.",
+        "Findings: Root cause is still unknown, pools are full.",
+        "Decisions: We roll back payments-config to r811. Freeze payment deploys.",
+        "Next steps: Fix the rollback path.",
+    ]

@@ -17,6 +17,7 @@ from bench.quality.evaluation import (
     ProducedFact,
     Score,
     category_scores,
+    drafted_negatives,
     match_facts,
     produced_facts,
     run_windows,
@@ -25,12 +26,17 @@ from bench.quality.evaluation import (
 from bench.quality.gold import (
     ExpectedFact,
     GoldTranscript,
+    NegativeExample,
     Split,
     load_gold_set,
     load_splits,
     transcript_from_records,
 )
-from timeline_pipeline.demo_data import load_expected_facts, load_messages
+from timeline_pipeline.demo_data import (
+    load_expected_facts,
+    load_messages,
+    load_negative_examples,
+)
 from timeline_pipeline.synthesis.models import Category
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 
@@ -122,6 +128,31 @@ def test_rule_synthesizer_generalises_to_the_held_out_demo_chat() -> None:
     result = _score(held_out)
     assert result.precision >= HELD_OUT_MIN_PRECISION, result
     assert result.recall >= HELD_OUT_MIN_RECALL, result
+
+
+def test_the_demo_chat_drafts_none_of_its_negative_examples() -> None:
+    """An acknowledgement ("ok I'm on. I'll take IC") and an agreement with no subject of its
+    own ("yep, thats why we see US errors too") are no decisions (demo_data's
+    negative_examples.json)."""
+    demo = transcript_from_records(
+        "demo", load_messages(), load_expected_facts(), load_negative_examples()
+    )
+    assert len(demo.negatives) >= 2
+    run = run_windows(demo.evidence, RuleSynthesizer())
+    produced = produced_facts(run.entries, demo.message_id_by_evidence_id())
+    assert drafted_negatives(produced, demo.negatives) == []
+
+
+def test_a_negative_example_counts_only_when_a_draft_of_its_kind_rests_on_nothing_else() -> None:
+    ack = NegativeExample(Category.DECISION, "om_ack", "an acknowledgement")
+
+    def drafted(category: Category, *message_ids: str) -> list[NegativeExample]:
+        fact = ProducedFact(category=category, message_ids=frozenset(message_ids), title="t")
+        return drafted_negatives([fact], [ack])
+
+    assert drafted(Category.DECISION, "om_ack") == [ack]
+    assert drafted(Category.DECISION, "om_ack", "om_roster") == []  # folded into the decision
+    assert drafted(Category.FINDING, "om_ack") == []  # only the kind it is not
 
 
 def test_a_transcript_from_records_is_read_like_one_from_disk(

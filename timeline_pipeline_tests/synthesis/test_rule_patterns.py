@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from timeline_pipeline.synthesis.category_model import default_category_model
 from timeline_pipeline.synthesis.chunking import plan_chunks
 from timeline_pipeline.synthesis.classify import MessageKind, impact_aspect, read_message
 from timeline_pipeline.synthesis.models import Category, EvidenceItem, SynthesisChunk
@@ -205,6 +206,10 @@ STRUCTURAL = [
     ("finding", "日志里 worker-7 一直在重试同一个 job"),
     # middle dots on one line are a person's shorthand, not a dashboard integration
     ("mitigation", "rolled back checkout-svc to v41 · errors 38% -> 0.2% · p99 180ms"),
+    # a roster post: one line per role, each with its person, the commander among them
+    ("decision", "Roles for this one\nIC: @Marta Lopez\nOps: @Jun Park\nComms: @Kim Lee"),
+    # pointing back after the explanation, in the same message, explains
+    ("root_cause", "the retry budget is 30s per call. that's why the pool runs dry"),
 ]
 
 STRUCTURAL_NOT_FACTS = [
@@ -263,6 +268,14 @@ NOT_WORTHY = [
     "ack, looking",
     "+1, matches what I see",
     "hi all, support here",
+    # answering the page and taking the role, with nobody given anything to do
+    "ok I'm on. I'll take IC",
+    "here, I'll be IC",
+    "on it. im IC",
+    # pointing back at someone else's message: no subject and no action of its own
+    "yep, that's why the retries pile up on the edge too",
+    "right, that explains the 502s in the other region",
+    "exactly, which is why search is slow as well",
     # running status: the value of something already being watched
     "p99 at 4s now",
     "error rate 12% now, worst so far",
@@ -324,6 +337,36 @@ def test_timeline_worthy_sentences_get_their_kind(category: str, text: str) -> N
 @pytest.mark.parametrize("text", NOT_WORTHY)
 def test_sentences_without_a_new_fact_are_not_entries(text: str) -> None:
     assert read_message(evidence(1, text)).kind is not MessageKind.FACT
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ok I'm on. I'll take IC",
+        "on it, I'm IC",
+        "yep, that's why the retries pile up on the edge too",
+        "right, that explains the 502s in the other region",
+    ],
+)
+def test_an_acknowledgement_or_an_agreement_is_no_decision_even_for_the_category_model(
+    text: str,
+) -> None:
+    """The model gives a second opinion on a fact's kind; it never makes one of these a fact,
+    least of all a decision (a decision names who does what, or the course chosen)."""
+    reading = read_message(evidence(1, text), category_model=default_category_model())
+    assert (reading.kind, reading.category) == (MessageKind.NOISE, None)
+
+
+def test_taking_the_role_and_giving_out_work_stays_a_decision() -> None:
+    for text in ("I'm IC. Ana on the db, Ruth on comms", "I've got IC", "ok, I'm IC for this"):
+        reading = read_message(evidence(1, text), category_model=default_category_model())
+        assert (reading.kind, reading.category) == (MessageKind.FACT, Category.DECISION), text
+
+
+def test_a_roster_is_titled_with_the_people_it_names() -> None:
+    text = "Roles for this one\nIC: @Marta Lopez\nOps: @Jun Park\nComms: @Kim Lee"
+    reading = read_message(evidence(1, text))
+    assert reading.title == "Roles for this one: IC: Marta Lopez; Ops: Jun Park; Comms: Kim Lee"
 
 
 @pytest.mark.parametrize(

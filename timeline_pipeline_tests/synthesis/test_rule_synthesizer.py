@@ -147,7 +147,7 @@ def test_a_window_of_chatter_produces_no_entry() -> None:
 
 def test_result_records_the_synthesizer_and_costs_no_tokens() -> None:
     result = RuleSynthesizer().synthesize(_chunk([evidence(1, "restarted the redis primary")]))
-    assert (result.model, result.prompt_version) == ("rules", "rules-v6")
+    assert (result.model, result.prompt_version) == ("rules", "rules-v7")
     assert (result.usage.input_tokens, result.usage.output_tokens) == (0, 0)
 
 
