@@ -111,6 +111,29 @@ def scenario(workspaces_count: int, per_workspace: int, backlog: int, now: datet
     return Scenario(refs=backlog_refs + refs, backlog=backlog_refs)
 
 
+def post(conn: Any, workspace_id: str, chat_id: str, at: datetime, index: int, *, tag: str) -> None:
+    """One of the four fact-stating lines (by `index`), as a stored Lark message of the chat."""
+    line = LINES[index % len(LINES)]
+    message_id = f"om_{hashlib.sha1(f'{tag}/{index}'.encode()).hexdigest()[:20]}"
+    evidence.upsert(
+        conn,
+        EvidenceRecord(
+            workspace_id=workspace_id,
+            source=SOURCE_LARK,
+            source_type=SOURCE_TYPE_LARK_MESSAGE,
+            source_key=message_source_key(chat_id, message_id),
+            occurred_at=at,
+            source_updated_at=at,
+            content=line,
+            content_hash=content_hash(line),
+            actor_id="ou_drain_responder",
+            scope_key=chat_id,
+            ai_eligible=True,
+            metadata={"chat_id": chat_id, "message_type": "text"},
+        ),
+    )
+
+
 def seed(url: str, refs: Sequence[WindowRef], now: datetime) -> None:
     engine = make_engine(url)
     upgrade(engine)
@@ -121,28 +144,9 @@ def seed(url: str, refs: Sequence[WindowRef], now: datetime) -> None:
                 created.add(ref.workspace_id)
                 workspaces.create(conn, ref.workspace_id, created_at=now - timedelta(days=2))
                 workspaces.bind_chat(conn, ref.workspace_id, ref.chat_id)
-            for index, line in enumerate(LINES):
+            for index in range(len(LINES)):
                 at = ref.window_start + timedelta(minutes=1 + 2 * index)
-                message_id = (
-                    f"om_{hashlib.sha1(f'{ref.partition_key}/{index}'.encode()).hexdigest()[:20]}"
-                )
-                evidence.upsert(
-                    conn,
-                    EvidenceRecord(
-                        workspace_id=ref.workspace_id,
-                        source=SOURCE_LARK,
-                        source_type=SOURCE_TYPE_LARK_MESSAGE,
-                        source_key=message_source_key(ref.chat_id, message_id),
-                        occurred_at=at,
-                        source_updated_at=at,
-                        content=line,
-                        content_hash=content_hash(line),
-                        actor_id="ou_drain_responder",
-                        scope_key=ref.chat_id,
-                        ai_eligible=True,
-                        metadata={"chat_id": ref.chat_id, "message_type": "text"},
-                    ),
-                )
+                post(conn, ref.workspace_id, ref.chat_id, at, index, tag=ref.partition_key)
     engine.dispose()
 
 
@@ -374,28 +378,6 @@ class SteadyFigures:
     samples: int
 
 
-def _post(conn: Any, workspace_id: str, chat_id: str, at: datetime, index: int) -> None:
-    line = LINES[index % len(LINES)]
-    message_id = f"om_{hashlib.sha1(f'{chat_id}/{at.isoformat()}'.encode()).hexdigest()[:20]}"
-    evidence.upsert(
-        conn,
-        EvidenceRecord(
-            workspace_id=workspace_id,
-            source=SOURCE_LARK,
-            source_type=SOURCE_TYPE_LARK_MESSAGE,
-            source_key=message_source_key(chat_id, message_id),
-            occurred_at=at,
-            source_updated_at=at,
-            content=line,
-            content_hash=content_hash(line),
-            actor_id="ou_drain_responder",
-            scope_key=chat_id,
-            ai_eligible=True,
-            metadata={"chat_id": chat_id, "message_type": "text"},
-        ),
-    )
-
-
 def oldest_uncovered_age(
     conn: Any, now: datetime, close_grace: timedelta, *, since: datetime
 ) -> float:
@@ -463,7 +445,8 @@ def steady(
                 at = datetime.now(UTC)
                 with engine.begin() as conn:
                     for workspace_id in ids:
-                        _post(conn, workspace_id, _chat(workspace_id), at, posted)
+                        chat = _chat(workspace_id)
+                        post(conn, workspace_id, chat, at, posted, tag=f"{chat}/{at}")
                 posted += 1
                 next_post += post_every
             with engine.connect() as conn:
