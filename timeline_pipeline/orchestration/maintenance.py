@@ -57,11 +57,6 @@ class DriveBudgetConfig(dg.Config):
         return Budget(self.max_batches, self.max_seconds, self.max_retries, self.resume)
 
 
-class DriveMaintenanceConfig(DriveBudgetConfig):
-    job_id: str
-    """The maintenance job's id, as `timeline-pipeline maintenance create` printed it."""
-
-
 def job_service(database: DatabaseResource, settings: TimelineSettingsResource) -> JobService:
     # A rerun preview runs the synthesizer the window runs use (docs/maintenance.md).
     registry = default_registry(

@@ -282,34 +282,6 @@ def create_window_if_evidence(
     return get_by_key(conn, workspace_id, SOURCE_SYSTEM, SOURCE_TYPE_WINDOW, key)
 
 
-def windows_for_starts(
-    conn: Connection,
-    workspace_id: str,
-    chat_id: str,
-    starts: Sequence[datetime],
-    processor_version: str | None = None,
-) -> dict[datetime, SyncState]:
-    """Bulk-load the states of candidate windows (one query, indexed)."""
-    if not starts:
-        return {}
-    stmt = select(ss).where(
-        ss.c.workspace_id == workspace_id,
-        ss.c.scope_key == chat_id,
-        ss.c.source_type == SOURCE_TYPE_WINDOW,
-        ss.c.window_start.in_(list(starts)),
-    )
-    if processor_version is None:
-        stmt = stmt.where(ss.c.processor_version.is_(None))
-    else:
-        stmt = stmt.where(ss.c.processor_version == processor_version)
-    result: dict[datetime, SyncState] = {}
-    for row in conn.execute(stmt):
-        state = _to_state(row)
-        assert state.window_start is not None
-        result[state.window_start] = state
-    return result
-
-
 def _runnable(stamp: datetime, max_attempts: int, stale_timeout: timedelta) -> Any:
     """A window that may run again: pending; failed with attempts left; or processing past the
     stale timeout with attempts left (its worker died). Claim and requeue share this rule."""

@@ -199,19 +199,6 @@ def test_summary_is_attempted_at_most_once_per_finished_window(engine: Engine) -
         assert sync_states.mark_summary_attempted(conn, state.id) is False
 
 
-def test_bulk_load_of_candidate_windows(engine: Engine) -> None:
-    _with_evidence(engine)
-    with engine.begin() as conn:
-        evidence.upsert(conn, message("later", message_id="om_2", at=W1 + timedelta(minutes=2)))
-    a, b = _window(engine, W0), _window(engine, W1)
-    with engine.connect() as conn:
-        found = sync_states.windows_for_starts(
-            conn, "inc-1", "oc_chat", [W0, W1, W1 + timedelta(minutes=10)]
-        )
-    assert set(found) == {W0, W1}
-    assert found[W0].id == a.id and found[W1].id == b.id  # type: ignore[union-attr]
-
-
 def test_checkpoint_advances_only_forward_and_only_with_the_read_revision(engine: Engine) -> None:
     make_workspace(engine)
     with engine.begin() as conn:
