@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.domain.keys import (
     SOURCE_SYSTEM,
     SOURCE_TYPE_WINDOW,
@@ -43,7 +44,7 @@ from timeline_pipeline.domain.keys import (
 )
 from timeline_pipeline.domain.maintenance import MaintenancePhase
 from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
-from timeline_pipeline.maintenance.errors import InvalidInput, ProcessorRefused
+from timeline_pipeline.maintenance.errors import ProcessorRefused
 from timeline_pipeline.maintenance.processor import (
     StepOutcome,
     StepRequest,
