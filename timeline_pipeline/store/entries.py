@@ -55,7 +55,7 @@ from timeline_pipeline.domain.lifecycle_declare import (
     NOT_PARTITIONED,
     archive_on_request,
 )
-from timeline_pipeline.store.sync_states import SummaryWindow
+from timeline_pipeline.store.window_states import SummaryWindow
 
 __all__ = [
     "MACHINE_SOURCES",
