@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 from datetime import timedelta
-from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -380,10 +379,6 @@ class Settings:
     def __init__(self, timeline: LarkTimelineSettings, runtime: RuntimeEnvironment) -> None:
         self.timeline = timeline
         self.runtime = runtime
-
-    @cached_property
-    def claude_enabled(self) -> bool:
-        return bool(self.runtime.anthropic_api_key.get_secret_value())
 
 
 def _unknown_env_keys() -> list[str]:

@@ -26,15 +26,9 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from timeline_pipeline.api.models import ErrorOut, UnprocessableOut
-from timeline_pipeline.curation.errors import (
-    CurationError,
-    EntryNotFound,
-    InvalidInput,
-    InvalidTransition,
-    StaleRevision,
-    SummaryNotFound,
-)
+from timeline_pipeline.curation.errors import EntryNotFound, SummaryNotFound
 from timeline_pipeline.db.engine import DatabaseUnavailable
+from timeline_pipeline.domain.errors import InvalidInput, InvalidTransition, Refused, StaleRevision
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
 from timeline_pipeline.web.responses import SafeJSONResponse
 
@@ -84,7 +78,7 @@ def curation_errors() -> Iterator[None]:
             raise problem(409, exc.code, str(exc)) from None
         except InvalidInput as exc:
             raise problem(422, exc.code, str(exc)) from None
-        except CurationError as exc:  # pragma: no cover - every subclass is listed above
+        except Refused as exc:  # pragma: no cover - every refusal curation makes is listed above
             raise problem(400, exc.code, str(exc)) from None
 
 

@@ -27,9 +27,9 @@ from timeline_pipeline.db.engine import (
     transaction,
 )
 from timeline_pipeline.db.migrate import MigrationError, current_revision, head_revision, upgrade
+from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.domain.lifecycle import UnsafeIdentifier
-from timeline_pipeline.lifecycle.errors import LifecycleError
 from timeline_pipeline.maintenance.endpoint import cli_actor
 from timeline_pipeline.settings import SettingsError
 from timeline_pipeline.store import workspaces as workspace_store
@@ -48,7 +48,7 @@ USER_ERRORS: tuple[type[Exception], ...] = (
     WorkspaceError,
     InvalidKey,
     TokenNotFound,
-    LifecycleError,
+    Refused,
     UnsafeIdentifier,
 )
 

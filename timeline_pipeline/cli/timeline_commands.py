@@ -26,7 +26,6 @@ import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
 from timeline_pipeline.cli.output import emit, json_option, jsonable, parse_iso8601
-from timeline_pipeline.curation.errors import CurationError
 from timeline_pipeline.curation.export import render_markdown
 from timeline_pipeline.curation.rules import (
     CATEGORIES,
@@ -37,6 +36,7 @@ from timeline_pipeline.curation.rules import (
 )
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.curation.timeline import EntryView, SummaryView, TimelineView
+from timeline_pipeline.domain.errors import Refused
 
 __all__ = ["timeline_group"]
 
@@ -57,7 +57,7 @@ class CurationGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except CurationError as exc:
+        except Refused as exc:
             _fail(str(exc))
 
 

@@ -23,7 +23,7 @@ import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from timeline_pipeline.curation.errors import InvalidInput, InvalidTransition, StaleRevision
+from timeline_pipeline.domain.errors import InvalidInput, InvalidTransition, StaleRevision
 from timeline_pipeline.synthesis.models import Category
 
 __all__ = [

@@ -20,12 +20,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from timeline_pipeline.curation.errors import (
-    EntryNotFound,
-    InvalidInput,
-    StaleRevision,
-    SummaryNotFound,
-)
+from timeline_pipeline.curation.errors import EntryNotFound, SummaryNotFound
 from timeline_pipeline.curation.rules import (
     DETAIL_MAX_CHARS,
     ENTRY_STATUSES,
@@ -48,6 +43,7 @@ from timeline_pipeline.curation.timeline import (
     summary_view,
 )
 from timeline_pipeline.db.engine import connection, transaction
+from timeline_pipeline.domain.errors import InvalidInput, StaleRevision
 from timeline_pipeline.store import audit, entries, evidence, summaries, workspaces
 from timeline_pipeline.store.entries import EntryRow
 

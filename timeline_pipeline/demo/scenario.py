@@ -28,10 +28,6 @@ class Scenario:
         """The incident was declared a few minutes before its chat started."""
         return self.first_at - timedelta(minutes=5)
 
-    @property
-    def recalled_ids(self) -> list[str]:
-        return [m["message_id"] for m in self.messages if m.get("deleted")]
-
 
 def _millis(item: Mapping[str, Any], field: str) -> int | None:
     value = item.get(field)

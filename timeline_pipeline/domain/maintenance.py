@@ -30,9 +30,3 @@ OPEN_MAINTENANCE_STATUSES: tuple[MaintenanceStatus, ...] = (
     MaintenanceStatus.PAUSED,
 )
 """Every non-terminal status: at most one job per type and scope may be in one of these."""
-
-TERMINAL_MAINTENANCE_STATUSES: tuple[MaintenanceStatus, ...] = (
-    MaintenanceStatus.COMPLETED,
-    MaintenanceStatus.CANCELLED,
-)
-"""Kept for audit, never advanced or changed again."""

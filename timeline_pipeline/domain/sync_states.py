@@ -1,6 +1,7 @@
 """A sync-state row as the planners see it, and the checkpoint cursor's text form.
 
-Values only: the stores read and write them (`store/sync_states.py`), the pure planners
+Values only: the stores read and write them (`store/sync_states.py`, `store/checkpoints.py`,
+`store/window_states.py`), the pure planners
 (`windows/planning.py`, `reconcile/planning.py`) decide on them without importing a store
 (README, "Package layout").
 """

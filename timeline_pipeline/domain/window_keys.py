@@ -138,9 +138,6 @@ class WindowRef:
         """Oldest first; ties broken by identity so that orderings are deterministic."""
         return (self.window_start, self.workspace_id, self.chat_id, self.processor_version or "")
 
-    def in_namespace(self, processor_version: str | None) -> WindowRef:
-        return WindowRef(self.workspace_id, self.chat_id, self.window_start, processor_version)
-
 
 def parse_partition_key(key: str) -> WindowRef:
     """The inverse of `WindowRef.partition_key`; refuses anything it would not produce."""

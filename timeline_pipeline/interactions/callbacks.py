@@ -20,7 +20,6 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
-from timeline_pipeline.curation.errors import InvalidInput
 from timeline_pipeline.curation.rules import check_text
 from timeline_pipeline.domain.card_requests import (
     CardEntry,
@@ -28,6 +27,7 @@ from timeline_pipeline.domain.card_requests import (
     Decisions,
     closing_decision,
 )
+from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
 from timeline_pipeline.interactions.cards import (
     EDIT_FIELD,

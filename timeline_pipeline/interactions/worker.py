@@ -31,12 +31,12 @@ from typing import Final
 
 from sqlalchemy import Connection, Engine
 
-from timeline_pipeline.curation.errors import CurationError
 from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.curation.timeline import EntryView
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.domain.card_requests import CardRequest, Decision, all_closed, pending_count
+from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.domain.interactions import AdmissionStatus, CardAction, CardStatus
 from timeline_pipeline.interactions.pin_card import draw_card
 from timeline_pipeline.lark.cards import CardSender
@@ -276,7 +276,7 @@ class CardWorker:
         else:
             try:
                 self._curate(conn, card, admission)
-            except CurationError as error:
+            except Refused as error:
                 outcome = error.code
         decisions = {k: list(v) for k, v in card.decisions.items()}
         mine = decisions.get(admission.entry_id, [])

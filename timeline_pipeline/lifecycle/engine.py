@@ -39,18 +39,14 @@ from sqlalchemy import Connection, Engine, delete, func, select, text
 from sqlalchemy.exc import IntegrityError
 
 from timeline_pipeline.db.engine import transaction
+from timeline_pipeline.domain.errors import LegalHoldActive, Refused
 from timeline_pipeline.domain.lifecycle import (
     DeletionMode,
     LifecycleDescriptor,
     safe_identifier,
 )
 from timeline_pipeline.lifecycle.archive import ArchivePort
-from timeline_pipeline.lifecycle.errors import (
-    DeletionModeRefused,
-    LegalHoldActive,
-    LifecycleError,
-    NotGeneric,
-)
+from timeline_pipeline.lifecycle.errors import DeletionModeRefused, NotGeneric
 from timeline_pipeline.lifecycle.hold_gate import held_workspaces
 from timeline_pipeline.lifecycle.partitions import window_partition_keys
 from timeline_pipeline.lifecycle.plan import RetentionPlan, build_plan, pad_lower_bound
@@ -185,8 +181,8 @@ class PurgeEngine:
             for d in runnable:
                 outcome.descriptors.append(self._purge(d, plan, workspace_id, run_id))
         except Exception as exc:
-            code = exc.code if isinstance(exc, LifecycleError) else "internal_error"
-            message = str(exc) if isinstance(exc, LifecycleError) else type(exc).__name__
+            code = exc.code if isinstance(exc, Refused) else "internal_error"
+            message = str(exc) if isinstance(exc, Refused) else type(exc).__name__
             outcome.status, outcome.error_code = "failed", code
             outcome.duration_seconds = round(time.monotonic() - started, 3)
             self._finish(outcome, "failed", code, message)

@@ -1,59 +1,45 @@
-"""The refusals of the lifecycle subsystem, each with a stable code (CLI, API, run records).
+"""The refusals only the lifecycle subsystem makes, each with a stable code (CLI, API, run
+records); invalid input, an idempotency conflict and a legal hold are the shared family in
+`domain/errors.py` (docs/glossary.md, "Refusal").
 
 Every one is raised before anything is written or deleted, or rolls back the batch it stopped.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from timeline_pipeline.domain.errors import Refused
 
 
-class LifecycleError(Exception):
+class LifecycleError(Refused):
     """A refusal an operator can cause; its message names the cause and never row content."""
 
-    code: ClassVar[str] = "lifecycle_error"
-    http_status: ClassVar[int] = 400
-
-
-class InvalidLifecycleInput(LifecycleError):
-    code = "invalid_input"
-    http_status = 422
+    code = "lifecycle_error"
 
 
 class UnknownDescriptorKey(LifecycleError):
     code = "unknown_descriptor"
-    http_status = 422
+    status = 422
 
 
 class RetentionOverrideOutOfRange(LifecycleError):
     code = "retention_override_out_of_range"
 
 
-class IdempotencyConflict(LifecycleError):
-    code = "idempotency_conflict"
-    http_status = 409
-
-
 class HoldCannotHold(LifecycleError):
     """A hold on a descriptor whose rows belong to no workspace: it would hold nothing."""
 
     code = "hold_holds_nothing"
-    http_status = 422
+    status = 422
 
 
 class HoldNotFound(LifecycleError):
     code = "hold_not_found"
-    http_status = 404
+    status = 404
 
 
 class HoldNotActive(LifecycleError):
     code = "hold_not_active"
-    http_status = 409
-
-
-class LegalHoldActive(LifecycleError):
-    code = "legal_hold_active"
-    http_status = 409
+    status = 409
 
 
 class DeletionModeRefused(LifecycleError):

@@ -18,8 +18,8 @@ from typing import Final, TypeVar
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.errors import LegalHoldActive
 from timeline_pipeline.domain.evidence import EvidenceRecord
-from timeline_pipeline.lifecycle.errors import LegalHoldActive
 from timeline_pipeline.lifecycle.registry import Registry, load_registry
 from timeline_pipeline.store import evidence
 from timeline_pipeline.store import legal_holds as store

@@ -23,12 +23,11 @@ from typing import Final
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.errors import IdempotencyConflict, InvalidInput
 from timeline_pipeline.lifecycle.errors import (
     HoldCannotHold,
     HoldNotActive,
     HoldNotFound,
-    IdempotencyConflict,
-    InvalidLifecycleInput,
     UnknownDescriptorKey,
 )
 from timeline_pipeline.lifecycle.registry import Registry
@@ -56,18 +55,18 @@ def _digest(payload: dict[str, object]) -> str:
 
 def _check_key(key: str | None, option: str) -> str:
     if key is None or not key.strip():
-        raise InvalidLifecycleInput(f"{option}: an idempotency key is required")
+        raise InvalidInput(f"{option}: an idempotency key is required")
     if len(key) > MAX_IDEMPOTENCY_KEY:
-        raise InvalidLifecycleInput(f"{option}: at most {MAX_IDEMPOTENCY_KEY} characters")
+        raise InvalidInput(f"{option}: at most {MAX_IDEMPOTENCY_KEY} characters")
     return key
 
 
 def _check_reason(reason: str | None, minimum: int, option: str) -> str:
     text = (reason or "").strip()
     if len(text) < minimum:
-        raise InvalidLifecycleInput(f"{option}: give a reason of at least {minimum} characters")
+        raise InvalidInput(f"{option}: give a reason of at least {minimum} characters")
     if len(text) > MAX_REASON:
-        raise InvalidLifecycleInput(f"{option}: at most {MAX_REASON} characters")
+        raise InvalidInput(f"{option}: at most {MAX_REASON} characters")
     return text
 
 
@@ -83,7 +82,7 @@ def _check_review_at(review_at: datetime | None) -> datetime | None:
     except (OverflowError, ValueError):
         moment = REVIEW_FROM - timedelta(days=1)
     if review_at.tzinfo is None or not REVIEW_FROM <= moment < REVIEW_UNTIL:
-        raise InvalidLifecycleInput("review_at: give a time with a zone, from 2000 to 2099 UTC")
+        raise InvalidInput("review_at: give a time with a zone, from 2000 to 2099 UTC")
     return moment
 
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.domain.lifecycle import LifecycleDescriptor
-from timeline_pipeline.lifecycle.errors import InvalidLifecycleInput, RetentionOverrideOutOfRange
+from timeline_pipeline.lifecycle.errors import RetentionOverrideOutOfRange
 
 CURSOR_SAFETY_MARGIN: Final = timedelta(milliseconds=1)
 
@@ -72,7 +73,7 @@ def build_plan(
     link consults) keep their defaults."""
     moment = as_of or datetime.now(UTC)
     if moment.tzinfo is None:
-        raise InvalidLifecycleInput("--as-of: give a timezone")
+        raise InvalidInput("--as-of: give a timezone")
     chosen = set(selected)
     days = {
         d.key: retention_days(d, override if d.key in chosen else None) for d in all_descriptors

@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, Table, exists, false, not_, or_
 
 from timeline_pipeline.db.schema import metadata
+from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.domain.lifecycle import LifecycleDescriptor, safe_identifier
-from timeline_pipeline.lifecycle.errors import InvalidLifecycleInput
 from timeline_pipeline.lifecycle.plan import RetentionPlan
 from timeline_pipeline.lifecycle.registry import Registry
 
@@ -23,14 +23,14 @@ def table_of(d: LifecycleDescriptor) -> Table:
     name = safe_identifier(d.table_name)
     table = metadata.tables.get(name)
     if table is None:
-        raise InvalidLifecycleInput(f"{d.key}: table_name: {name!r} is not a table of the schema")
+        raise InvalidInput(f"{d.key}: table_name: {name!r} is not a table of the schema")
     return table
 
 
 def col(table: Table, name: str) -> Any:
     safe_identifier(name)
     if name not in table.c:
-        raise InvalidLifecycleInput(f"{table.name}: no column {name!r}")
+        raise InvalidInput(f"{table.name}: no column {name!r}")
     return table.c[name]
 
 

@@ -1,4 +1,7 @@
-"""What the job service refuses, each with the HTTP status the listener answers and a code.
+"""What only the job service refuses, each with the HTTP status the listener answers and a code;
+the refusals every package shares (invalid input, an idempotency conflict, a legal hold, a stale
+revision, an invalid transition) are the family in `domain/errors.py` (docs/glossary.md,
+"Refusal").
 
 Every refusal changes nothing. The message is one line for the operator and never quotes
 parameters beyond the names of the keys at fault.
@@ -8,22 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from timeline_pipeline.domain.errors import Refused
 
-class MaintenanceError(Exception):
-    """A refused request; `status` and `code` are what the listener answers."""
+
+class MaintenanceError(Refused):
+    """A refusal only the job service makes; `status` and `code` are what the listener answers,
+    `current` the job when the caller needs its revision."""
 
     status = 400
     code = "invalid_request"
-
-    def __init__(self, message: str, *, job: Any = None) -> None:
-        super().__init__(message)
-        self.job = job
-
-
-class InvalidInput(MaintenanceError):
-    """Limits out of range, parameters that do not validate, a malformed body."""
-
-    code = "invalid_input"
 
 
 class UnknownProcessor(MaintenanceError):
@@ -37,39 +33,11 @@ class JobNotFound(MaintenanceError):
     code = "job_not_found"
 
 
-class IdempotencyConflict(MaintenanceError):
-    """The key is taken by a job created from different input."""
-
-    status = 409
-    code = "idempotency_conflict"
-
-
 class OpenJobExists(MaintenanceError):
     """A ready or paused job of the same type and scope exists; finish or cancel it first."""
 
     status = 409
     code = "open_job_exists"
-
-
-class LegalHoldActive(MaintenanceError):
-    """An apply job of a processor that rewrites content, in a workspace a hold reaches."""
-
-    status = 409
-    code = "legal_hold_active"
-
-
-class StaleRevision(MaintenanceError):
-    """The caller's revision is not the job's: nothing was done; the body has the job."""
-
-    status = 409
-    code = "stale_revision"
-
-
-class InvalidTransition(MaintenanceError):
-    """The action does not apply to the job's status (e.g. resume a completed job)."""
-
-    status = 409
-    code = "invalid_transition"
 
 
 class Busy(MaintenanceError):
@@ -85,8 +53,8 @@ class TooEarly(MaintenanceError):
     status = 429
     code = "delay"
 
-    def __init__(self, message: str, *, job: Any = None, retry_after_ms: int = 0) -> None:
-        super().__init__(message, job=job)
+    def __init__(self, message: str, *, current: Any = None, retry_after_ms: int = 0) -> None:
+        super().__init__(message, current=current)
         self.retry_after_ms = retry_after_ms
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from timeline_pipeline.maintenance.errors import InvalidInput
+from timeline_pipeline.domain.errors import InvalidInput
 
 BATCH_SIZE_RANGE: Final = (1, 5000)
 DELAY_MS_RANGE: Final = (1, 60000)

@@ -19,8 +19,9 @@ from typing import Any, Final, Protocol
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.domain.maintenance import MaintenancePhase
-from timeline_pipeline.maintenance.errors import InvalidInput, ProcessorRefused, UnknownProcessor
+from timeline_pipeline.maintenance.errors import ProcessorRefused, UnknownProcessor
 
 STATE_VERSION_KEY: Final = "v"
 WORKSPACE_ID_RE: Final = re.compile(r"^[A-Za-z0-9._-]{1,128}$")

@@ -32,8 +32,9 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from timeline_pipeline.db.engine import DatabaseUnavailable
+from timeline_pipeline.domain.errors import InvalidInput, Refused
 from timeline_pipeline.maintenance.endpoint import ACTOR_HEADER, ALLOWED_HOSTS, JOBS_PATH
-from timeline_pipeline.maintenance.errors import MaintenanceError, TooEarly
+from timeline_pipeline.maintenance.errors import TooEarly
 from timeline_pipeline.maintenance.limits import parse_limits
 from timeline_pipeline.maintenance.service import UNATTRIBUTED, JobService, job_json
 from timeline_pipeline.observability.logs import get_logger
@@ -99,22 +100,28 @@ class ActionBody(_Body):
     options: dict[str, Any] | None = None
 
 
-def refusal_body(exc: MaintenanceError) -> dict[str, Any]:
+def refusal_status(exc: Refused) -> int:
+    """The listener's status for a refusal: its own, except invalid input, which the listener
+    answers with 400 like a body that does not validate (docs/maintenance.md)."""
+    return 400 if isinstance(exc, InvalidInput) else exc.status
+
+
+def refusal_body(exc: Refused) -> dict[str, Any]:
     """A refusal's answer: one-line reason, the job when the caller needs its revision, and the
     time left of the delay on a 429."""
     body: dict[str, Any] = {"detail": {"code": exc.code, "message": str(exc)}}
-    if exc.job is not None:
-        body["job"] = job_json(exc.job)
+    if exc.current is not None:
+        body["job"] = job_json(exc.current)
     if isinstance(exc, TooEarly):
         body["retry_after_ms"] = exc.retry_after_ms
     return body
 
 
-def _refusal(exc: MaintenanceError) -> Response:
+def _refusal(exc: Refused) -> Response:
     headers: dict[str, str] = {}
     if isinstance(exc, TooEarly):
         headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after_ms / 1000)))
-    return SafeJSONResponse(refusal_body(exc), status_code=exc.status, headers=headers)
+    return SafeJSONResponse(refusal_body(exc), status_code=refusal_status(exc), headers=headers)
 
 
 def _problem(status: int, code: str, message: str) -> Response:
@@ -145,8 +152,8 @@ def install(app: FastAPI) -> None:
             )
         return await call_next(request)
 
-    @app.exception_handler(MaintenanceError)
-    async def maintenance_error(_request: Request, exc: MaintenanceError) -> Response:
+    @app.exception_handler(Refused)
+    async def maintenance_error(_request: Request, exc: Refused) -> Response:
         return _refusal(exc)
 
     @app.exception_handler(RequestValidationError)

@@ -40,23 +40,24 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from timeline_pipeline.db.engine import connection, transaction
+from timeline_pipeline.domain.errors import (
+    IdempotencyConflict,
+    InvalidInput,
+    InvalidTransition,
+    LegalHoldActive,
+    StaleRevision,
+)
 from timeline_pipeline.domain.maintenance import (
     OPEN_MAINTENANCE_STATUSES,
     MaintenancePhase,
     MaintenanceStatus,
 )
 from timeline_pipeline.lifecycle import hold_gate
-from timeline_pipeline.lifecycle.errors import LegalHoldActive as HoldReached
 from timeline_pipeline.maintenance.errors import (
     Busy,
-    IdempotencyConflict,
-    InvalidInput,
-    InvalidTransition,
     JobNotFound,
-    LegalHoldActive,
     OpenJobExists,
     ProcessorRefused,
-    StaleRevision,
     TooEarly,
     UnknownProcessor,
 )
@@ -106,7 +107,7 @@ def _audit(conn: Connection, job: MaintenanceJob, action: str, actor: str, now: 
 
 
 def _hold_check(conn: Connection, processor: Processor, job_apply: bool, workspace: str) -> None:
-    """HoldReached when a hold reaches a descriptor an apply of this processor rewrites."""
+    """LegalHoldActive when a hold reaches a descriptor an apply of this processor rewrites."""
     if not job_apply:
         return
     for key in getattr(processor, "rewrites", ()):
@@ -216,10 +217,7 @@ class JobService:
                 processor.preflight(conn, validated.parameters)
             except ProcessorRefused as exc:
                 raise InvalidInput(f"preflight refused the job: {exc}") from None
-            try:
-                _hold_check(conn, processor, apply, validated.scope_key)
-            except HoldReached as exc:
-                raise LegalHoldActive(str(exc)) from None
+            _hold_check(conn, processor, apply, validated.scope_key)
             self._no_open_job(conn, job_type, validated.scope_key)
             values = {
                 "id": str(uuid.uuid4()),
@@ -272,7 +270,7 @@ class JobService:
             raise OpenJobExists(
                 f"job {open_job.id} of this type and scope is {open_job.status}: "
                 "finish or cancel it first",
-                job=open_job,
+                current=open_job,
             )
 
     def get(self, job_id: str) -> MaintenanceJob:
@@ -323,11 +321,11 @@ class JobService:
             with batch_transaction(self.engine) as conn:
                 job = self._locked(conn, job_id, revision)
                 if job.status not in allowed:
-                    raise InvalidTransition(f"cannot {action} a {job.status} job", job=job)
+                    raise InvalidTransition(f"cannot {action} a {job.status} job", current=job)
                 now = self._clock()
                 moved = store.transition(conn, job, {**values(job, now), "updated_at": now})
                 if moved is None:  # unreachable while the row is locked; never guess
-                    raise StaleRevision("the job moved on", job=store.get(conn, job_id))
+                    raise StaleRevision("the job moved on", current=store.get(conn, job_id))
                 _audit(conn, moved, action, actor, now)
         except JobRowBusy:
             raise Busy("a batch holds the job row: retry shortly") from None
@@ -341,7 +339,7 @@ class JobService:
             raise JobNotFound("no maintenance job with this id")
         if job.revision != revision:
             raise StaleRevision(
-                f"revision {revision} is stale: the job is at revision {job.revision}", job=job
+                f"revision {revision} is stale: the job is at revision {job.revision}", current=job
             )
         return job
 
@@ -403,13 +401,13 @@ class JobService:
                 job = self._locked(conn, job_id, revision)
                 job_type = job.job_type
                 if job.status != MaintenanceStatus.READY:
-                    raise InvalidTransition(f"cannot advance a {job.status} job", job=job)
+                    raise InvalidTransition(f"cannot advance a {job.status} job", current=job)
                 now = self._clock()
                 if job.not_before is not None and job.not_before > now:
                     wait_ms = int((job.not_before - now) / timedelta(milliseconds=1)) + 1
                     raise TooEarly(
                         f"the job's delay runs for another {wait_ms} ms",
-                        job=job,
+                        current=job,
                         retry_after_ms=wait_ms,
                     )
                 moved, outcome = self._step(conn, job, now)
@@ -478,7 +476,7 @@ class JobService:
             error = {"code": "unknown_processor", "message": str(exc), "retryable": False}
         except ProcessorRefused as exc:
             error = {"code": exc.code, "message": str(exc), "retryable": False}
-        except HoldReached as exc:
+        except LegalHoldActive as exc:
             error = {"code": exc.code, "message": str(exc), "retryable": False}
         except _Violation as exc:
             found = dict(exc.violation)
@@ -532,7 +530,7 @@ class JobService:
                 kind = "completed"
         moved = store.transition(conn, job, values, expected_status=MaintenanceStatus.READY)
         if moved is None:  # unreachable while the row is locked; never guess
-            raise StaleRevision("the job moved on", job=store.get(conn, job.id))
+            raise StaleRevision("the job moved on", current=store.get(conn, job.id))
         return moved, kind
 
 

@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from timeline_pipeline.db.engine import DatabaseUnavailable
+from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.maintenance.driver import Reply, TransportError
 from timeline_pipeline.maintenance.errors import MaintenanceError
 from timeline_pipeline.maintenance.limits import parse_limits
-from timeline_pipeline.maintenance.routes import refusal_body
+from timeline_pipeline.maintenance.routes import refusal_body, refusal_status
 from timeline_pipeline.maintenance.service import JobService, job_json
 
 
@@ -39,7 +40,7 @@ class ServiceTransport:
     def _answer(call: Any) -> Reply:
         try:
             return Reply(200, call())
-        except MaintenanceError as exc:
-            return Reply(exc.status, refusal_body(exc))
+        except Refused as exc:
+            return Reply(refusal_status(exc), refusal_body(exc))
         except DatabaseUnavailable:
             raise TransportError("database unavailable") from None

@@ -27,10 +27,11 @@ from pathlib import Path
 import dagster as dg
 
 from timeline_pipeline.db.engine import connection, transaction
+from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.lifecycle.archive import LocalDirectoryArchive, verify_manifest
 from timeline_pipeline.lifecycle.dry_run import DryRunReport, dry_run, read_only
 from timeline_pipeline.lifecycle.engine import PurgeEngine, RunOutcome
-from timeline_pipeline.lifecycle.errors import ArchiveVerifyFailed, LifecycleError
+from timeline_pipeline.lifecycle.errors import ArchiveVerifyFailed
 from timeline_pipeline.lifecycle.registry import Registry, configured_defaults, load_registry
 from timeline_pipeline.observability.metrics import LifecycleMetrics
 from timeline_pipeline.orchestration.resources import DatabaseResource
@@ -260,7 +261,7 @@ def lifecycle_purge(
     )
     try:
         outcome = engine.run(as_of=as_of)
-    except LifecycleError as exc:
+    except Refused as exc:
         context.log.error("lifecycle purge failed: %s (%s)", exc.code, exc)
         raise
     after = _held(_report(database, as_of))

@@ -19,6 +19,7 @@ from typing import Any
 
 import dagster as dg
 
+from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.maintenance.driver import (
     DEFAULT_RETRIES,
     EXIT_BUDGET,
@@ -27,7 +28,6 @@ from timeline_pipeline.maintenance.driver import (
     Driver,
     RunReport,
 )
-from timeline_pipeline.maintenance.errors import MaintenanceError
 from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService, job_json
 from timeline_pipeline.maintenance.transports import ServiceTransport
@@ -55,11 +55,6 @@ class DriveBudgetConfig(dg.Config):
         if not 0 <= self.max_retries <= 10:
             raise dg.Failure(description="max_retries must be between 0 and 10")
         return Budget(self.max_batches, self.max_seconds, self.max_retries, self.resume)
-
-
-class DriveMaintenanceConfig(DriveBudgetConfig):
-    job_id: str
-    """The maintenance job's id, as `timeline-pipeline maintenance create` printed it."""
 
 
 def job_service(database: DatabaseResource, settings: TimelineSettingsResource) -> JobService:
@@ -157,7 +152,7 @@ def maintenance_status(
     service = job_service(database, timeline_settings)
     try:
         job = job_json(service.get(config.job_id))
-    except MaintenanceError as exc:
+    except Refused as exc:
         raise dg.Failure(description=f"maintenance job {config.job_id}: {exc}") from None
     context.instance.add_run_tags(context.run_id, _tags(job))
     return dg.Output(

@@ -39,10 +39,11 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
 )
 
+from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.domain.window_keys import InvalidPartitionKey, WindowRef, parse_partition_key
 from timeline_pipeline.durations import format_duration
 from timeline_pipeline.llm.setup import model_key
-from timeline_pipeline.maintenance.errors import MaintenanceError, OpenJobExists
+from timeline_pipeline.maintenance.errors import OpenJobExists
 from timeline_pipeline.maintenance.limits import Limits, check_limits
 from timeline_pipeline.orchestration.maintenance import DriveBudgetConfig, drive_job
 from timeline_pipeline.orchestration.rerun_preview import preview_metadata, rerun_service
@@ -561,11 +562,15 @@ def create_rerun_windows(
         )
     except OpenJobExists as exc:
         wanted = service.registry.latest(WINDOW_RERUN).validate(parameters).parameters
-        if exc.job is None or exc.job.parameters != wanted or exc.job.apply == config.preview:
+        if (
+            exc.current is None
+            or exc.current.parameters != wanted
+            or exc.current.apply == config.preview
+        ):
             raise dg.Failure(description=str(exc)) from None
-        job = exc.job
+        job = exc.current
         context.log.info("continuing the open window_rerun job %s", job.id)
-    except MaintenanceError as exc:
+    except Refused as exc:
         raise dg.Failure(description=str(exc)) from None
     output = drive_job(context, service, job.id, config.budget())
     if not config.preview:

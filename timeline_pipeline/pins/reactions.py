@@ -36,8 +36,6 @@ class Refusal(StrEnum):
     UNBOUND_CHAT = "unbound_chat"
     NOT_ELIGIBLE = "not_eligible"
     NOT_PINNED = "not_pinned"
-    ALREADY_PINNED = "already_pinned"
-    ALREADY_UNPINNED = "already_unpinned"
 
 
 class MalformedReaction(ValueError):

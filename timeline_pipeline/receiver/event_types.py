@@ -19,6 +19,3 @@ MESSAGE_RECALLED: Final = "im.message.recalled_v1"
 CARD_ACTION: Final = "card.action.trigger"
 REACTION_CREATED: Final = "im.message.reaction.created_v1"
 REACTION_DELETED: Final = "im.message.reaction.deleted_v1"
-HANDLED: Final = frozenset(
-    {MESSAGE_RECEIVE, MESSAGE_RECALLED, CARD_ACTION, REACTION_CREATED, REACTION_DELETED}
-)

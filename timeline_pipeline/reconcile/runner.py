@@ -73,17 +73,17 @@ from timeline_pipeline.reconcile.report import (
 from timeline_pipeline.reconcile.targets import Target
 from timeline_pipeline.reconcile.threads import ThreadPlan, known_threads, plan_threads
 from timeline_pipeline.settings import LarkTimelineSettings
+from timeline_pipeline.store.checkpoints import (
+    advance_checkpoint,
+    ensure_checkpoint,
+    record_checkpoint_failure,
+    record_progress,
+)
 from timeline_pipeline.store.evidence import thread_first_seen
 from timeline_pipeline.store.reconcile_threads import (
     mark_thread_listed,
     prune_thread_listings,
     threads_last_listed,
-)
-from timeline_pipeline.store.sync_states import (
-    advance_checkpoint,
-    ensure_checkpoint,
-    record_checkpoint_failure,
-    record_progress,
 )
 
 log = structlog.get_logger(__name__)

@@ -16,7 +16,6 @@ from typing import Final
 from urllib.parse import urlsplit
 
 __all__ = [
-    "SAFE_METHODS",
     "csrf_token",
     "csrf_valid",
     "expected_origin",
@@ -26,7 +25,6 @@ __all__ = [
     "secure_request",
 ]
 
-SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 _CSRF_CONTEXT: Final = b"timeline-pipeline ui csrf v1"
 
 

@@ -55,7 +55,7 @@ from timeline_pipeline.domain.lifecycle_declare import (
     NOT_PARTITIONED,
     archive_on_request,
 )
-from timeline_pipeline.store.sync_states import SummaryWindow
+from timeline_pipeline.store.window_states import SummaryWindow
 
 __all__ = [
     "MACHINE_SOURCES",
@@ -85,7 +85,6 @@ __all__ = [
     "nearest_entry",
     "plan_draft_write",
     "restated_candidates",
-    "revision_of",
     "same_evidence",
     "set_status",
     "upsert_draft",
@@ -348,12 +347,6 @@ def evidence_ids_of(conn: Connection, entry_ids: Sequence[int]) -> dict[int, lis
     for row in rows:
         found[row.entry_id].append(row.evidence_id)
     return found
-
-
-def revision_of(conn: Connection, entry_id: int) -> tuple[str, int] | None:
-    """(workspace_id, revision) of an entry in one indexed read: what a stale check needs."""
-    row = conn.execute(select(en.c.workspace_id, en.c.revision).where(en.c.id == entry_id)).first()
-    return (row.workspace_id, row.revision) if row else None
 
 
 def get(conn: Connection, entry_id: int) -> EntryRow | None:

@@ -214,15 +214,6 @@ def retire_key(conn: Connection, admission_id: int) -> None:
     )
 
 
-def working_count(conn: Connection, workspace_id: str) -> int:
-    """Admissions of the workspace the worker has not finished: the admission limit's count."""
-    return int(
-        conn.execute(
-            select(func.count()).where(ia.c.workspace_id == workspace_id, ia.c.status.in_(_WORKING))
-        ).scalar_one()
-    )
-
-
 def claim(
     conn: Connection, *, owner: str, now: datetime, lease: timedelta, limit: int
 ) -> list[AdmissionRow]:
@@ -313,13 +304,6 @@ def backlog(conn: Connection, *, now: datetime) -> Mapping[str, float]:
     ).scalar_one_or_none()
     age = (now - oldest).total_seconds() if oldest is not None else 0.0
     return {**{s: float(by_status.get(s, 0)) for s in _WORKING}, "oldest_age_seconds": age}
-
-
-def count_by_status(conn: Connection) -> dict[str, int]:
-    return {
-        str(k): int(v)
-        for k, v in conn.execute(select(ia.c.status, func.count()).group_by(ia.c.status))
-    }
 
 
 # --- lifecycle -------------------------------------------------------------------------------

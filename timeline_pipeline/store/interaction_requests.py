@@ -141,11 +141,6 @@ def get_by_message(conn: Connection, message_id: str) -> CardRow | None:
     return _to_card(row) if row else None
 
 
-def get_by_uuid(conn: Connection, idempotency_uuid: str) -> CardRow | None:
-    row = conn.execute(select(ir).where(ir.c.idempotency_uuid == idempotency_uuid)).first()
-    return _to_card(row) if row else None
-
-
 def for_workspace(conn: Connection, workspace_id: str, *, limit: int = 100) -> list[CardRow]:
     rows = conn.execute(
         select(ir)

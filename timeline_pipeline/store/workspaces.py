@@ -25,7 +25,7 @@ from timeline_pipeline.domain.keys import (
     check_workspace_id,
 )
 from timeline_pipeline.domain.workspaces import ChatBinding, Workspace
-from timeline_pipeline.store import evidence, sync_states
+from timeline_pipeline.store import checkpoints, evidence, window_states
 
 
 class WorkspaceError(Exception):
@@ -261,7 +261,7 @@ def bound_chats_with_latest_window(
     window_start) and (workspace_id, scope_key, occurred_at, id)), so the cost follows the
     number of chats, not the number of windows or messages they ever had.
     """
-    latest = sync_states.latest_window_of_chat(
+    latest = window_states.latest_window_of_chat(
         "window_start", res.c.workspace_id, res.c.resource_key
     )
     newest = evidence.latest_eligible_at(res.c.workspace_id, res.c.resource_key)
@@ -297,7 +297,7 @@ def followed_chats(conn: Connection, *, since: datetime) -> list[FollowedChat]:
     One statement of per-chat index seeks: the latest window's end (backward seek), the first
     evidence from there (forward seek), the checkpoint (unique-key lookup).
     """
-    latest_end = sync_states.latest_window_of_chat(
+    latest_end = window_states.latest_window_of_chat(
         "window_end", res.c.workspace_id, res.c.resource_key
     )
     first_after = evidence.first_eligible_at(
@@ -305,7 +305,7 @@ def followed_chats(conn: Connection, *, since: datetime) -> list[FollowedChat]:
         res.c.resource_key,
         at_or_after=func.coalesce(latest_end, evidence.occurred_at_param("since", since)),
     )
-    collected = sync_states.collected_until(res.c.workspace_id, res.c.resource_key)
+    collected = checkpoints.collected_until(res.c.workspace_id, res.c.resource_key)
     rows = conn.execute(
         select(
             ws,

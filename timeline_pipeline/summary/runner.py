@@ -4,7 +4,7 @@ The order of operations is the guarantee:
 
 1. In one transaction, read the terminal windows of the workspace that have no decision yet,
    decide each one (`policy.decide`), and flip `summary_attempted` with a compare-and-set
-   (`sync_states.mark_summary_attempted`). Only the windows whose flag this run flipped are
+   (`window_states.mark_summary_attempted`). Only the windows whose flag this run flipped are
    ours: a concurrent run (a burst of sensor ticks, a UI launch) flips none of them again, so
    each completed window causes at most one attempt, however many runs race.
 2. If at least one of our windows calls for an attempt, make exactly one: read the visible
@@ -31,10 +31,10 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, Engine
 
-from timeline_pipeline.store import sync_states
+from timeline_pipeline.store import window_states
 from timeline_pipeline.store.entries import EntryRow, visible_entries, visible_entry_counts
 from timeline_pipeline.store.summaries import get_summary, summary_sources, write_ai_summary
-from timeline_pipeline.store.sync_states import SummaryWindow, windows_awaiting_summary
+from timeline_pipeline.store.window_states import SummaryWindow, windows_awaiting_summary
 from timeline_pipeline.summary.models import Summarizer, SummaryEntry, SummaryError
 from timeline_pipeline.summary.policy import (
     MAX_SUMMARY_ENTRIES,
@@ -178,7 +178,7 @@ def _settle(
             continue
         if not only(decision):
             deferred.append((window, decision))
-        elif sync_states.mark_summary_attempted(conn, window.state_id):
+        elif window_states.mark_summary_attempted(conn, window.state_id):
             settled.append((window, decision))
     return settled, deferred
 

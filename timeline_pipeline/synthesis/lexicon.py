@@ -29,7 +29,6 @@ __all__ = [
     "COORDINATION",
     "FRONTED_REASON",
     "HEDGE",
-    "IDENTIFIER",
     "INTENT",
     "LEADING_ASIDE",
     "MIN_ROSTER_ROLES",
@@ -1109,12 +1108,6 @@ STATUS_WORDS = _words(
 )
 """Words of a running status reading ("p99 at 11s now", "5xx 18%, worst so far"): a message
 made only of these and numbers repeats the state of a metric rather than adding a fact."""
-
-IDENTIFIER = re.compile(
-    r"#\d+|\b[A-Za-z][\w]*[-_./][\w./-]*[A-Za-z0-9]\b|(?-i:\b[A-Z]?[a-z]+(?:[A-Z][a-z0-9]+)+\b)",
-    re.IGNORECASE,
-)
-"""A name of a system, a setting or a change: `orders-db`, `max_retries`, `#4471`, `HikariPool`."""
 
 RUNNING_STATUS = _any(r"\b(?:now|so far|still|already|currently|atm|at the moment|count|total)\b")
 """Marks an update of a value already being watched ("40 chats now", "ticket count 60")."""

@@ -32,7 +32,7 @@ from timeline_pipeline.domain.window_keys import WindowRef, encode_window_cursor
 from timeline_pipeline.interactions.planner import plan_review_card
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import entries, sync_states
+from timeline_pipeline.store import entries, sync_states, window_states
 from timeline_pipeline.synthesis.models import (
     EvidenceItem,
     SynthesisChunk,
@@ -228,7 +228,7 @@ class WindowRunner:
     def _ensure_state(self, ref: WindowRef) -> SyncState | None:
         """The sensor made the row; a manual run of a partition makes it if evidence exists."""
         with self.engine.begin() as conn:
-            return sync_states.create_window_if_evidence(
+            return window_states.create_window_if_evidence(
                 conn,
                 workspace_id=ref.workspace_id,
                 chat_id=ref.chat_id,
@@ -250,7 +250,7 @@ class WindowRunner:
         for _ in range(RESET_TRIES):
             assert current is not None
             with self.engine.begin() as conn:
-                if current.status != WindowStatus.PROCESSING and sync_states.reset_window(
+                if current.status != WindowStatus.PROCESSING and window_states.reset_window(
                     conn, current, now=self.clock()
                 ):
                     reset = sync_states.get(conn, current.id)
@@ -263,7 +263,7 @@ class WindowRunner:
 
     def _claim(self, state: SyncState, owner: str) -> SyncState | None:
         with self.engine.begin() as conn:
-            return sync_states.claim_window(
+            return window_states.claim_window(
                 conn,
                 state,
                 owner=owner,
@@ -382,7 +382,7 @@ class WindowRunner:
                     if material + totals["entries_supported"]
                     else WindowStatus.IGNORED
                 )
-                finished = sync_states.finish_window(
+                finished = window_states.finish_window(
                     conn,
                     current,
                     status=status,
@@ -468,7 +468,7 @@ class WindowRunner:
             totals["output_tokens"] += result.usage.output_tokens
             report.model = result.model
             report.prompt_version = result.prompt_version
-            advanced = sync_states.advance_window_cursor(
+            advanced = window_states.advance_window_cursor(
                 conn,
                 state,
                 cursor=encode_window_cursor(last.occurred_at, last.id),
@@ -521,7 +521,7 @@ class WindowRunner:
             f"{outage.reason}: {outage.message}"
         )
         with self.engine.begin() as conn:
-            deferred = sync_states.defer_window(
+            deferred = window_states.defer_window(
                 conn, state, error=diagnostic, retry_at=now + delay, now=now
             )
         if deferred is None:
@@ -544,7 +544,7 @@ class WindowRunner:
         now = self.clock()
         retry_in = self.retry.ceiling(state.attempt_count)
         with self.engine.begin() as conn:
-            failed = sync_states.fail_window(
+            failed = window_states.fail_window(
                 conn,
                 state,
                 error=diagnostic,

@@ -31,13 +31,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from timeline_pipeline.curation.errors import (
-    CurationError,
-    EntryNotFound,
-    InvalidInput,
-    InvalidTransition,
-    StaleRevision,
-)
+from timeline_pipeline.curation.errors import EntryNotFound
 from timeline_pipeline.curation.evidence import EvidenceService
 from timeline_pipeline.curation.export import render_markdown
 from timeline_pipeline.curation.rules import (
@@ -48,6 +42,7 @@ from timeline_pipeline.curation.rules import (
 )
 from timeline_pipeline.curation.service import CurationService, NewEntry, TimelineOutline
 from timeline_pipeline.curation.timeline import EntryView
+from timeline_pipeline.domain.errors import InvalidInput, InvalidTransition, Refused, StaleRevision
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.security.credentials import (
     csrf_token,
@@ -288,7 +283,7 @@ class Pages:
         workspace_id: str,
         entry_id: int,
         viewer: Viewer,
-        error: CurationError,
+        error: Refused,
     ) -> Response:
         if isinstance(error, EntryNotFound):
             return _message_page(Refusal(404, "Not found", "This entry does not exist."))
@@ -370,7 +365,7 @@ class Pages:
                     expected_revision=revision if revision is not None else -1,
                     actor=_ACTOR_PREFIX + viewer.session_id,
                 )
-            except CurationError as error:
+            except Refused as error:
                 return self.refused_change(request, workspace_id, entry_id, viewer, error)
             log.info(
                 "ui.entry_changed",
@@ -623,7 +618,7 @@ async def edit(
                 expected_revision=revision,
                 actor=_ACTOR_PREFIX + viewer.session_id,
             )
-        except CurationError as error:
+        except Refused as error:
             if isinstance(error, InvalidInput) and _is_htmx(request):
                 return ui.edit_form_with_error(viewer, workspace_id, entry_id, form, str(error))
             return ui.refused_change(request, workspace_id, entry_id, viewer, error)
@@ -661,7 +656,7 @@ async def add(ui: PagesDep, request: Request, workspace_id: _WORKSPACE_ID) -> Re
                 ),
                 actor=_ACTOR_PREFIX + viewer.session_id,
             )
-        except CurationError as error:
+        except Refused as error:
             message = f"Not added: {error}."
             if not _is_htmx(request):
                 return _message_page(Refusal(422, "Not added", message))

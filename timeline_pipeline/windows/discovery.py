@@ -52,7 +52,7 @@ from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import evidence, sync_states, workspaces
+from timeline_pipeline.store import checkpoints, evidence, window_states, workspaces
 from timeline_pipeline.windows.batches import request_group, run_tags
 from timeline_pipeline.windows.collection import waits_for_collection
 from timeline_pipeline.windows.planning import (
@@ -270,7 +270,7 @@ class DiscoveryTick:
             return self.outcome
         limits = self.limits
         with self._tx() as conn:
-            max_id, unfinished = sync_states.poll_unfinished_windows(
+            max_id, unfinished = window_states.poll_unfinished_windows(
                 conn, max_attempts=limits.max_attempts, limit=UNFINISHED_LIMIT
             )
         frontiers, late = self._read_new_evidence(max_id)
@@ -374,7 +374,7 @@ class DiscoveryTick:
                 chats.add(item.ref.chat_key)
         if chats:
             with self._tx() as conn:
-                self._coverage = sync_states.checkpoint_coverage(conn, sorted(chats))
+                self._coverage = checkpoints.checkpoint_coverage(conn, sorted(chats))
 
     def _plan_unfinished(self, unfinished: Sequence[SyncState]) -> Admission:
         limits = self.limits
@@ -405,7 +405,7 @@ class DiscoveryTick:
                 in_flight.append(state.workspace_id)
             if action is StateAction.FAIL_STALE:
                 with self._tx() as conn:
-                    failed = sync_states.fail_window(
+                    failed = window_states.fail_window(
                         conn, state, error=STALE_ERROR, retry_at=None, now=self.now
                     )
                 self.outcome.counts["failed_stale"] += int(failed is not None)
@@ -430,7 +430,7 @@ class DiscoveryTick:
         if not candidates:
             return
         with self._tx() as conn:
-            existing = sync_states.window_states_by_keys(
+            existing = window_states.window_states_by_keys(
                 conn, [(ref.workspace_id, ref.source_key) for ref in candidates]
             )
         for ref in sorted(candidates, key=WindowRef.sort_key):
@@ -489,7 +489,7 @@ class DiscoveryTick:
         if self._out_of_time():
             return
         with self._tx() as conn:
-            requeued = sync_states.requeue_window(
+            requeued = window_states.requeue_window(
                 conn,
                 state,
                 max_attempts=self.limits.max_attempts,
@@ -528,7 +528,7 @@ class DiscoveryTick:
             self._note_uncovered(ref.window_start)
             return
         with self._tx() as conn:
-            state = sync_states.create_window_if_evidence(
+            state = window_states.create_window_if_evidence(
                 conn,
                 workspace_id=ref.workspace_id,
                 chat_id=ref.chat_id,
@@ -544,7 +544,7 @@ class DiscoveryTick:
             requeued = None
             if fresh:
                 assert state is not None
-                requeued = sync_states.requeue_window(
+                requeued = window_states.requeue_window(
                     conn,
                     state,
                     max_attempts=limits.max_attempts,
@@ -599,7 +599,7 @@ class DiscoveryTick:
             elif known[group]:
                 # Every run of its request ended and the window is still pending: none claimed it.
                 with self._tx() as conn:
-                    relaunched = sync_states.relaunch_unclaimed(
+                    relaunched = window_states.relaunch_unclaimed(
                         conn,
                         state,
                         max_attempts=self.limits.max_attempts,

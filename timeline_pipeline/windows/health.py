@@ -19,8 +19,8 @@ window history, so the measurement can run every few minutes beside the receiver
   lookup per chat, when reconciliation is on;
 * summary lag: finished windows still awaiting their summary decision, when the summary is on.
 
-The statements are in the stores (`store/sync_states.py`, `store/workspaces.py`); this module
-tallies what they return.
+The statements are in the stores (`store/window_health_reads.py`, `store/workspaces.py`); this
+module tallies what they return.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import workspace_skip
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import evidence, sync_states, workspaces
+from timeline_pipeline.store import evidence, window_health_reads, workspaces
 from timeline_pipeline.windows.health_model import (
     ChatPosition,
     ListedWindow,
@@ -123,7 +123,7 @@ class _Measurement:
     # --- window counts ---------------------------------------------------------------------
 
     def count_windows(self) -> None:
-        for counts in sync_states.window_counts(
+        for counts in window_health_reads.window_counts(
             self.conn,
             finished_statuses=FINISHED_STATUSES,
             horizon=self.horizon,
@@ -140,7 +140,7 @@ class _Measurement:
             tally.late_evidence += counts.late
 
     def list_windows(self) -> tuple[list[ListedWindow], list[ListedWindow]]:
-        stale, failed = sync_states.stale_and_failed_windows(
+        stale, failed = window_health_reads.stale_and_failed_windows(
             self.conn,
             stale_before=self.stale_before,
             horizon=self.horizon,
@@ -166,7 +166,7 @@ class _Measurement:
             workspace_id,
             chat_id,
             first_at,
-        ) in sync_states.first_evidence_of_oldest_unfinished_windows(
+        ) in window_health_reads.first_evidence_of_oldest_unfinished_windows(
             self.conn, UNCOVERING_WINDOW_STATUSES
         ):
             self._note_uncovered(workspace_id, chat_id, first_at)
@@ -206,7 +206,7 @@ class _Measurement:
 
     def summary_backlog(self) -> tuple[int, datetime | None]:
         """Finished windows in the horizon whose summary decision is still to be made."""
-        return sync_states.summary_backlog(self.conn, horizon=self.horizon)
+        return window_health_reads.summary_backlog(self.conn, horizon=self.horizon)
 
 
 def _listed(row: Any) -> ListedWindow:

@@ -31,11 +31,7 @@ from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.windows.collection import waits_for_collection
 from timeline_pipeline.windows.planning import DiscoveryLimits, collection_covers, is_closed
 
-__all__ = ["Held", "RerunRefused", "held_back"]
-
-
-class RerunRefused(ValueError):
-    """The rerun cannot start as asked; the message names what to change."""
+__all__ = ["Held", "held_back"]
 
 
 class Held(enum.Enum):

@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from timeline_pipeline.curation.errors import InvalidInput, InvalidTransition, StaleRevision
 from timeline_pipeline.curation.rules import (
     Action,
     check_category,
@@ -20,6 +19,7 @@ from timeline_pipeline.curation.rules import (
     summary_etag_prefix,
     target_status,
 )
+from timeline_pipeline.domain.errors import InvalidInput, InvalidTransition, StaleRevision
 
 
 @pytest.mark.parametrize(

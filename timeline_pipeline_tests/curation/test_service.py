@@ -9,16 +9,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select
 
-from timeline_pipeline.curation.errors import (
-    CurationError,
-    EntryNotFound,
-    InvalidInput,
-    InvalidTransition,
-    StaleRevision,
-)
+from timeline_pipeline.curation.errors import EntryNotFound
 from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.db.schema import audit_events
+from timeline_pipeline.domain.errors import InvalidInput, InvalidTransition, Refused, StaleRevision
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
 from timeline_pipeline_tests.curation.support import (
     IMPACT,
@@ -186,4 +181,4 @@ def test_a_refused_request_changes_nothing(engine: Engine) -> None:
         with pytest.raises(error, match=message):
             request(curation, entry)
         assert snapshot(engine) == before, what
-        assert issubclass(error, CurationError | WorkspaceNotFound)
+        assert issubclass(error, Refused | WorkspaceNotFound)

@@ -11,14 +11,14 @@ from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.states import CheckpointStatus
 from timeline_pipeline.domain.sync_states import SyncState
-from timeline_pipeline.store import sync_states
+from timeline_pipeline.store import checkpoints
 from timeline_pipeline_tests.store.factories import make_workspace
 
 
 def _checkpoint(engine: Engine) -> SyncState:
     make_workspace(engine)
     with engine.begin() as conn:
-        return sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
+        return checkpoints.ensure_checkpoint(conn, "inc-1", "oc_chat")
 
 
 def _stored(engine: Engine, state_id: int) -> tuple[str, int, str | None]:
@@ -92,8 +92,8 @@ def test_a_batch_transition_returns_the_rows_it_won_and_skips_the_ones_moved_fir
 ) -> None:
     make_workspace(engine)
     with engine.begin() as conn:
-        first = sync_states.ensure_checkpoint(conn, "inc-1", "oc_one")
-        second = sync_states.ensure_checkpoint(conn, "inc-1", "oc_two")
+        first = checkpoints.ensure_checkpoint(conn, "inc-1", "oc_one")
+        second = checkpoints.ensure_checkpoint(conn, "inc-1", "oc_two")
     with engine.connect() as conn:
         read = conn.execute(select(ss).where(ss.c.id.in_([first.id, second.id])).order_by(ss.c.id))
         rows = read.all()

@@ -127,11 +127,11 @@ def test_a_padded_bound_keeps_the_boundary_row_whatever_a_client_rounds(micros: 
 
 
 def test_sql_is_only_built_for_tables_of_the_schema_and_safe_names() -> None:
-    from timeline_pipeline.lifecycle.errors import InvalidLifecycleInput
+    from timeline_pipeline.domain.errors import InvalidInput
     from timeline_pipeline.lifecycle.queries import table_of
 
     assert table_of(EVIDENCE).name == "workspace_timeline_evidence"
     with pytest.raises(UnsafeIdentifier):
         table_of(replace(EVIDENCE, table_name="evidence; DROP TABLE workspaces"))
-    with pytest.raises(InvalidLifecycleInput, match="not a table of the schema"):
+    with pytest.raises(InvalidInput, match="not a table of the schema"):
         table_of(replace(EVIDENCE, table_name="pg_authid"))

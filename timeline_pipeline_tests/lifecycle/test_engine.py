@@ -18,6 +18,7 @@ from timeline_pipeline.db.schema import (
     workspace_timeline_entry_evidence,
     workspace_timeline_evidence,
 )
+from timeline_pipeline.domain.errors import LegalHoldActive
 from timeline_pipeline.domain.lifecycle import DelegatedPurge, DeletionDecision
 from timeline_pipeline.lifecycle.archive import (
     LocalDirectoryArchive,
@@ -25,12 +26,7 @@ from timeline_pipeline.lifecycle.archive import (
     verify_manifest,
 )
 from timeline_pipeline.lifecycle.engine import PurgeEngine
-from timeline_pipeline.lifecycle.errors import (
-    ArchiveUnavailable,
-    DeletionModeRefused,
-    LegalHoldActive,
-    NotGeneric,
-)
+from timeline_pipeline.lifecycle.errors import ArchiveUnavailable, DeletionModeRefused, NotGeneric
 from timeline_pipeline.lifecycle.holds import create_hold
 from timeline_pipeline.lifecycle.registry import Registry, load_registry
 from timeline_pipeline_tests.lifecycle.support import (

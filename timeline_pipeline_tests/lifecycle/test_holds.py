@@ -9,14 +9,9 @@ import pytest
 from sqlalchemy import Engine, select
 
 from timeline_pipeline.db.schema import audit_events
+from timeline_pipeline.domain.errors import IdempotencyConflict, InvalidInput
 from timeline_pipeline.lifecycle.dry_run import dry_run
-from timeline_pipeline.lifecycle.errors import (
-    HoldNotActive,
-    HoldNotFound,
-    IdempotencyConflict,
-    InvalidLifecycleInput,
-    UnknownDescriptorKey,
-)
+from timeline_pipeline.lifecycle.errors import HoldNotActive, HoldNotFound, UnknownDescriptorKey
 from timeline_pipeline.lifecycle.holds import create_hold, release_hold
 from timeline_pipeline.lifecycle.registry import load_registry
 from timeline_pipeline.store import legal_holds
@@ -76,18 +71,18 @@ def test_a_hold_on_an_unknown_workspace_or_descriptor_is_refused(ws: Engine) -> 
         hold(ws, workspace_id="inc-404")
     with pytest.raises(UnknownDescriptorKey):
         hold(ws, descriptor_key="evidence.nope")
-    with pytest.raises(InvalidLifecycleInput, match="at least 10"):
+    with pytest.raises(InvalidInput, match="at least 10"):
         hold(ws, key="k2", reason="short")
 
 
 def test_release_needs_a_long_enough_reason_and_an_idempotency_key(ws: Engine) -> None:
     made = hold(ws)
     with ws.begin() as conn:
-        with pytest.raises(InvalidLifecycleInput, match="at least 10 characters"):
+        with pytest.raises(InvalidInput, match="at least 10 characters"):
             release_hold(conn, hold_id=made.id, reason="done", idempotency_key="r1", actor="c")
-        with pytest.raises(InvalidLifecycleInput, match="idempotency key is required"):
+        with pytest.raises(InvalidInput, match="idempotency key is required"):
             release_hold(conn, hold_id=made.id, reason=REASON, idempotency_key=None, actor="c")
-        with pytest.raises(InvalidLifecycleInput, match="idempotency key is required"):
+        with pytest.raises(InvalidInput, match="idempotency key is required"):
             release_hold(conn, hold_id=made.id, reason=REASON, idempotency_key="  ", actor="c")
     with ws.connect() as conn:
         assert legal_holds.get(conn, made.id).status == "active"  # type: ignore[union-attr]

@@ -19,13 +19,13 @@ from timeline_pipeline.db.schema import (
     workspace_timeline_evidence,
     workspace_timeline_reconcile_threads,
 )
+from timeline_pipeline.domain.errors import LegalHoldActive
 from timeline_pipeline.ingest import recall
 from timeline_pipeline.lifecycle import hold_gate
 from timeline_pipeline.lifecycle.engine import PurgeEngine
 from timeline_pipeline.lifecycle.errors import HoldCannotHold
 from timeline_pipeline.lifecycle.holds import create_hold, release_hold
 from timeline_pipeline.lifecycle.registry import load_registry
-from timeline_pipeline.maintenance.errors import LegalHoldActive as MaintenanceHeld
 from timeline_pipeline.maintenance.limits import Limits
 from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService
@@ -128,7 +128,7 @@ def test_a_held_workspace_survives_every_deleting_path_and_goes_once_released(
     )
     assert result.success
     # maintenance redaction: a new apply is refused, the open one pauses at its next batch
-    with pytest.raises(MaintenanceHeld):
+    with pytest.raises(LegalHoldActive):
         service.create(
             job_type="evidence_redaction",
             idempotency_key="redact-under-hold",
@@ -224,7 +224,7 @@ def test_a_maintenance_redaction_completes_once_the_hold_is_released(engine: Eng
         "limits": LIMITS,
         "apply": True,
     }
-    with pytest.raises(MaintenanceHeld, match="legal hold"):
+    with pytest.raises(LegalHoldActive, match="legal hold"):
         service.create(idempotency_key="r-1", **args)  # type: ignore[arg-type]
     with engine.begin() as conn:
         release_hold(

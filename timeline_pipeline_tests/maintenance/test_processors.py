@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.domain.keys import SOURCE_SYSTEM, SOURCE_TYPE_WINDOW
 from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import normalize_event_message, redact
-from timeline_pipeline.maintenance.errors import InvalidInput
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.store import evidence, sync_states, workspaces
 from timeline_pipeline_tests.maintenance.support import (

@@ -22,11 +22,11 @@ from sqlalchemy import Engine, func, select, text, update
 from timeline_pipeline.cli.main import cli
 from timeline_pipeline.db.schema import metadata
 from timeline_pipeline.db.schema import window_rerun_previews as pv
+from timeline_pipeline.domain.errors import InvalidTransition
 from timeline_pipeline.domain.keys import SOURCE_SYSTEM, SOURCE_TYPE_WINDOW
 from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.lifecycle.engine import PurgeEngine
 from timeline_pipeline.lifecycle.registry import load_registry
-from timeline_pipeline.maintenance.errors import InvalidTransition
 from timeline_pipeline.maintenance.preview_report import markdown
 from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService

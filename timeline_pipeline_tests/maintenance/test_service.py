@@ -9,13 +9,15 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Engine, text
 
-from timeline_pipeline.maintenance.errors import (
+from timeline_pipeline.domain.errors import (
     IdempotencyConflict,
     InvalidInput,
     InvalidTransition,
+    StaleRevision,
+)
+from timeline_pipeline.maintenance.errors import (
     JobNotFound,
     OpenJobExists,
-    StaleRevision,
     TooEarly,
     UnknownProcessor,
 )
@@ -178,7 +180,7 @@ def test_a_stale_revision_does_nothing(engine: Engine) -> None:
     for action in ("advance", "pause", "resume", "cancel"):
         with pytest.raises(StaleRevision) as refused:
             svc.act(job.id, action, revision=job.revision)
-        assert refused.value.job.revision == moved.revision
+        assert refused.value.current.revision == moved.revision
     with pytest.raises(StaleRevision):
         svc.configure(job.id, revision=job.revision, limits=Limits(1, 1, 1, 1))
     assert stored(engine, job.id) == moved

@@ -25,7 +25,7 @@ from timeline_pipeline.orchestration.health import (
     timeline_pipeline_health_schedule,
 )
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
-from timeline_pipeline.store import sync_states
+from timeline_pipeline.store import checkpoints, window_states
 from timeline_pipeline.windows.health_checks import (
     BACKLOG_CHECK,
     CHECK_NAMES,
@@ -59,7 +59,7 @@ def windows_before(now: datetime, count: int, *, minutes_ago: int) -> list[datet
 
 def window(engine: Engine, start: datetime) -> SyncState:
     with engine.begin() as conn:
-        state = sync_states.create_window_if_evidence(
+        state = window_states.create_window_if_evidence(
             conn,
             workspace_id="inc-1",
             chat_id="oc_chat",
@@ -152,7 +152,7 @@ def test_over_the_limits_the_error_checks_fail_and_the_warnings_warn(
     claim(engine, window(engine, running), now - 20 * MIN)  # its run stopped 20 minutes ago
     failing = claim(engine, window(engine, broken), now - 5 * MIN)
     with engine.begin() as conn:
-        assert sync_states.fail_window(conn, failing, error="chunk 1/1", retry_at=None)
+        assert window_states.fail_window(conn, failing, error="chunk 1/1", retry_at=None)
 
     result = materialize(db_url, instance, backlog_alert_windows=2, synthesis_window_max_attempts=1)
 
@@ -194,8 +194,8 @@ def test_collection_and_summary_lag_are_recorded_when_those_features_are_on(
     post(engine, [start + MIN])
     finish(engine, window(engine, start), now - 12 * MIN)
     with engine.begin() as conn:
-        state = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-        sync_states.advance_checkpoint(
+        state = checkpoints.ensure_checkpoint(conn, "inc-1", "oc_chat")
+        checkpoints.advance_checkpoint(
             conn, state, cursor=None, covered_until=now - 4 * MIN, metadata={}
         )
 

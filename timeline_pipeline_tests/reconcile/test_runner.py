@@ -400,7 +400,7 @@ def test_a_message_older_than_the_workspace_is_skipped_and_counted(
 def test_refresh_updates_edits_and_recalls_without_reopening_a_completed_window(
     make_harness: MakeHarness,
 ) -> None:
-    from timeline_pipeline.store import sync_states
+    from timeline_pipeline.store import sync_states, window_states
 
     items = messages(60, start=NOW - 3 * H)
     edited, recalled = items[3], items[4]
@@ -410,7 +410,7 @@ def test_refresh_updates_edits_and_recalls_without_reopening_a_completed_window(
     window_start = key_of(edited).created_at.replace(second=0, microsecond=0)
     window_start -= timedelta(minutes=window_start.minute % 10)
     with h.engine.begin() as conn:
-        state = sync_states.create_window_if_evidence(
+        state = window_states.create_window_if_evidence(
             conn,
             workspace_id="inc-1",
             chat_id=CHAT,
@@ -418,11 +418,11 @@ def test_refresh_updates_edits_and_recalls_without_reopening_a_completed_window(
             window_end=window_start + 10 * M,
         )
         assert state is not None
-        claimed = sync_states.claim_window(
+        claimed = window_states.claim_window(
             conn, state, owner="test", max_attempts=3, stale_timeout=15 * M
         )
         assert claimed is not None
-        window = sync_states.finish_window(
+        window = window_states.finish_window(
             conn, claimed, status="completed", aggregate_hash="h", metadata={}
         )
         assert window is not None

@@ -10,22 +10,22 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.domain.evidence import EvidenceRecord
 from timeline_pipeline.domain.sync_states import CHECKPOINT_MARKER_KEY
-from timeline_pipeline.store import evidence, sync_states
+from timeline_pipeline.store import checkpoints, evidence, sync_states
+from timeline_pipeline.store.checkpoints import record_progress
 from timeline_pipeline.store.evidence import thread_first_seen
 from timeline_pipeline.store.reconcile_threads import (
     mark_thread_listed,
     prune_thread_listings,
     threads_last_listed,
 )
-from timeline_pipeline.store.sync_states import record_progress
 from timeline_pipeline_tests.store.factories import T0, make_workspace, message
 
 
 def test_progress_is_compare_and_set_and_leaves_the_high_water_mark_alone(engine: Engine) -> None:
     make_workspace(engine)
     with engine.begin() as conn:
-        state = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-        assert sync_states.advance_checkpoint(
+        state = checkpoints.ensure_checkpoint(conn, "inc-1", "oc_chat")
+        assert checkpoints.advance_checkpoint(
             conn, state, cursor="000000000000001/om_a", covered_until=T0, metadata={}
         )
         read = sync_states.get(conn, state.id)

@@ -21,7 +21,7 @@ from timeline_pipeline.domain.window_keys import WindowRef, decode_window_cursor
 from timeline_pipeline.llm.forced_tool import build_claude_client
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import entries, evidence, sync_states
+from timeline_pipeline.store import entries, evidence, sync_states, window_states
 from timeline_pipeline.synthesis.claude import ClaudeSynthesizer
 from timeline_pipeline.synthesis.models import (
     InvalidSynthesisOutput,
@@ -402,7 +402,7 @@ def test_a_replay_racing_the_summary_flag_still_replays(engine: Engine) -> None:
             read = super()._ensure_state(ref)
             assert read is not None
             with self.engine.begin() as conn:
-                assert sync_states.mark_summary_attempted(conn, read.id)
+                assert window_states.mark_summary_attempted(conn, read.id)
             return read
 
     replay = Recording(engine)

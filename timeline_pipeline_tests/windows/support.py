@@ -14,6 +14,7 @@ from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, sync_states, workspaces
+from timeline_pipeline.store import window_states as window_store
 from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup, TickOutcome
 from timeline_pipeline.windows.planning import DiscoveryCursor
 from timeline_pipeline_tests.store.factories import message
@@ -96,7 +97,7 @@ def finish(
 ) -> SyncState:
     """What a successful run does to the state: claim, then finish."""
     with engine.begin() as conn:
-        claimed = sync_states.claim_window(
+        claimed = window_store.claim_window(
             conn,
             state,
             owner="test-run",
@@ -105,7 +106,7 @@ def finish(
             now=now,
         )
         assert claimed is not None, "the requested window could not be claimed"
-        done = sync_states.finish_window(
+        done = window_store.finish_window(
             conn, claimed, status=status, aggregate_hash="h", metadata={}, now=now
         )
     assert done is not None
@@ -114,7 +115,7 @@ def finish(
 
 def claim(engine: Engine, state: SyncState, now: datetime) -> SyncState:
     with engine.begin() as conn:
-        claimed = sync_states.claim_window(
+        claimed = window_store.claim_window(
             conn,
             state,
             owner="test-run",

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
-from timeline_pipeline.store import sync_states
+from timeline_pipeline.store import checkpoints
+from timeline_pipeline.store import window_states as window_store
 from timeline_pipeline.windows.planning import DiscoveryCursor
 from timeline_pipeline_tests.windows.support import (
     MIN,
@@ -96,15 +97,15 @@ def test_with_reconciliation_on_a_window_waits_until_collection_covers_it(engine
     outcome = tick(engine, config, DiscoveryCursor(), AFTER_ALL)
     assert outcome.requests == []  # no checkpoint yet: history not collected
     with engine.begin() as conn:
-        checkpoint = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-        sync_states.advance_checkpoint(
+        checkpoint = checkpoints.ensure_checkpoint(conn, "inc-1", "oc_chat")
+        checkpoints.advance_checkpoint(
             conn, checkpoint, cursor=None, covered_until=T0 + 5 * MIN, metadata={}
         )
     outcome = tick(engine, config, outcome.cursor, AFTER_ALL)
     assert outcome.requests == []  # covered only to 10:05, the window ends 10:10
     with engine.begin() as conn:
-        checkpoint = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-        sync_states.advance_checkpoint(
+        checkpoint = checkpoints.ensure_checkpoint(conn, "inc-1", "oc_chat")
+        checkpoints.advance_checkpoint(
             conn, checkpoint, cursor=None, covered_until=T0 + 11 * MIN, metadata={}
         )
     outcome = tick(engine, config, outcome.cursor, AFTER_ALL)
@@ -179,9 +180,9 @@ def test_a_stale_window_is_retried_and_one_out_of_attempts_is_failed(engine: Eng
     claim(engine, first, AFTER_ALL)  # attempt 1 of 2, its worker then dies
     exhausted = claim(engine, second, AFTER_ALL)
     with engine.begin() as conn:  # the second window already failed once before
-        failed = sync_states.fail_window(conn, exhausted, error="x", retry_at=None)
+        failed = window_store.fail_window(conn, exhausted, error="x", retry_at=None)
         assert failed is not None
-        retaken = sync_states.claim_window(
+        retaken = window_store.claim_window(
             conn,
             failed,
             owner="w",
@@ -218,7 +219,7 @@ def test_a_failed_window_is_retried_after_its_backoff_under_a_new_run_key(engine
     (request,) = outcome.requests
     claimed = claim(engine, request.state, AFTER_ALL)
     with engine.begin() as conn:
-        failed = sync_states.fail_window(
+        failed = window_store.fail_window(
             conn, claimed, error="chunk 1/1 failed", retry_at=AFTER_ALL + 5 * MIN
         )
     assert failed is not None
@@ -350,7 +351,7 @@ def test_a_versioned_rerun_window_is_requested_even_for_a_recovered_workspace(
     workspace(engine, status="recovered")
     post(engine, [T0 + MIN])
     with engine.begin() as conn:
-        created = sync_states.create_window_if_evidence(
+        created = window_store.create_window_if_evidence(
             conn,
             workspace_id="inc-1",
             chat_id="oc_chat",

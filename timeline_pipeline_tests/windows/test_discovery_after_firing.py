@@ -16,7 +16,8 @@ from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
 from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import sync_states, workspaces
+from timeline_pipeline.store import checkpoints, workspaces
+from timeline_pipeline.store import window_states as window_store
 from timeline_pipeline.windows.planning import DiscoveryCursor
 from timeline_pipeline_tests.windows.support import (
     MIN,
@@ -43,8 +44,8 @@ def set_status(engine: Engine, status: str, workspace_id: str = "inc-1") -> None
 def cover(engine: Engine, until: datetime, workspace_id: str = "inc-1") -> None:
     """Collection (reconciliation) has read the chat's history up to `until`."""
     with engine.begin() as conn:
-        checkpoint = sync_states.ensure_checkpoint(conn, workspace_id, "oc_chat")
-        sync_states.advance_checkpoint(
+        checkpoint = checkpoints.ensure_checkpoint(conn, workspace_id, "oc_chat")
+        checkpoints.advance_checkpoint(
             conn, checkpoint, cursor=None, covered_until=until, metadata={}
         )
 
@@ -131,11 +132,11 @@ def test_failed_and_stale_windows_of_a_recovered_workspace_are_retried_then_fini
     outcome = tick(engine, config, DiscoveryCursor(), now)
     failing, dying = (r.state for r in outcome.requests)
     with engine.begin() as conn:
-        claimed = sync_states.claim_window(
+        claimed = window_store.claim_window(
             conn, failing, owner="r1", max_attempts=2, stale_timeout=timedelta(minutes=15), now=now
         )
         assert claimed is not None
-        assert sync_states.fail_window(conn, claimed, error="chunk failed", retry_at=now)
+        assert window_store.fail_window(conn, claimed, error="chunk failed", retry_at=now)
     claim(engine, dying, now)  # its worker dies
     set_status(engine, "recovered")
 
@@ -168,11 +169,11 @@ def test_a_workspace_that_ages_out_while_windows_are_pending_still_gets_them_syn
     outcome = tick(engine, config, DiscoveryCursor(), before)
     first, _queued = (r.state for r in outcome.requests)
     with engine.begin() as conn:  # the first window's attempt fails, to be retried later
-        claimed = sync_states.claim_window(
+        claimed = window_store.claim_window(
             conn, first, owner="r1", max_attempts=2, stale_timeout=timedelta(minutes=15), now=before
         )
         assert claimed is not None
-        assert sync_states.fail_window(conn, claimed, error="x", retry_at=before + 10 * MIN)
+        assert window_store.fail_window(conn, claimed, error="x", retry_at=before + 10 * MIN)
 
     # Long after the workspace aged out (and after the first windows aged past the lookback
     # themselves): the retry, the still-queued request and the third window all go ahead.

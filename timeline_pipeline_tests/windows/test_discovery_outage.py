@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine
 
 from timeline_pipeline.domain.sync_states import SyncState
-from timeline_pipeline.store import sync_states
+from timeline_pipeline.store import window_states as window_store
 from timeline_pipeline.windows.planning import DiscoveryCursor
 from timeline_pipeline_tests.windows.support import (
     MIN,
@@ -35,7 +35,7 @@ def defer(engine: Engine, state: SyncState, now: datetime, until: datetime) -> S
     """What a run does when the model is unavailable: claim, then defer."""
     claimed = claim(engine, state, now)
     with engine.begin() as conn:
-        deferred = sync_states.defer_window(
+        deferred = window_store.defer_window(
             conn, claimed, error="model unavailable: overloaded", retry_at=until, now=now
         )
     assert deferred is not None
@@ -95,5 +95,5 @@ def test_a_run_that_ends_without_claiming_is_counted_and_bounded(engine: Engine)
     assert reasons == [["relaunch"], [], [], []]
     (state,) = window_states(engine).values()
     assert (state.status, state.attempt_count, state.unclaimed_runs) == ("failed", 2, 2)
-    assert state.last_error == sync_states.UNCLAIMED_ERROR
+    assert state.last_error == window_store.UNCLAIMED_ERROR
     assert len(asked) == 2  # no more questions once the window is failed

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Engine, event, text
 
 from timeline_pipeline.domain.sync_states import SyncState
-from timeline_pipeline.store import sync_states
+from timeline_pipeline.store import checkpoints, window_states
 from timeline_pipeline.windows.health import measure_health
 from timeline_pipeline.windows.health_model import PipelineHealth, WorkspaceHealth
 from timeline_pipeline_tests.windows.support import (
@@ -36,7 +36,7 @@ def window(
 ) -> SyncState:
     """The window's state row, as discovery creates it (only over eligible evidence)."""
     with engine.begin() as conn:
-        state = sync_states.create_window_if_evidence(
+        state = window_states.create_window_if_evidence(
             conn,
             workspace_id=workspace_id,
             chat_id=chat_id,
@@ -52,7 +52,7 @@ def fail(engine: Engine, state: SyncState, at: datetime) -> SyncState:
     """One attempt that claims the window and fails it."""
     claimed = claim(engine, state, at)
     with engine.begin() as conn:
-        failed = sync_states.fail_window(conn, claimed, error="chunk 1/1 failed", retry_at=at)
+        failed = window_states.fail_window(conn, claimed, error="chunk 1/1 failed", retry_at=at)
     assert failed is not None
     return failed
 
@@ -89,7 +89,7 @@ def test_windows_are_counted_by_workspace_and_status_with_stale_failed_and_retri
     claim(engine, w1, NOW - 20 * MIN)  # its run stopped reporting 20 minutes ago
     retried = claim(engine, fail(engine, w2, NOW - 30 * MIN), NOW - 25 * MIN)
     with engine.begin() as conn:  # the second attempt fails too: attempts spent
-        assert sync_states.fail_window(conn, retried, error="x", retry_at=None) is not None
+        assert window_states.fail_window(conn, retried, error="x", retry_at=None) is not None
 
     health = measure_health(engine, settings(synthesis_window_max_attempts=2), NOW)
 
@@ -221,7 +221,7 @@ def test_the_summary_lag_is_the_oldest_finished_window_awaiting_its_decision(
     assert (health.summary_pending_windows, health.summary_lag) == (2, 40 * MIN)
 
     with engine.begin() as conn:
-        assert sync_states.mark_summary_attempted(conn, first.id)
+        assert window_states.mark_summary_attempted(conn, first.id)
     health = measure_health(engine, on, NOW)
     assert (health.summary_pending_windows, health.summary_lag) == (1, 10 * MIN)
 
@@ -235,8 +235,8 @@ def test_collection_lag_is_the_furthest_behind_checkpoint_of_the_followed_chats(
     workspace(engine, "inc-1", chats=["oc_a", "oc_b", "oc_c"])
     with engine.begin() as conn:
         for chat, covered in (("oc_a", NOW - 7 * MIN), ("oc_b", NOW - 2 * MIN)):
-            state = sync_states.ensure_checkpoint(conn, "inc-1", chat)
-            assert sync_states.advance_checkpoint(
+            state = checkpoints.ensure_checkpoint(conn, "inc-1", chat)
+            assert checkpoints.advance_checkpoint(
                 conn, state, cursor=None, covered_until=covered, metadata={}, now=NOW
             )
 
@@ -353,12 +353,12 @@ def test_evidence_a_finished_window_reported_late_is_counted_per_workspace(
         claimed = claim(engine, window(engine, T0 + k * WINDOW), T0 + 40 * MIN)
         with engine.begin() as conn:
             metadata: dict[str, Any] = {} if late is None else {"late_evidence": late}
-            assert sync_states.finish_window(
+            assert window_states.finish_window(
                 conn, claimed, status="completed", aggregate_hash="h", metadata=metadata
             )
     other = claim(engine, window(engine, T0, "inc-2", "oc_other"), T0 + 40 * MIN)
     with engine.begin() as conn:
-        assert sync_states.finish_window(
+        assert window_states.finish_window(
             conn, other, status="ignored", aggregate_hash="h", metadata={"late_evidence": 1}
         )
 

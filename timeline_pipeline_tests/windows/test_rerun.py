@@ -17,7 +17,7 @@ from timeline_pipeline.maintenance.limits import Limits
 from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import sync_states
+from timeline_pipeline.store import checkpoints
 from timeline_pipeline.windows.collection import waits_for_collection
 from timeline_pipeline.windows.planning import DiscoveryCursor, DiscoveryLimits
 from timeline_pipeline.windows.rerun import Held, held_back
@@ -91,8 +91,8 @@ def starts(result: RerunResult) -> list[datetime]:
 
 def covered_until(engine: Engine, at: datetime) -> None:
     with engine.begin() as conn:
-        checkpoint = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-        assert sync_states.advance_checkpoint(
+        checkpoint = checkpoints.ensure_checkpoint(conn, "inc-1", "oc_chat")
+        assert checkpoints.advance_checkpoint(
             conn, checkpoint, cursor=None, covered_until=at, metadata={}
         )
 

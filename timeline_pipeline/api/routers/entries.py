@@ -28,9 +28,9 @@ from timeline_pipeline.api.params import (
     expected_revision,
 )
 from timeline_pipeline.api.presenters import entry_out
-from timeline_pipeline.curation.errors import CurationError
 from timeline_pipeline.curation.rules import Action, entry_etag_prefix
 from timeline_pipeline.curation.service import CurationService, NewEntry
+from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.web.deps import CurationServiceDep
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
@@ -50,7 +50,7 @@ def _current_on_conflict(
         if exc.status_code == 409 and isinstance(exc.detail, dict):
             try:
                 current = entry_out(service.entry(workspace_id, entry_id))
-            except CurationError:
+            except Refused:
                 raise exc from None
             exc.detail["current"] = current.model_dump(mode="json")
         raise

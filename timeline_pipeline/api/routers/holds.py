@@ -24,7 +24,7 @@ from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.models import HoldCreateIn, HoldOut, HoldReleaseIn
 from timeline_pipeline.api.params import doc
 from timeline_pipeline.db.engine import transaction
-from timeline_pipeline.lifecycle.errors import LifecycleError
+from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.lifecycle.holds import (
     create_hold,
     release_hold,
@@ -73,8 +73,8 @@ def _lifecycle_errors() -> Iterator[None]:
             yield
         except WorkspaceNotFound as exc:
             raise problem(404, "workspace_not_found", str(exc)) from None
-        except LifecycleError as exc:
-            raise problem(exc.http_status, exc.code, str(exc)) from None
+        except Refused as exc:
+            raise problem(exc.status, exc.code, str(exc)) from None
 
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)

@@ -18,10 +18,11 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.domain.keys import SOURCE_TYPE_LARK_MESSAGE
 from timeline_pipeline.domain.maintenance import MaintenancePhase
 from timeline_pipeline.lifecycle.hold_gate import EVIDENCE
-from timeline_pipeline.maintenance.errors import InvalidInput, ProcessorRefused
+from timeline_pipeline.maintenance.errors import ProcessorRefused
 from timeline_pipeline.maintenance.processor import (
     StepOutcome,
     StepRequest,

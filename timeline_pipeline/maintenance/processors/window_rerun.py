@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.domain.keys import (
     SOURCE_SYSTEM,
     SOURCE_TYPE_WINDOW,
@@ -43,7 +44,7 @@ from timeline_pipeline.domain.keys import (
 )
 from timeline_pipeline.domain.maintenance import MaintenancePhase
 from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
-from timeline_pipeline.maintenance.errors import InvalidInput, ProcessorRefused
+from timeline_pipeline.maintenance.errors import ProcessorRefused
 from timeline_pipeline.maintenance.processor import (
     StepOutcome,
     StepRequest,
@@ -60,7 +61,7 @@ from timeline_pipeline.maintenance.processors.rerun_preview import (
     SynthesizerFactory,
 )
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import evidence, sync_states, workspaces
+from timeline_pipeline.store import checkpoints, evidence, sync_states, window_states, workspaces
 from timeline_pipeline.windows.planning import DiscoveryLimits
 from timeline_pipeline.windows.rerun import Held, held_back
 
@@ -315,7 +316,7 @@ class WindowRerun:
         end = ref.window_end(self._limits.window)
         coverage = None
         if self._limits.reconciliation_enabled:
-            coverage = sync_states.checkpoint_coverage(conn, [ref.chat_key]).get(ref.chat_key)
+            coverage = checkpoints.checkpoint_coverage(conn, [ref.chat_key]).get(ref.chat_key)
         reason = held_back(
             ref,
             coverage,
@@ -350,7 +351,7 @@ class WindowRerun:
         else:
             progress["would_create"] += 1
             if request.apply:
-                created = sync_states.create_window_if_evidence(
+                created = window_states.create_window_if_evidence(
                     conn,
                     workspace_id=ref.workspace_id,
                     chat_id=ref.chat_id,

@@ -1,4 +1,4 @@
-"""Sync states, docs/design.md §3, §5, §6, §1 (repository tests)."""
+"""Window states, docs/design.md §5, §6, §1 (repository tests of `store/window_states.py`)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,8 @@ from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.schema import workspace_timeline_sync_states
 from timeline_pipeline.domain.sync_states import (
     SyncState,
-    decode_message_cursor,
-    encode_message_cursor,
 )
-from timeline_pipeline.store import evidence, sync_states
+from timeline_pipeline.store import evidence, sync_states, window_states
 from timeline_pipeline_tests.store.factories import T0, make_workspace, message
 
 W0 = T0  # a window [10:00, 10:10)
@@ -34,7 +32,7 @@ def _state_rows(engine: Engine) -> int:
 
 def _window(engine: Engine, start=W0, version: str | None = None) -> SyncState | None:  # type: ignore[no-untyped-def]
     with engine.begin() as conn:
-        return sync_states.create_window_if_evidence(
+        return window_states.create_window_if_evidence(
             conn,
             workspace_id="inc-1",
             chat_id="oc_chat",
@@ -53,7 +51,7 @@ def _with_evidence(engine: Engine, at=W0 + timedelta(minutes=1)) -> None:  # typ
 
 def _claim(engine: Engine, state: SyncState, now=T0, owner="run-a") -> SyncState | None:  # type: ignore[no-untyped-def]
     with engine.begin() as conn:
-        return sync_states.claim_window(
+        return window_states.claim_window(
             conn, state, owner=owner, max_attempts=3, stale_timeout=STALE, now=now
         )
 
@@ -106,10 +104,10 @@ def test_a_stale_processing_window_becomes_claimable_again(engine: Engine) -> No
     assert held is not None
     with engine.connect() as conn:
         assert (
-            sync_states.stale_processing(conn, stale_timeout=STALE, now=T0 + timedelta(minutes=5))
+            window_states.stale_processing(conn, stale_timeout=STALE, now=T0 + timedelta(minutes=5))
             == []
         )
-        stale = sync_states.stale_processing(
+        stale = window_states.stale_processing(
             conn, stale_timeout=STALE, now=T0 + timedelta(minutes=16)
         )
     assert [s.id for s in stale] == [state.id]
@@ -126,14 +124,14 @@ def test_a_committed_chunk_renews_the_lease_so_a_long_window_is_not_stale(
     held = _claim(engine, _window(engine), now=T0)  # type: ignore[arg-type]
     assert held is not None
     with engine.begin() as conn:
-        advanced = sync_states.advance_window_cursor(
+        advanced = window_states.advance_window_cursor(
             conn, held, cursor="a", metadata={}, now=T0 + timedelta(minutes=14)
         )
     assert advanced is not None
     later = T0 + timedelta(minutes=20)  # 20 min after the claim, 6 after the last chunk
     assert not advanced.is_stale(later, STALE)
     with engine.connect() as conn:
-        assert sync_states.stale_processing(conn, stale_timeout=STALE, now=later) == []
+        assert window_states.stale_processing(conn, stale_timeout=STALE, now=later) == []
     assert _claim(engine, advanced, now=later, owner="run-b") is None
     assert advanced.is_stale(T0 + timedelta(minutes=30), STALE)
 
@@ -146,7 +144,9 @@ def test_attempts_are_bounded_then_the_window_stays_failed(engine: Engine) -> No
         claimed = _claim(engine, state)
         assert claimed is not None and claimed.attempt_count == attempt
         with engine.begin() as conn:
-            failed = sync_states.fail_window(conn, claimed, error="model overloaded", retry_at=None)
+            failed = window_states.fail_window(
+                conn, claimed, error="model overloaded", retry_at=None
+            )
         assert failed is not None and failed.status == "failed"
         state = failed
     assert state.is_exhausted(3)
@@ -158,15 +158,15 @@ def test_chunks_advance_one_cursor_then_the_window_completes(engine: Engine) -> 
     state = _claim(engine, _window(engine))  # type: ignore[arg-type]
     assert state is not None
     with engine.begin() as conn:
-        state = sync_states.advance_window_cursor(
+        state = window_states.advance_window_cursor(
             conn, state, cursor="a", metadata={"chunk_count": 1}
         )
         assert state is not None
-        state = sync_states.advance_window_cursor(
+        state = window_states.advance_window_cursor(
             conn, state, cursor="b", metadata={"chunk_count": 2}
         )
         assert state is not None
-        done = sync_states.finish_window(
+        done = window_states.finish_window(
             conn, state, status="completed", aggregate_hash="h", metadata={"evidence_count": 41}
         )
     assert done is not None
@@ -178,7 +178,7 @@ def test_chunks_advance_one_cursor_then_the_window_completes(engine: Engine) -> 
     assert done.metadata["chunk_count"] == 2 and done.metadata["evidence_count"] == 41
     assert _claim(engine, done) is None  # terminal
     with pytest.raises(ValueError, match="terminal"), engine.begin() as conn:
-        sync_states.finish_window(conn, done, status="failed", aggregate_hash="h", metadata={})
+        window_states.finish_window(conn, done, status="failed", aggregate_hash="h", metadata={})
 
 
 def test_summary_is_attempted_at_most_once_per_finished_window(engine: Engine) -> None:
@@ -187,74 +187,16 @@ def test_summary_is_attempted_at_most_once_per_finished_window(engine: Engine) -
     assert state is not None
     with engine.begin() as conn:
         # Not finished (e.g. just reset by a replay): not flagged, its revision left alone.
-        assert sync_states.mark_summary_attempted(conn, state.id) is False
+        assert window_states.mark_summary_attempted(conn, state.id) is False
     claimed = _claim(engine, state)
     assert claimed is not None
     with engine.begin() as conn:
-        done = sync_states.finish_window(
+        done = window_states.finish_window(
             conn, claimed, status="completed", aggregate_hash="h", metadata={}
         )
         assert done is not None
-        assert sync_states.mark_summary_attempted(conn, state.id) is True
-        assert sync_states.mark_summary_attempted(conn, state.id) is False
-
-
-def test_bulk_load_of_candidate_windows(engine: Engine) -> None:
-    _with_evidence(engine)
-    with engine.begin() as conn:
-        evidence.upsert(conn, message("later", message_id="om_2", at=W1 + timedelta(minutes=2)))
-    a, b = _window(engine, W0), _window(engine, W1)
-    with engine.connect() as conn:
-        found = sync_states.windows_for_starts(
-            conn, "inc-1", "oc_chat", [W0, W1, W1 + timedelta(minutes=10)]
-        )
-    assert set(found) == {W0, W1}
-    assert found[W0].id == a.id and found[W1].id == b.id  # type: ignore[union-attr]
-
-
-def test_checkpoint_advances_only_forward_and_only_with_the_read_revision(engine: Engine) -> None:
-    make_workspace(engine)
-    with engine.begin() as conn:
-        cp = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-        assert cp.source_key == "chat/oc_chat" and cp.source_type == "lark_messages"
-        assert sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat").id == cp.id
-    high = encode_message_cursor(1_700_000_000_000, "om_9")
-    with engine.begin() as conn:
-        assert sync_states.advance_checkpoint(
-            conn, cp, cursor=high, covered_until=T0, metadata={"pages": 3}
-        )
-        # a concurrent run that read the old revision cannot move the mark
-        assert not sync_states.advance_checkpoint(
-            conn, cp, cursor=high + "x", covered_until=T0, metadata={}
-        )
-    with engine.begin() as conn:
-        fresh = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-        lower = encode_message_cursor(1_600_000_000_000, "om_1")
-        assert sync_states.advance_checkpoint(
-            conn, fresh, cursor=lower, covered_until=T0, metadata={}
-        )
-        final = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-    assert final.last_seen_cursor == high  # never moved backwards
-    assert final.metadata["pages"] == 3
-    assert decode_message_cursor(high) == (1_700_000_000_000, "om_9")
-
-
-def test_a_failed_run_keeps_the_checkpoint(engine: Engine) -> None:
-    make_workspace(engine)
-    high = encode_message_cursor(1_700_000_000_000, "om_9")
-    with engine.begin() as conn:
-        cp = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-        sync_states.advance_checkpoint(conn, cp, cursor=high, covered_until=T0, metadata={})
-        cp = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-        assert sync_states.record_checkpoint_failure(conn, cp, "page 3 failed: code 500")
-        after = sync_states.ensure_checkpoint(conn, "inc-1", "oc_chat")
-    assert (after.status, after.last_seen_cursor, after.attempt_count) == ("failed", high, 1)
-
-
-@pytest.mark.parametrize("cursor", ["", "abc", "12/", "/om_1", "-1/om"])
-def test_malformed_checkpoint_cursors_are_refused(cursor: str) -> None:
-    with pytest.raises(ValueError, match="cursor"):
-        decode_message_cursor(cursor)
+        assert window_states.mark_summary_attempted(conn, state.id) is True
+        assert window_states.mark_summary_attempted(conn, state.id) is False
 
 
 def test_concurrent_claims_have_exactly_one_winner(db_url: str) -> None:
@@ -270,7 +212,7 @@ def test_concurrent_claims_have_exactly_one_winner(db_url: str) -> None:
             with engine.connect() as conn:
                 barrier.wait()
                 with conn.begin():
-                    if sync_states.claim_window(
+                    if window_states.claim_window(
                         conn, state, owner=owner, max_attempts=3, stale_timeout=STALE
                     ):
                         winners.append(owner)
@@ -319,16 +261,16 @@ def test_a_deferral_gives_the_attempt_back_and_keeps_the_cursor(engine: Engine) 
     claimed = _claim(engine, state)
     assert claimed is not None and claimed.attempt_count == 1
     with engine.begin() as conn:
-        advanced = sync_states.advance_window_cursor(
+        advanced = window_states.advance_window_cursor(
             conn, claimed, cursor="c1", metadata={}, now=T0
         )
         assert advanced is not None
-        deferred = sync_states.defer_window(
+        deferred = window_states.defer_window(
             conn, advanced, error="model unavailable", retry_at=T0 + STALE, now=T0
         )
         assert deferred is not None
         # A second writer with the old revision loses the compare-and-set.
-        assert sync_states.defer_window(conn, claimed, error="x", retry_at=T0) is None
+        assert window_states.defer_window(conn, claimed, error="x", retry_at=T0) is None
     assert (deferred.status, deferred.attempt_count) == ("pending", 0)
     assert (deferred.deferred, deferred.deferral_count) == (True, 1)
     assert deferred.next_attempt_at == T0 + STALE and deferred.lease_owner is None
@@ -336,7 +278,7 @@ def test_a_deferral_gives_the_attempt_back_and_keeps_the_cursor(engine: Engine) 
     again = _claim(engine, deferred, now=T0 + STALE, owner="run-b")
     assert again is not None and (again.attempt_count, again.deferred) == (1, False)
     with engine.begin() as conn:
-        done = sync_states.finish_window(
+        done = window_states.finish_window(
             conn, again, status="completed", aggregate_hash="h", metadata={}
         )
     assert done is not None and done.deferral_count == 0
@@ -351,12 +293,12 @@ def test_runs_ending_without_claiming_are_counted_until_the_window_fails(
     seen = []
     for _ in range(3):
         with engine.begin() as conn:
-            relaunched = sync_states.relaunch_unclaimed(
+            relaunched = window_states.relaunch_unclaimed(
                 conn, state, max_attempts=3, reissue_at=T0 + STALE, now=T0
             )
         assert relaunched is not None
         seen.append((relaunched.status, relaunched.attempt_count, relaunched.unclaimed_runs))
         state = relaunched
     assert seen == [("pending", 1, 1), ("pending", 2, 2), ("failed", 3, 3)]
-    assert state.last_error == sync_states.UNCLAIMED_ERROR
+    assert state.last_error == window_states.UNCLAIMED_ERROR
     assert state.is_exhausted(3)
