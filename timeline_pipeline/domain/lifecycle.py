@@ -28,8 +28,19 @@ HOLD_PRECEDENCE: Final = "overrides_retention"
 _IDENTIFIER: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
+@dataclass(frozen=True, slots=True)
+class RetentionBounds:
+    """The days one class of data may be kept, and the default a descriptor takes unless it
+    states its own (docs/lifecycle.md, "Retention")."""
+
+    min_days: int
+    default_days: int
+    max_days: int
+
+
 class RetentionClass(StrEnum):
-    """What kind of data a table holds; the class frames its retention bounds."""
+    """What kind of data a table holds; the class frames its retention bounds: a descriptor's
+    own bounds and default lie within its class's (a descriptor may narrow them, never widen)."""
 
     OPERATIONAL_QUEUE = "operational_queue"
     AUDIT_SECURITY = "audit_security"
@@ -37,6 +48,40 @@ class RetentionClass(StrEnum):
     FINANCIAL_TAX = "financial_tax"
     COMMUNICATION_LOG = "communication_log"
     SYSTEM_EVENT = "system_event"
+
+    @property
+    def bounds(self) -> RetentionBounds:
+        return CLASS_BOUNDS[self]
+
+    @property
+    def min_days(self) -> int:
+        return CLASS_BOUNDS[self].min_days
+
+    @property
+    def default_days(self) -> int:
+        return CLASS_BOUNDS[self].default_days
+
+    @property
+    def max_days(self) -> int:
+        return CLASS_BOUNDS[self].max_days
+
+
+CLASS_BOUNDS: Final[dict[RetentionClass, RetentionBounds]] = {
+    # Queues and scratch rows: gone within days to a year once finished.
+    RetentionClass.OPERATIONAL_QUEUE: RetentionBounds(1, 30, 365),
+    # Who did what, and credentials' traces: up to seven years.
+    RetentionClass.AUDIT_SECURITY: RetentionBounds(1, 730, 2555),
+    # No table today: counts and measurements, kept no longer than two years.
+    RetentionClass.ANALYTICS_TELEMETRY: RetentionBounds(7, 90, 730),
+    # No table today: records an organization may have to keep for years.
+    RetentionClass.FINANCIAL_TAX: RetentionBounds(365, 2555, 3650),
+    # People's words and what was curated from them: at most two years.
+    RetentionClass.COMMUNICATION_LOG: RetentionBounds(7, 180, 730),
+    # The system's own state and history: up to five years.
+    RetentionClass.SYSTEM_EVENT: RetentionBounds(7, 365, 1825),
+}
+"""Each class's bounds: a proposal to be confirmed against the organization's retention policy
+(docs/lifecycle.md, "Retention"), never a claimed legal period."""
 
 
 class DeletionMode(StrEnum):
@@ -218,8 +263,13 @@ def _has_index_prefix(d: LifecycleDescriptor, prefix: tuple[str, ...]) -> bool:
 
 def keyset_index(d: LifecycleDescriptor) -> tuple[str, ...]:
     """The composite index a generic purge walks: workspace (if any), cursor, id."""
-    lead = (d.workspace_column,) if d.scope == Scope.WORKSPACE and d.workspace_column else ()
-    return (*lead, d.cursor_column)
+    return keyset_columns(d.scope, d.workspace_column, d.cursor_column)
+
+
+def keyset_columns(scope: str, workspace_column: str | None, cursor_column: str) -> tuple[str, ...]:
+    """The leading columns of the keyset index: workspace (when scoped by one), cursor."""
+    lead = (workspace_column,) if scope == Scope.WORKSPACE and workspace_column else ()
+    return (*lead, cursor_column)
 
 
 def validate_descriptor(d: LifecycleDescriptor, declaring_module: str) -> list[RegistryError]:
@@ -249,6 +299,18 @@ def validate_descriptor(d: LifecycleDescriptor, declaring_module: str) -> list[R
         )
     if d.retention_min_days < 1:
         bad("retention_min_days", "must be at least 1 day")
+    if d.retention_class in CLASS_BOUNDS:
+        frame = RetentionClass(d.retention_class)
+        if d.retention_min_days < frame.min_days:
+            bad(
+                "retention_min_days",
+                f"{d.retention_min_days} is below the {frame} class's minimum {frame.min_days}",
+            )
+        if d.retention_max_days > frame.max_days:
+            bad(
+                "retention_max_days",
+                f"{d.retention_max_days} is above the {frame} class's maximum {frame.max_days}",
+            )
     if d.retention_max_days < d.retention_min_days:
         bad("retention_max_days", "must not be below retention_min_days")
     if not d.retention_min_days <= d.default_retention_days <= d.retention_max_days:

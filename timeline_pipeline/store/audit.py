@@ -12,20 +12,8 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import audit_events
-from timeline_pipeline.domain.lifecycle import (
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_PARTITIONED,
-    archive_on_request,
-)
+from timeline_pipeline.domain.lifecycle import RetentionClass, Scope
+from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
 
 __all__ = ["CRITICAL", "INFO", "audit_curation", "events_for"]
 
@@ -94,24 +82,15 @@ def events_for(conn: Connection, subject_type: str, subject_id: str) -> list[dic
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="audit.audit_events",
-    table_name="audit_events",
-    owner="audit",
-    scope=Scope.GLOBAL,
+DESCRIPTOR = declare(
+    __name__,
+    "audit_events",
+    RetentionClass.AUDIT_SECURITY,
     cursor_column="occurred_at",
-    retention_class=RetentionClass.AUDIT_SECURITY,
-    retention_min_days=365,
-    retention_max_days=2555,
-    default_retention_days=730,
-    partition=NOT_PARTITIONED,
-    archive=archive_on_request("The audit trail"),
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    required_indexes=(RequiredIndex(("occurred_at", "id"), "the purge's keyset"),),
+    min_days=365,
+    scope=Scope.GLOBAL,
     batch_limit=10_000,
-    backup_restore_notes=BACKUP_NOTES,
-    execution_mode=ExecutionMode.GENERIC,
+    archive=archive_on_request("The audit trail"),
     notes="Ids and keys only, never content; kept longer than what it describes so that "
     "who changed what can be answered after the data is gone.",
 )

@@ -19,20 +19,8 @@ from sqlalchemy.engine import Row
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import timeline_chat_pins as pins
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.domain.lifecycle import (
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
+from timeline_pipeline.domain.lifecycle import RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import declare
 
 PINNED: Final = "pinned"
 UNPINNED: Final = "unpinned"
@@ -167,24 +155,12 @@ def for_workspace(conn: Connection, workspace_id: str, *, limit: int = 500) -> l
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="chat_pins.timeline_chat_pins",
-    table_name="timeline_chat_pins",
-    owner="chat_pins",
-    scope=Scope.WORKSPACE,
+DESCRIPTOR = declare(
+    __name__,
+    "timeline_chat_pins",
+    RetentionClass.COMMUNICATION_LOG,
     cursor_column="updated_at",
-    retention_class=RetentionClass.COMMUNICATION_LOG,
-    retention_min_days=30,
-    retention_max_days=730,
-    default_retention_days=180,
-    partition=NOT_PARTITIONED,
-    archive=NOT_ARCHIVED,
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    backup_restore_notes=BACKUP_NOTES,
-    required_indexes=(RequiredIndex(("workspace_id", "updated_at", "id"), "the purge's keyset"),),
-    batch_limit=5_000,
-    execution_mode=ExecutionMode.GENERIC,
+    min_days=30,
     notes="Who pinned which message from the chat, and whether it is still pinned: the "
     "idempotency record of pin reactions. Kept as long as the timeline entries by default; the "
     "entry and its audit events stay the record of the curation itself.",

@@ -39,22 +39,8 @@ from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.domain.lifecycle import (
-    ChildLink,
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    ParentLink,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_PARTITIONED,
-    archive_on_request,
-)
+from timeline_pipeline.domain.lifecycle import ChildLink, ParentLink, RequiredIndex, RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
 from timeline_pipeline.store.window_states import SummaryWindow
 
 __all__ = [
@@ -816,51 +802,28 @@ def visible_entry_counts(conn: Connection, windows: Sequence[SummaryWindow]) -> 
 # --- lifecycle -------------------------------------------------------------------------------
 
 DESCRIPTORS = (
-    LifecycleDescriptor(
-        key="entries.workspace_timeline_entries",
-        table_name="workspace_timeline_entries",
-        owner="entries",
-        scope=Scope.WORKSPACE,
+    declare(
+        __name__,
+        "workspace_timeline_entries",
+        RetentionClass.COMMUNICATION_LOG,
         cursor_column="occurred_at",
-        retention_class=RetentionClass.COMMUNICATION_LOG,
-        retention_min_days=30,
-        retention_max_days=730,
-        default_retention_days=180,
-        partition=NOT_PARTITIONED,
+        min_days=30,
         archive=archive_on_request("The curated timeline"),
-        deletion=HARD_DELETE,
-        legal_hold=LegalHoldNote(),
-        required_indexes=(
-            RequiredIndex(("workspace_id", "occurred_at", "id"), "the purge's keyset"),
-        ),
-        batch_limit=5_000,
-        backup_restore_notes=BACKUP_NOTES,
-        execution_mode=ExecutionMode.GENERIC,
         chain="timeline",
         children=(ChildLink("entries.workspace_timeline_entry_evidence", "entry_id"),),
     ),
-    LifecycleDescriptor(
-        key="entries.workspace_timeline_entry_evidence",
-        table_name="workspace_timeline_entry_evidence",
-        owner="entries",
-        scope=Scope.WORKSPACE,
+    declare(
+        __name__,
+        "workspace_timeline_entry_evidence",
+        RetentionClass.COMMUNICATION_LOG,
         cursor_column="created_at",
-        retention_class=RetentionClass.COMMUNICATION_LOG,
-        retention_min_days=7,
-        retention_max_days=730,
-        default_retention_days=30,
-        partition=NOT_PARTITIONED,
-        archive=archive_on_request("Entry-to-evidence bindings"),
-        deletion=HARD_DELETE,
-        legal_hold=LegalHoldNote(),
-        required_indexes=(
-            RequiredIndex(("workspace_id", "created_at", "id"), "the purge's keyset"),
+        default_days=30,
+        indexes=(
             RequiredIndex(("evidence_id",), "evidence's live-child probe"),
             RequiredIndex(("entry_id", "evidence_id"), "entries' live-child probe"),
         ),
         batch_limit=10_000,
-        backup_restore_notes=BACKUP_NOTES,
-        execution_mode=ExecutionMode.GENERIC,
+        archive=archive_on_request("Entry-to-evidence bindings"),
         chain="timeline",
         parents=(
             ParentLink("entries.workspace_timeline_entries", "entry_id"),

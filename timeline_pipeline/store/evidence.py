@@ -48,21 +48,8 @@ from timeline_pipeline.domain.evidence import (
     UpsertSummary,
 )
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE
-from timeline_pipeline.domain.lifecycle import (
-    ChildLink,
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_PARTITIONED,
-    archive_on_request,
-)
+from timeline_pipeline.domain.lifecycle import ChildLink, RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
 
 
 @cache
@@ -773,24 +760,14 @@ def held_content(conn: Connection, workspace_id: str, evidence_id: int) -> dict[
     return None if row is None or row.held_content_json is None else dict(row.held_content_json)
 
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="evidence.workspace_timeline_evidence",
-    table_name="workspace_timeline_evidence",
-    owner="evidence",
-    scope=Scope.WORKSPACE,
+DESCRIPTOR = declare(
+    __name__,
+    "workspace_timeline_evidence",
+    RetentionClass.COMMUNICATION_LOG,
     cursor_column="occurred_at",
-    retention_class=RetentionClass.COMMUNICATION_LOG,
-    retention_min_days=7,
-    retention_max_days=365,
-    default_retention_days=30,
-    partition=NOT_PARTITIONED,
+    default_days=30,
+    max_days=365,
     archive=archive_on_request("Chat evidence"),
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    required_indexes=(RequiredIndex(("workspace_id", "occurred_at", "id"), "the purge's keyset"),),
-    batch_limit=5_000,
-    backup_restore_notes=BACKUP_NOTES,
-    execution_mode=ExecutionMode.GENERIC,
     chain="timeline",
     children=(ChildLink("entries.workspace_timeline_entry_evidence", "evidence_id"),),
     redacts_recalled=True,

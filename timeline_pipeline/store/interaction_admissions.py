@@ -28,21 +28,8 @@ from timeline_pipeline.domain.interactions import (
     AdmissionStatus,
     CardAction,
 )
-from timeline_pipeline.domain.lifecycle import (
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    OnlyWhere,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
+from timeline_pipeline.domain.lifecycle import OnlyWhere, RequiredIndex, RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import declare
 
 _WORKING = [s.value for s in WORKING_ADMISSION_STATUSES]
 _LOCK_NAMESPACE = 0x7470_0A01
@@ -308,27 +295,13 @@ def backlog(conn: Connection, *, now: datetime) -> Mapping[str, float]:
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="interaction_admissions.interaction_admissions",
-    table_name="interaction_admissions",
-    owner="interaction_admissions",
-    scope=Scope.WORKSPACE,
+DESCRIPTOR = declare(
+    __name__,
+    "interaction_admissions",
+    RetentionClass.OPERATIONAL_QUEUE,
     cursor_column="admitted_at",
-    retention_class=RetentionClass.OPERATIONAL_QUEUE,
-    retention_min_days=7,
-    retention_max_days=365,
-    default_retention_days=30,
-    partition=NOT_PARTITIONED,
-    archive=NOT_ARCHIVED,
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    backup_restore_notes=BACKUP_NOTES,
-    required_indexes=(
-        RequiredIndex(("workspace_id", "admitted_at", "id"), "the purge's keyset"),
-        RequiredIndex(("request_id",), "the cards' live-child probe"),
-    ),
-    batch_limit=5_000,
-    execution_mode=ExecutionMode.GENERIC,
+    min_days=7,
+    indexes=(RequiredIndex(("request_id",), "the cards' live-child probe"),),
     # Finished decisions only: a queued or applied one is still the worker's.
     only_where=(OnlyWhere("status", ("done", "failed")),),
     notes="The durable admission queue of card callbacks, purged before its cards.",

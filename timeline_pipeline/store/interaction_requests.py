@@ -25,22 +25,8 @@ from timeline_pipeline.domain.card_requests import (
     decisions_from_json,
 )
 from timeline_pipeline.domain.interactions import CardStatus, DeliveryStatus
-from timeline_pipeline.domain.lifecycle import (
-    ChildLink,
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    OnlyWhere,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
+from timeline_pipeline.domain.lifecycle import ChildLink, OnlyWhere, RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import declare
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,24 +286,12 @@ def counts(conn: Connection) -> Mapping[str, int]:
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="interaction_requests.interaction_requests",
-    table_name="interaction_requests",
-    owner="interaction_requests",
-    scope=Scope.WORKSPACE,
+DESCRIPTOR = declare(
+    __name__,
+    "interaction_requests",
+    RetentionClass.OPERATIONAL_QUEUE,
     cursor_column="expires_at",
-    retention_class=RetentionClass.OPERATIONAL_QUEUE,
-    retention_min_days=7,
-    retention_max_days=365,
-    default_retention_days=30,
-    partition=NOT_PARTITIONED,
-    archive=NOT_ARCHIVED,
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    backup_restore_notes=BACKUP_NOTES,
-    required_indexes=(RequiredIndex(("workspace_id", "expires_at", "id"), "the purge's keyset"),),
-    batch_limit=5_000,
-    execution_mode=ExecutionMode.GENERIC,
+    min_days=7,
     # A pending card is never purged; its callback tokens go with it (ON DELETE CASCADE).
     only_where=(OnlyWhere("status", ("submitted", "expired", "cancelled")),),
     children=(ChildLink("interaction_admissions.interaction_admissions", "request_id"),),

@@ -13,21 +13,8 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from timeline_pipeline.db.schema import lifecycle_runs as lr
-from timeline_pipeline.domain.lifecycle import (
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    OnlyWhere,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_PARTITIONED,
-    archive_on_request,
-)
+from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass, Scope
+from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
 
 COUNTERS = ("scanned", "held", "archived", "purged", "redacted", "batches")
 
@@ -144,24 +131,14 @@ def latest(conn: Connection, limit: int = 20) -> list[RunRow]:
     return [_row(r) for r in rows]
 
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="lifecycle_runs.lifecycle_runs",
-    table_name="lifecycle_runs",
-    owner="lifecycle_runs",
-    scope=Scope.GLOBAL,
+DESCRIPTOR = declare(
+    __name__,
+    "lifecycle_runs",
+    RetentionClass.SYSTEM_EVENT,
     cursor_column="started_at",
-    retention_class=RetentionClass.SYSTEM_EVENT,
-    retention_min_days=90,
-    retention_max_days=1825,
-    default_retention_days=365,
-    partition=NOT_PARTITIONED,
+    min_days=90,
+    scope=Scope.GLOBAL,
     archive=archive_on_request("The purge history"),
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    required_indexes=(RequiredIndex(("started_at", "id"), "the purge's keyset"),),
-    batch_limit=5_000,
-    backup_restore_notes=BACKUP_NOTES,
-    execution_mode=ExecutionMode.GENERIC,
     only_where=(OnlyWhere("status", ("succeeded", "failed")),),
     notes="Counts only; a running run is never purged.",
 )

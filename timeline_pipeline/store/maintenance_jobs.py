@@ -20,21 +20,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import maintenance_jobs as mj
-from timeline_pipeline.domain.lifecycle import (
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    OnlyWhere,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
+from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass, Scope
+from timeline_pipeline.domain.lifecycle_declare import declare
 from timeline_pipeline.domain.maintenance import OPEN_MAINTENANCE_STATUSES
 
 LOCK_NOT_AVAILABLE = "55P03"
@@ -188,25 +175,15 @@ def transition(
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="maintenance_jobs.maintenance_jobs",
-    table_name="maintenance_jobs",
-    owner="maintenance_jobs",
-    scope=Scope.GLOBAL,
+DESCRIPTOR = declare(
+    __name__,
+    "maintenance_jobs",
+    RetentionClass.SYSTEM_EVENT,
     cursor_column="updated_at",
-    retention_class=RetentionClass.SYSTEM_EVENT,
-    retention_min_days=30,
-    retention_max_days=1825,
-    default_retention_days=365,
-    partition=NOT_PARTITIONED,
-    archive=NOT_ARCHIVED,
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    backup_restore_notes=BACKUP_NOTES,
-    required_indexes=(RequiredIndex(("updated_at", "id"), "the purge's keyset"),),
-    batch_limit=1_000,
-    execution_mode=ExecutionMode.GENERIC,
+    min_days=30,
+    scope=Scope.GLOBAL,
     workspace_column=None,
+    batch_limit=1_000,
     # Finished jobs only: a ready or paused job is an operator's open work.
     only_where=(OnlyWhere("status", ("completed", "cancelled")),),
     notes="Operator maintenance jobs (counts and checkpoints, no content): a year of history.",

@@ -31,20 +31,8 @@ from sqlalchemy import Connection, func, select
 
 from timeline_pipeline.db.schema import workspace_timeline_recall_tombstones as rt
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.domain.lifecycle import (
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
+from timeline_pipeline.domain.lifecycle import RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import declare
 
 __all__ = [
     "DESCRIPTOR",
@@ -128,24 +116,15 @@ def recalled(
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="recall_tombstones.workspace_timeline_recall_tombstones",
-    table_name="workspace_timeline_recall_tombstones",
-    owner="recall_tombstones",
-    scope=Scope.WORKSPACE,
+DESCRIPTOR = declare(
+    __name__,
+    "workspace_timeline_recall_tombstones",
+    RetentionClass.OPERATIONAL_QUEUE,
     cursor_column="created_at",
-    retention_class=RetentionClass.OPERATIONAL_QUEUE,
-    retention_min_days=3,
-    retention_max_days=30,
-    default_retention_days=7,
-    partition=NOT_PARTITIONED,
-    archive=NOT_ARCHIVED,
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    required_indexes=(RequiredIndex(("workspace_id", "created_at", "id"), "the purge's keyset"),),
+    min_days=3,
+    default_days=7,
+    max_days=30,
     batch_limit=10_000,
-    backup_restore_notes=BACKUP_NOTES,
-    execution_mode=ExecutionMode.GENERIC,
     notes=(
         "Recalls that arrived before their message (ids and times only). A message is ingested "
         "only within the ingestion lookback (at most 72 h) of its creation, which precedes its "

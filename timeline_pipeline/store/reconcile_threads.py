@@ -15,15 +15,11 @@ from timeline_pipeline.db.schema import workspace_timeline_reconcile_threads as 
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.lifecycle import (
     DelegatedPurge,
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
     PartitionDecision,
     RequiredIndex,
     RetentionClass,
-    Scope,
 )
-from timeline_pipeline.domain.lifecycle_declare import BACKUP_NOTES, HARD_DELETE, NOT_ARCHIVED
+from timeline_pipeline.domain.lifecycle_declare import declare
 
 __all__ = ["mark_thread_listed", "prune_thread_listings", "threads_last_listed"]
 
@@ -69,31 +65,21 @@ def prune_thread_listings(
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="reconcile_threads.workspace_timeline_reconcile_threads",
-    table_name="workspace_timeline_reconcile_threads",
-    owner="reconcile_threads",
-    scope=Scope.WORKSPACE,
+DESCRIPTOR = declare(
+    __name__,
+    "workspace_timeline_reconcile_threads",
+    RetentionClass.OPERATIONAL_QUEUE,
     cursor_column="last_listed_at",
-    retention_class=RetentionClass.OPERATIONAL_QUEUE,
-    retention_min_days=1,
-    retention_max_days=3,
-    default_retention_days=3,
-    partition=PartitionDecision(False, "At most one row per thread within the lookback."),
-    archive=NOT_ARCHIVED,
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    required_indexes=(
-        RequiredIndex(("workspace_id", "chat_id", "thread_id"), "the run prunes per chat"),
-    ),
+    default_days=3,
+    max_days=3,
+    id_column="thread_id",
+    indexes=(RequiredIndex(("workspace_id", "chat_id", "thread_id"), "the run prunes per chat"),),
     batch_limit=1_000,
-    backup_restore_notes=BACKUP_NOTES,
-    execution_mode=ExecutionMode.DELEGATED,
+    partition=PartitionDecision(False, "At most one row per thread within the lookback."),
     delegated=DelegatedPurge(
         purge_function="timeline_pipeline.store.reconcile_threads:prune_thread_listings",
         job="lark_chat_collection (every reconciliation run prunes its chat's listings)",
         description="Listings older than the ingestion lookback (72 h) are pruned by the run "
         "that would read them; the lifecycle engine only counts them in the dry-run.",
     ),
-    id_column="thread_id",
 )

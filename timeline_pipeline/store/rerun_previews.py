@@ -24,20 +24,8 @@ from typing import Any, Final
 from sqlalchemy import Connection, func, select
 
 from timeline_pipeline.db.schema import window_rerun_previews as pv
-from timeline_pipeline.domain.lifecycle import (
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
+from timeline_pipeline.domain.lifecycle import RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import declare
 
 __all__ = [
     "DESCRIPTOR",
@@ -202,24 +190,14 @@ def count_for_job(conn: Connection, job_id: str) -> int:
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="rerun_previews.window_rerun_previews",
-    table_name="window_rerun_previews",
-    owner="rerun_previews",
-    scope=Scope.WORKSPACE,
+DESCRIPTOR = declare(
+    __name__,
+    "window_rerun_previews",
+    RetentionClass.OPERATIONAL_QUEUE,
     cursor_column="created_at",
-    retention_class=RetentionClass.OPERATIONAL_QUEUE,
-    retention_min_days=1,
-    retention_max_days=14,
-    default_retention_days=2,
-    partition=NOT_PARTITIONED,
-    archive=NOT_ARCHIVED,
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    required_indexes=(RequiredIndex(("workspace_id", "created_at", "id"), "the purge's keyset"),),
+    default_days=2,
+    max_days=14,
     batch_limit=10_000,
-    backup_restore_notes=BACKUP_NOTES,
-    execution_mode=ExecutionMode.GENERIC,
     notes="Scratch rows of rerun previews: the job's result keeps the report, so the rows are "
     "of no use once it is read; purged two days after they were written.",
 )

@@ -16,21 +16,8 @@ from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import lifecycle_retired_partitions as rp
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.domain.lifecycle import (
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    OnlyWhere,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
+from timeline_pipeline.domain.lifecycle import OnlyWhere, RequiredIndex, RetentionClass, Scope
+from timeline_pipeline.domain.lifecycle_declare import declare
 
 PENDING = "pending"
 DONE = "done"
@@ -69,28 +56,16 @@ def mark_done(conn: Connection, keys: Sequence[str], *, now: datetime) -> int:
     return int(result.rowcount or 0)
 
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="retired_partitions.lifecycle_retired_partitions",
-    table_name="lifecycle_retired_partitions",
-    owner="retired_partitions",
-    scope=Scope.GLOBAL,
+DESCRIPTOR = declare(
+    __name__,
+    "lifecycle_retired_partitions",
+    RetentionClass.SYSTEM_EVENT,
     cursor_column="retired_at",
-    retention_class=RetentionClass.SYSTEM_EVENT,
-    retention_min_days=7,
-    retention_max_days=365,
-    default_retention_days=30,
-    partition=NOT_PARTITIONED,
-    archive=NOT_ARCHIVED,
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    required_indexes=(
-        RequiredIndex(("retired_at", "id"), "the purge's keyset"),
-        RequiredIndex(("status", "id"), "the sensor's pending keys"),
-    ),
-    batch_limit=5_000,
-    backup_restore_notes=BACKUP_NOTES,
-    execution_mode=ExecutionMode.GENERIC,
+    default_days=30,
+    max_days=365,
+    scope=Scope.GLOBAL,
     workspace_column=None,
+    indexes=(RequiredIndex(("status", "id"), "the sensor's pending keys"),),
     only_where=(OnlyWhere("status", (DONE,)),),
     notes="Partition keys only; a key still pending is never purged.",
 )

@@ -17,20 +17,8 @@ from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.domain.lifecycle import (
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_PARTITIONED,
-    archive_on_request,
-)
+from timeline_pipeline.domain.lifecycle import RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
 
 __all__ = [
     "SummaryRow",
@@ -165,22 +153,11 @@ def write_human_summary(
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="summaries.workspace_timeline_summaries",
-    table_name="workspace_timeline_summaries",
-    owner="summaries",
-    scope=Scope.WORKSPACE,
+DESCRIPTOR = declare(
+    __name__,
+    "workspace_timeline_summaries",
+    RetentionClass.COMMUNICATION_LOG,
     cursor_column="updated_at",
-    retention_class=RetentionClass.COMMUNICATION_LOG,
-    retention_min_days=30,
-    retention_max_days=730,
-    default_retention_days=180,
-    partition=NOT_PARTITIONED,
+    min_days=30,
     archive=archive_on_request("The workspace summary"),
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    required_indexes=(RequiredIndex(("workspace_id", "updated_at", "id"), "the purge's keyset"),),
-    batch_limit=5_000,
-    backup_restore_notes=BACKUP_NOTES,
-    execution_mode=ExecutionMode.GENERIC,
 )

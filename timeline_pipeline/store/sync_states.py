@@ -21,21 +21,8 @@ from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
-from timeline_pipeline.domain.lifecycle import (
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    OnlyWhere,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
+from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import declare
 from timeline_pipeline.domain.sync_states import SyncState
 
 MAX_ERROR_CHARS = 1000
@@ -112,24 +99,14 @@ def get_by_key(
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-DESCRIPTOR = LifecycleDescriptor(
-    key="sync_states.workspace_timeline_sync_states",
-    table_name="workspace_timeline_sync_states",
-    owner="sync_states",
-    scope=Scope.WORKSPACE,
+DESCRIPTOR = declare(
+    __name__,
+    "workspace_timeline_sync_states",
+    RetentionClass.SYSTEM_EVENT,
     cursor_column="updated_at",
-    retention_class=RetentionClass.SYSTEM_EVENT,
-    retention_min_days=14,
-    retention_max_days=730,
-    default_retention_days=90,
-    partition=NOT_PARTITIONED,
-    archive=NOT_ARCHIVED,
-    deletion=HARD_DELETE,
-    legal_hold=LegalHoldNote(),
-    required_indexes=(RequiredIndex(("workspace_id", "updated_at", "id"), "the purge's keyset"),),
-    batch_limit=5_000,
-    backup_restore_notes=BACKUP_NOTES,
-    execution_mode=ExecutionMode.GENERIC,
+    min_days=14,
+    default_days=90,
+    max_days=730,
     # Finished windows and checkpoints only: a pending or processing window is never purged.
     only_where=(OnlyWhere("status", ("completed", "ignored", "failed")),),
     report_columns=("source_type", "scope_key", "window_start", "processor_version"),

@@ -16,21 +16,8 @@ from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import ui_sessions as ses
 from timeline_pipeline.db.schema import ui_signin_links as links
-from timeline_pipeline.domain.lifecycle import (
-    ChildLink,
-    ExecutionMode,
-    LegalHoldNote,
-    LifecycleDescriptor,
-    RequiredIndex,
-    RetentionClass,
-    Scope,
-)
-from timeline_pipeline.domain.lifecycle_declare import (
-    BACKUP_NOTES,
-    HARD_DELETE,
-    NOT_ARCHIVED,
-    NOT_PARTITIONED,
-)
+from timeline_pipeline.domain.lifecycle import ChildLink, RequiredIndex, RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import declare
 from timeline_pipeline.security.credentials import hash_secret, new_secret
 from timeline_pipeline.store import workspaces
 
@@ -204,44 +191,26 @@ def end_session(conn: Connection, secret: str, *, now: datetime) -> bool:
 
 # --- lifecycle -------------------------------------------------------------------------------
 
-_UI_COMMON = {
-    "scope": Scope.WORKSPACE,
-    "cursor_column": "expires_at",
-    "retention_class": RetentionClass.AUDIT_SECURITY,
-    "retention_min_days": 1,
-    "retention_max_days": 365,
-    "default_retention_days": 30,
-    "partition": NOT_PARTITIONED,
-    "archive": NOT_ARCHIVED,
-    "deletion": HARD_DELETE,
-    "legal_hold": LegalHoldNote(),
-    "batch_limit": 5_000,
-    "backup_restore_notes": BACKUP_NOTES,
-    "execution_mode": ExecutionMode.GENERIC,
-}
-
 DESCRIPTORS = (
-    LifecycleDescriptor(
-        key="ui_sessions.ui_signin_links",
-        table_name="ui_signin_links",
-        owner="ui_sessions",
-        required_indexes=(
-            RequiredIndex(("workspace_id", "expires_at", "id"), "the purge's keyset"),
-        ),
+    declare(
+        __name__,
+        "ui_signin_links",
+        RetentionClass.AUDIT_SECURITY,
+        cursor_column="expires_at",
+        default_days=30,
+        max_days=365,
         children=(ChildLink("ui_sessions.ui_sessions", "link_id"),),
         notes="One-time sign-in links (hashes only): useless once expired; kept 30 days after "
         "expiry to answer who signed in when.",
-        **_UI_COMMON,  # type: ignore[arg-type]
     ),
-    LifecycleDescriptor(
-        key="ui_sessions.ui_sessions",
-        table_name="ui_sessions",
-        owner="ui_sessions",
-        required_indexes=(
-            RequiredIndex(("workspace_id", "expires_at", "id"), "the purge's keyset"),
-            RequiredIndex(("link_id",), "the sign-in links' live-child probe"),
-        ),
+    declare(
+        __name__,
+        "ui_sessions",
+        RetentionClass.AUDIT_SECURITY,
+        cursor_column="expires_at",
+        default_days=30,
+        max_days=365,
+        indexes=(RequiredIndex(("link_id",), "the sign-in links' live-child probe"),),
         notes="Page sessions (hashes only), purged 30 days after they expire.",
-        **_UI_COMMON,  # type: ignore[arg-type]
     ),
 )

@@ -14,9 +14,18 @@ from timeline_pipeline.domain.lifecycle import (
     LegalHoldNote,
     LifecycleDescriptor,
     RequiredIndex,
+    RetentionClass,
+    Scope,
     UnsafeIdentifier,
     safe_identifier,
     validate_descriptor,
+)
+from timeline_pipeline.domain.lifecycle_declare import (
+    BACKUP_NOTES,
+    HARD_DELETE,
+    NOT_ARCHIVED,
+    NOT_PARTITIONED,
+    declare,
 )
 from timeline_pipeline.lifecycle.errors import RetentionOverrideOutOfRange
 from timeline_pipeline.lifecycle.plan import (
@@ -93,6 +102,103 @@ def test_an_applicable_hold_cannot_be_declared_without_precedence() -> None:
 def test_retention_bounds_must_contain_the_default() -> None:
     found = problems(replace(EVIDENCE, default_retention_days=400))
     assert "default_retention_days" in found
+
+
+@pytest.mark.parametrize("frame", list(RetentionClass))
+def test_every_retention_class_carries_bounds_that_contain_its_default(
+    frame: RetentionClass,
+) -> None:
+    assert 1 <= frame.min_days <= frame.default_days <= frame.max_days
+    assert frame.bounds.default_days == frame.default_days
+
+
+def test_bounds_wider_than_the_class_are_refused_naming_the_class_bound() -> None:
+    frame = RetentionClass.COMMUNICATION_LOG
+    wide = replace(
+        EVIDENCE, retention_min_days=frame.min_days - 1, retention_max_days=frame.max_days + 1
+    )
+    found = problems(wide)
+    assert found["retention_min_days"] == (
+        f"{frame.min_days - 1} is below the communication_log class's minimum {frame.min_days}"
+    )
+    assert found["retention_max_days"] == (
+        f"{frame.max_days + 1} is above the communication_log class's maximum {frame.max_days}"
+    )
+    # Narrower than the class is the descriptor's own choice.
+    assert problems(replace(EVIDENCE, retention_min_days=frame.min_days + 1)) == {}
+
+
+def test_a_default_outside_the_class_is_refused_even_within_the_descriptors_own_bounds() -> None:
+    beyond = RetentionClass.OPERATIONAL_QUEUE.max_days + 1
+    queue = replace(
+        EVIDENCE,
+        retention_class=RetentionClass.OPERATIONAL_QUEUE,
+        retention_max_days=beyond,
+        default_retention_days=beyond,
+    )
+    assert "retention_max_days" in problems(queue)
+
+
+def test_declare_takes_owner_key_and_days_from_the_module_and_the_class() -> None:
+    d = declare(
+        "timeline_pipeline.store.things",
+        "things",
+        RetentionClass.SYSTEM_EVENT,
+        cursor_column="updated_at",
+    )
+    assert (d.owner, d.key, d.table_name) == ("things", "things.things", "things")
+    frame = RetentionClass.SYSTEM_EVENT
+    assert (d.retention_min_days, d.default_retention_days, d.retention_max_days) == (
+        frame.min_days,
+        frame.default_days,
+        frame.max_days,
+    )
+    assert (d.scope, d.partition, d.archive, d.deletion) == (
+        Scope.WORKSPACE,
+        NOT_PARTITIONED,
+        NOT_ARCHIVED,
+        HARD_DELETE,
+    )
+    assert d.backup_restore_notes == BACKUP_NOTES
+    assert d.is_generic
+    assert d.required_indexes == (
+        RequiredIndex(("workspace_id", "updated_at", "id"), "the purge's keyset"),
+    )
+    assert problems(d, "things") == {}
+
+
+def test_declare_narrows_days_and_leads_a_global_keyset_with_its_cursor() -> None:
+    d = declare(
+        "timeline_pipeline.store.things",
+        "things",
+        RetentionClass.SYSTEM_EVENT,
+        cursor_column="created_at",
+        min_days=30,
+        default_days=60,
+        scope=Scope.GLOBAL,
+        workspace_column=None,
+        indexes=(RequiredIndex(("status",), "a probe"),),
+    )
+    assert (d.retention_min_days, d.default_retention_days) == (30, 60)
+    assert d.retention_max_days == RetentionClass.SYSTEM_EVENT.max_days
+    assert [i.columns for i in d.required_indexes] == [("created_at", "id"), ("status",)]
+    assert problems(d, "things") == {}
+
+
+def test_a_delegated_declaration_lists_only_its_own_indexes() -> None:
+    purge = DelegatedPurge("f", "job", "why")
+    d = declare(
+        "timeline_pipeline.store.things",
+        "things",
+        RetentionClass.OPERATIONAL_QUEUE,
+        cursor_column="created_at",
+        indexes=(RequiredIndex(("parent_id",), "deleted with its parent"),),
+        delegated=purge,
+    )
+    assert not d.is_generic
+    assert d.delegated == purge
+    assert [i.columns for i in d.required_indexes] == [("parent_id",)]
+    assert problems(d, "things") == {}
 
 
 def test_safe_identifier_raises_on_anything_but_a_plain_name() -> None:

@@ -7,11 +7,12 @@ from types import ModuleType
 
 import pytest
 
-from timeline_pipeline.domain.lifecycle import ChildLink
+from timeline_pipeline.domain.lifecycle import ChildLink, RetentionClass
 from timeline_pipeline.lifecycle.registry import (
     RegistryInvalid,
     UnknownDescriptor,
     check_declarations,
+    declarations,
     load_registry,
 )
 from timeline_pipeline.store.evidence import DESCRIPTOR as EVIDENCE
@@ -124,3 +125,50 @@ def test_interaction_retention_feeds_the_interaction_descriptors_default_within_
                 LarkTimelineSettings(interaction_retention=timedelta(days=400))
             )
         )
+
+
+DECLARED_RETENTION = {
+    # key: (retention class, min, default, max days): behaviour and contracts (docs/lifecycle.md,
+    # "Retention"); the keys are stored in lifecycle runs, holds and audit rows.
+    "audit.audit_events": (RetentionClass.AUDIT_SECURITY, 365, 730, 2555),
+    "chat_pins.timeline_chat_pins": (RetentionClass.COMMUNICATION_LOG, 30, 180, 730),
+    "entries.workspace_timeline_entries": (RetentionClass.COMMUNICATION_LOG, 30, 180, 730),
+    "entries.workspace_timeline_entry_evidence": (RetentionClass.COMMUNICATION_LOG, 7, 30, 730),
+    "evidence.workspace_timeline_evidence": (RetentionClass.COMMUNICATION_LOG, 7, 30, 365),
+    "interaction_admissions.interaction_admissions": (RetentionClass.OPERATIONAL_QUEUE, 7, 30, 365),
+    "interaction_requests.interaction_requests": (RetentionClass.OPERATIONAL_QUEUE, 7, 30, 365),
+    "interaction_tokens.interaction_tokens": (RetentionClass.OPERATIONAL_QUEUE, 7, 30, 365),
+    "lifecycle_runs.lifecycle_runs": (RetentionClass.SYSTEM_EVENT, 90, 365, 1825),
+    "maintenance_jobs.maintenance_jobs": (RetentionClass.SYSTEM_EVENT, 30, 365, 1825),
+    "recall_tombstones.workspace_timeline_recall_tombstones": (
+        RetentionClass.OPERATIONAL_QUEUE,
+        3,
+        7,
+        30,
+    ),
+    "reconcile_threads.workspace_timeline_reconcile_threads": (
+        RetentionClass.OPERATIONAL_QUEUE,
+        1,
+        3,
+        3,
+    ),
+    "rerun_previews.window_rerun_previews": (RetentionClass.OPERATIONAL_QUEUE, 1, 2, 14),
+    "retired_partitions.lifecycle_retired_partitions": (RetentionClass.SYSTEM_EVENT, 7, 30, 365),
+    "summaries.workspace_timeline_summaries": (RetentionClass.COMMUNICATION_LOG, 30, 180, 730),
+    "sync_states.workspace_timeline_sync_states": (RetentionClass.SYSTEM_EVENT, 14, 90, 730),
+    "ui_sessions.ui_sessions": (RetentionClass.AUDIT_SECURITY, 1, 30, 365),
+    "ui_sessions.ui_signin_links": (RetentionClass.AUDIT_SECURITY, 1, 30, 365),
+}
+
+
+def test_every_descriptor_keeps_its_key_class_and_retention_days() -> None:
+    declared = {
+        d.key: (
+            d.retention_class,
+            d.retention_min_days,
+            d.default_retention_days,
+            d.retention_max_days,
+        )
+        for _, d in declarations()
+    }
+    assert declared == DECLARED_RETENTION
