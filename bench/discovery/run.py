@@ -44,6 +44,7 @@ from sqlalchemy import Engine, event
 from bench.cli import add_rows_option, exit_on_sigterm, finish
 from bench.database import database_url, fresh_database
 from bench.table import BenchRow, Target, measured
+from bench.window import WINDOW
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.domain.window_keys import window_start_of
@@ -52,7 +53,6 @@ from timeline_pipeline.orchestration.windows import evaluate_discovery
 
 MAX_ROWS = 2_000_000
 TARGET_RATIO = 2.0
-WINDOW = timedelta(minutes=10)
 EVIDENCE_COLUMNS = (
     "workspace_id, source, source_type, source_key, occurred_at, source_updated_at, "
     "observed_at, actor_id, content, content_hash, metadata_json, scope_key, ai_eligible, "

@@ -57,6 +57,7 @@ from sqlalchemy import func, select
 from bench.cli import add_rows_option, exit_on_sigterm, finish
 from bench.database import database_url, fresh_database
 from bench.table import BenchRow, Target, measured
+from bench.window import WINDOW
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
@@ -67,7 +68,6 @@ from timeline_pipeline.store import evidence, workspaces
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-WINDOW = timedelta(minutes=10)
 MINUTE = timedelta(minutes=1)
 RATE_TARGET = 100.0
 RATIO_TARGET = 0.5

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bench.quality.gold import ExpectedFact, NegativeExample
+from bench.window import WINDOW
 from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
 from timeline_pipeline.synthesis.models import (
@@ -35,8 +36,6 @@ __all__ = [
     "run_windows",
     "score",
 ]
-
-WINDOW = timedelta(minutes=10)
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,10 @@ workspace_timeline_sync_states = Table(
     Column("deferred", Boolean(), nullable=False, server_default=text("false")),
     Column("unclaimed_runs", Integer(), nullable=False, server_default=text("0")),
     *_timestamps(),
+    # A window's size in seconds, recorded when its row is made (migration 0014_window_size):
+    # a change of `synthesisWindow` is refused while windows of another size are in use
+    # (docs/changing.md, "A 15-minute window"). NULL on older rows: 600, the size before it.
+    Column("window_seconds", Integer(), nullable=True),
     UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
     CheckConstraint(_in("status", WINDOW_STATUSES), name="status"),
     Index(None, "source_type", "status", "window_start"),

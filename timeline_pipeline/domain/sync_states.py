@@ -17,6 +17,7 @@ from timeline_pipeline.domain.states import WindowStatus
 __all__ = [
     "CHECKPOINT_MARKER_KEY",
     "CHECKPOINT_METADATA_VERSION",
+    "LEGACY_WINDOW_SECONDS",
     "SyncState",
     "decode_message_cursor",
     "encode_message_cursor",
@@ -26,6 +27,10 @@ CHECKPOINT_MARKER_KEY = "in_progress"
 """Where a chat checkpoint's `metadata_json` keeps reconciliation's in-progress marker
 (docs/design.md §3); the reconcile store and the planner both read and write it."""
 CHECKPOINT_METADATA_VERSION = 1
+
+LEGACY_WINDOW_SECONDS = 600
+"""The size of a window state that records none: rows made before window sizes were recorded
+(migration 0014_window_size), when every deployment ran 10-minute windows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +62,16 @@ class SyncState:
     """Waiting out a window-level backoff: `pending` until `next_attempt_at`."""
     unclaimed_runs: int = 0
     """Requested runs that finished without claiming the window."""
+    window_seconds: int | None = None
+    """The window's size as recorded when its row was made; None on rows from before sizes
+    were recorded (`LEGACY_WINDOW_SECONDS`) and on rows that are not windows."""
+
+    @property
+    def recorded_window(self) -> timedelta | None:
+        """The size this window was made with (docs/design.md §5); None for a non-window row."""
+        if self.window_start is None:
+            return None
+        return timedelta(seconds=self.window_seconds or LEGACY_WINDOW_SECONDS)
 
     def is_exhausted(self, max_attempts: int) -> bool:
         return self.status == WindowStatus.FAILED and self.attempt_count >= max_attempts

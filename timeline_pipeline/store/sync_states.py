@@ -54,6 +54,7 @@ def to_state(row: Row[Any]) -> SyncState:
         deferral_count=int(row.deferral_count or 0),
         deferred=bool(row.deferred),
         unclaimed_runs=int(row.unclaimed_runs or 0),
+        window_seconds=row.window_seconds,
     )
 
 

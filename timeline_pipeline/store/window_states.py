@@ -45,7 +45,7 @@ from timeline_pipeline.domain.states import (
     TERMINAL_WINDOW_STATUSES,
     WindowStatus,
 )
-from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.sync_states import LEGACY_WINDOW_SECONDS, SyncState
 from timeline_pipeline.store.sync_states import MAX_ERROR_CHARS, get_by_key, to_state, transition
 
 
@@ -95,6 +95,9 @@ def create_window_if_evidence(
         "window_start": literal(window_start, ss.c.window_start.type),
         "window_end": literal(window_end, ss.c.window_end.type),
         "summary_attempted": literal(False),
+        # The size it is made with (docs/design.md §5): discovery refuses another size while
+        # this one is in use (`windows.planning.window_size_conflict`).
+        "window_seconds": literal(int((window_end - window_start).total_seconds())),
         "created_at": literal(stamp, ss.c.created_at.type),
         "updated_at": literal(stamp, ss.c.updated_at.type),
     }
@@ -394,19 +397,47 @@ def relaunch_unclaimed(
     )
 
 
-def poll_unfinished_windows(
-    conn: Connection, *, max_attempts: int, limit: int
-) -> tuple[int, list[SyncState]]:
-    """The highest evidence id and every unfinished window state, in one statement.
+@dataclass(frozen=True, slots=True)
+class WindowPoll:
+    """What an idle discovery tick reads, in one statement (`poll_unfinished_windows`)."""
+
+    max_evidence_id: int
+    unfinished: list[SyncState]
+    latest_seconds: int | None = None
+    """The recorded size of the default namespace's latest window state (the last made;
+    `LEGACY_WINDOW_SECONDS` for a row that records none); None when there is no window yet."""
+    latest_end: datetime | None = None
+    """That window's end."""
+
+
+def poll_unfinished_windows(conn: Connection, *, max_attempts: int, limit: int) -> WindowPoll:
+    """The highest evidence id, every unfinished window state and the size of the latest
+    window, in one statement.
 
     Unfinished: pending, processing, or failed with attempts left, however old the window and
     whatever its workspace's status: every window with a state ends in a terminal status (or
     exhausted, for an operator), so none is left out once it ages past the lookback. Rows are
     unfinished only while requested or retrying, so there are few of them. This is the whole
     cost of an idle discovery tick, so it is one indexed round trip: a one-row subquery for
-    max(id), left-joined to the (few) unfinished rows.
+    max(id) and the last-made window's size and end (a backward seek of the primary key),
+    left-joined to the (few) unfinished rows.
     """
-    top = select(func.max(ev.c.id).label("max_evidence_id")).subquery("top")
+    latest = (
+        select(ss.c.window_seconds, ss.c.window_end)
+        .where(ss.c.source_type == SOURCE_TYPE_WINDOW, ss.c.processor_version.is_(None))
+        .order_by(ss.c.id.desc())
+        .limit(1)
+        .subquery("latest")
+    )
+    top = (
+        select(
+            func.max(ev.c.id).label("max_evidence_id"),
+            select(func.coalesce(latest.c.window_seconds, LEGACY_WINDOW_SECONDS))
+            .scalar_subquery()
+            .label("latest_seconds"),
+            select(latest.c.window_end).scalar_subquery().label("latest_end"),
+        )
+    ).subquery("top")
     unfinished = and_(
         ss.c.source_type == SOURCE_TYPE_WINDOW,
         or_(
@@ -415,13 +446,20 @@ def poll_unfinished_windows(
         ),
     )
     rows = conn.execute(
-        select(top.c.max_evidence_id, ss)
+        select(top.c.max_evidence_id, top.c.latest_seconds, top.c.latest_end, ss)
         .select_from(top.outerjoin(ss, unfinished))
         .order_by(ss.c.window_start, ss.c.id)
         .limit(limit)
     ).all()
-    max_id = int(rows[0].max_evidence_id or 0) if rows else 0
-    return max_id, [to_state(row) for row in rows if row.id is not None]
+    if not rows:
+        return WindowPoll(0, [])
+    first = rows[0]
+    return WindowPoll(
+        max_evidence_id=int(first.max_evidence_id or 0),
+        unfinished=[to_state(row) for row in rows if row.id is not None],
+        latest_seconds=None if first.latest_seconds is None else int(first.latest_seconds),
+        latest_end=first.latest_end,
+    )
 
 
 def window_states_by_keys(

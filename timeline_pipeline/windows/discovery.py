@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
+import structlog
 from sqlalchemy import Connection, Engine
 
 from timeline_pipeline.domain.keys import InvalidKey
@@ -65,6 +66,7 @@ from timeline_pipeline.windows.planning import (
     collection_covers,
     is_closed,
     run_key,
+    window_size_conflict,
 )
 
 __all__ = [
@@ -88,7 +90,20 @@ BATCH_HOLD_SECONDS = 0.2
 DEFAULT_TICK_BUDGET = timedelta(seconds=40)
 """Stop starting new work after this long: Dagster abandons a tick after 60 s."""
 
+log = structlog.get_logger(__name__)
+
 STALE_ERROR = "stale: the worker stopped reporting and no attempts are left"
+
+
+def _recorded_seconds(
+    window: timedelta, unfinished: Sequence[SyncState], latest_seconds: int | None
+) -> int | None:
+    """The other size in use, for the refusal's log line."""
+    for state in unfinished:
+        size = state.recorded_window
+        if size is not None and size != window:
+            return int(size.total_seconds())
+    return latest_seconds
 
 
 class RunLookup(Protocol):
@@ -270,9 +285,25 @@ class DiscoveryTick:
             return self.outcome
         limits = self.limits
         with self._tx() as conn:
-            max_id, unfinished = window_states.poll_unfinished_windows(
+            poll = window_states.poll_unfinished_windows(
                 conn, max_attempts=limits.max_attempts, limit=UNFINISHED_LIMIT
             )
+        max_id, unfinished = poll.max_evidence_id, poll.unfinished
+        latest = None
+        if poll.latest_seconds is not None and poll.latest_end is not None:
+            latest = (timedelta(seconds=poll.latest_seconds), poll.latest_end)
+        refused = window_size_conflict(limits.window, unfinished, latest, self.now, limits.lookback)
+        if refused is not None:
+            # Nothing is written and the cursor stays: the tick resumes where it was once the
+            # sizes agree (docs/changing.md, "A 15-minute window").
+            log.warning(
+                "window_discovery.size_refused",
+                configured_seconds=int(limits.window.total_seconds()),
+                recorded_seconds=_recorded_seconds(limits.window, unfinished, poll.latest_seconds),
+                reason=refused,
+            )
+            self.outcome.skip_reason = refused
+            return self.outcome
         frontiers, late = self._read_new_evidence(max_id)
         self._load_workspaces(frontiers, late)
         admission = self._plan_unfinished(unfinished)

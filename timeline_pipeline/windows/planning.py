@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -18,6 +18,7 @@ from typing import Any
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.window_keys import WindowRef
+from timeline_pipeline.durations import format_duration
 from timeline_pipeline.settings import LarkTimelineSettings
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "outage_backoff",
     "run_key",
     "run_priority",
+    "window_size_conflict",
 ]
 
 TAG_WORKSPACE = "timeline/workspace"
@@ -212,6 +214,52 @@ class Admission:
         if self.used[workspace_id] > 0:
             self.used[workspace_id] -= 1
             self.total -= 1
+
+
+def window_size_conflict(
+    window: timedelta,
+    unfinished: Sequence[SyncState],
+    latest: tuple[timedelta, datetime] | None,
+    now: datetime,
+    lookback: timedelta,
+) -> str | None:
+    """Why discovery must make no window of the configured size now, or None (docs/changing.md,
+    "A 15-minute window").
+
+    A window's key holds only its start and runs read its end from the setting, so a window
+    made at one size and run at another is stretched, and windows of a new size next to
+    finished ones of the old size overlap them. So a change of `synthesisWindow` is refused
+    while a window of another size is unfinished (`unfinished`: set it back to drain them), or
+    while the last-made window of the default namespace (`latest`: its size and end) has
+    another size and ends within `lookback`, where evidence can still arrive. One line, naming
+    both sizes and what to do.
+    """
+    configured = format_duration(window)
+    others = [
+        state.recorded_window
+        for state in unfinished
+        if state.recorded_window is not None and state.recorded_window != window
+    ]
+    if others:
+        old = format_duration(Counter(others).most_common(1)[0][0])
+        return (
+            f"synthesisWindow is {configured} but {len(others)} unfinished window(s) were made "
+            f"at {old}: no {configured} window is made until they finish; set synthesisWindow "
+            f"back to {old} to drain them (docs/changing.md, 'A 15-minute window')"
+        )
+    if latest is None:
+        return None
+    size, end = latest
+    if size == window or end <= now - lookback:
+        return None
+    old = format_duration(size)
+    return (
+        f"synthesisWindow is {configured} but the latest window was made at {old} and ends "
+        f"{_iso(end)}, within ingestionLookback ({format_duration(lookback)}): a {configured} "
+        f"window would overlap it; set synthesisWindow back to {old}, or windows of "
+        f"{configured} start after {_iso(end + lookback)} (docs/changing.md, "
+        "'A 15-minute window')"
+    )
 
 
 def run_key(ref: WindowRef, state: SyncState) -> str:

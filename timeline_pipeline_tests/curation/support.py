@@ -21,9 +21,9 @@ from timeline_pipeline.store import entries, sync_states
 from timeline_pipeline.store.entries import EntryRow
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run.runner import WindowRunner, WindowRunReport
+from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.windows.support import post, settings, workspace
 
-WINDOW = timedelta(minutes=10)
 NOW = datetime.now(UTC)
 W1 = window_start_of(NOW - timedelta(hours=2), WINDOW)
 W2 = W1 + WINDOW

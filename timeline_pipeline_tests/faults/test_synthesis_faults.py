@@ -60,11 +60,11 @@ from timeline_pipeline_tests.support.anthropic_standin import (
     overloaded,
     tool_reply,
 )
+from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.windows.support import post, workspace
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
-WINDOW = timedelta(minutes=10)
 Report = Callable[[str], None]
 
 

@@ -19,6 +19,7 @@ from timeline_pipeline.db.schema import (
     workspace_timeline_sync_states,
 )
 from timeline_pipeline.store import workspaces
+from timeline_pipeline_tests.support.windows import WINDOW
 
 AS_OF = datetime(2026, 6, 1, tzinfo=UTC)
 OLD = AS_OF - timedelta(days=400)
@@ -137,7 +138,7 @@ def window(engine: Engine, workspace_id: str, start: datetime, status: str) -> i
                     metadata_json={},
                     scope_key="oc_1",
                     window_start=start,
-                    window_end=start + timedelta(minutes=10),
+                    window_end=start + WINDOW,
                     created_at=start,
                     updated_at=start,
                 )

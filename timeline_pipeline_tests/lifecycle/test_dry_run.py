@@ -27,6 +27,7 @@ from timeline_pipeline_tests.lifecycle.support import (
     window,
     workspace,
 )
+from timeline_pipeline_tests.support.windows import WINDOW
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def populated(engine: Engine) -> Engine:
         evidence(engine, ws, [YOUNG] * 2, prefix="y")
         entry(engine, ws, OLD, old[:2])
         window(engine, ws, OLD, "completed")
-        window(engine, ws, OLD + timedelta(minutes=10), "pending")
+        window(engine, ws, OLD + WINDOW, "pending")
     return engine
 
 

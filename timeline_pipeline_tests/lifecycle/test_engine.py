@@ -43,6 +43,7 @@ from timeline_pipeline_tests.lifecycle.support import (
     window,
     workspace,
 )
+from timeline_pipeline_tests.support.windows import WINDOW
 
 ev = workspace_timeline_evidence
 ee = workspace_timeline_entry_evidence
@@ -223,7 +224,7 @@ def test_recalled_evidence_is_redacted_in_place_except_under_a_hold(engine: Engi
 def test_purged_windows_are_reported_with_their_partition_coordinates(engine: Engine) -> None:
     workspace(engine, "inc-1")
     window(engine, "inc-1", OLD, "completed")
-    window(engine, "inc-1", OLD + timedelta(minutes=10), "processing")
+    window(engine, "inc-1", OLD + WINDOW, "processing")
     seen: list[dict[str, Any]] = []
     purge(engine, descriptor_key=WINDOWS, on_purged=lambda d, rows: seen.extend(rows))
     assert [(r["workspace_id"], r["scope_key"], r["window_start"]) for r in seen] == [

@@ -15,9 +15,10 @@ from timeline_pipeline.domain.sync_states import (
 )
 from timeline_pipeline.store import evidence, sync_states, window_states
 from timeline_pipeline_tests.store.factories import T0, make_workspace, message
+from timeline_pipeline_tests.support.windows import WINDOW
 
 W0 = T0  # a window [10:00, 10:10)
-W1 = T0 + timedelta(minutes=10)
+W1 = T0 + WINDOW
 STALE = timedelta(minutes=15)
 
 
@@ -37,7 +38,7 @@ def _window(engine: Engine, start=W0, version: str | None = None) -> SyncState |
             workspace_id="inc-1",
             chat_id="oc_chat",
             window_start=start,
-            window_end=start + timedelta(minutes=10),
+            window_end=start + WINDOW,
             processor_version=version,
             now=T0,
         )

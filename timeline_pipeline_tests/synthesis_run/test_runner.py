@@ -42,6 +42,7 @@ from timeline_pipeline_tests.support.anthropic_standin import (
     overloaded,
     tool_reply,
 )
+from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.windows.support import MIN, T0, post, settings, workspace
 
 REF = WindowRef("inc-1", "oc_chat", T0)
@@ -216,12 +217,10 @@ def test_a_window_with_nothing_worth_a_timeline_is_ignored(engine: Engine) -> No
 def test_an_empty_window_gets_no_state_and_no_call(engine: Engine) -> None:
     chat(engine, 3)
     recording = Recording(engine)
-    report = runner(engine, recording).run(
-        WindowRef("inc-1", "oc_chat", T0 + timedelta(minutes=10)), owner="r"
-    )
+    report = runner(engine, recording).run(WindowRef("inc-1", "oc_chat", T0 + WINDOW), owner="r")
     assert report.status is RunStatus.EMPTY
     assert recording.chunks == []
-    assert current_state(engine, WindowRef("inc-1", "oc_chat", T0 + timedelta(minutes=10))) is None
+    assert current_state(engine, WindowRef("inc-1", "oc_chat", T0 + WINDOW)) is None
 
 
 def test_a_second_run_for_the_same_window_does_nothing(engine: Engine) -> None:
@@ -646,7 +645,7 @@ def test_the_same_rollback_restated_nearby_is_one_entry(engine: Engine) -> None:
     first = post(engine, [T0 + 8 * MIN], text=text, prefix="a")
     again = post(engine, [T0 + 14 * MIN], text=text, prefix="b")
     run_window(engine, T0)
-    run_window(engine, T0 + timedelta(minutes=10))
+    run_window(engine, T0 + WINDOW)
     (entry,) = rollbacks(engine)
     assert set(entry.evidence_ids) == {*first, *again}
     assert entry.occurred_at == T0 + 8 * MIN

@@ -33,12 +33,12 @@ from timeline_pipeline.lark.simulator.fixtures import SENDERS
 from timeline_pipeline.store import workspaces
 from timeline_pipeline_tests.conftest import PG_ADMIN_URL, _admin
 from timeline_pipeline_tests.support.processes import ManagedProcess, free_port
+from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.system.graphql import DagsterGraphQL, RepositoryAddress
 from timeline_pipeline_tests.system.processes import LOG_HEADER, Processes, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-WINDOW = timedelta(minutes=10)
 WINDOWS_PER_CHAT = 3
 STARTUP_TIMEOUT = 150.0
 

@@ -76,6 +76,7 @@ from timeline_pipeline_tests.support.anthropic_standin import (
     tool_reply,
 )
 from timeline_pipeline_tests.support.processes import ManagedProcess, free_port
+from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.system import concurrency
 from timeline_pipeline_tests.system.conftest import BIN, REPO, STARTUP_TIMEOUT, _process_env
 from timeline_pipeline_tests.system.graphql import DagsterGraphQL, RepositoryAddress, Run
@@ -85,7 +86,6 @@ from timeline_pipeline_tests.windows.support import post, workspace
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 BROKER = "pyamqp://guest:guest@127.0.0.1:5672//"
-WINDOW = timedelta(minutes=10)
 WORKSPACES = 3
 WINDOWS_PER_WORKSPACE = 4
 MESSAGES_PER_WINDOW = 3

@@ -21,10 +21,10 @@ from timeline_pipeline.summary.deterministic import DeterministicSummarizer
 from timeline_pipeline.summary.runner import SummaryRunner
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run.runner import WindowRunner
+from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.windows.support import settings
 
 DEMO_TITLE = "Checkout latency and 5xx after a payment-gateway config change"
-WINDOW = timedelta(minutes=10)
 
 
 def demo_incident(engine: Engine, workspace_id: str = "demo-ui") -> int:

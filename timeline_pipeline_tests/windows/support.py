@@ -18,10 +18,10 @@ from timeline_pipeline.store import window_states as window_store
 from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup, TickOutcome
 from timeline_pipeline.windows.planning import DiscoveryCursor
 from timeline_pipeline_tests.store.factories import message
+from timeline_pipeline_tests.support.windows import WINDOW as WINDOW
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
-WINDOW = timedelta(minutes=10)
 
 
 def settings(**overrides: Any) -> LarkTimelineSettings:

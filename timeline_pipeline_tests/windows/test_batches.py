@@ -21,11 +21,12 @@ from timeline_pipeline.windows.batches import (
     run_tags,
 )
 from timeline_pipeline.windows.planning import TAG_WORKSPACE
+from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.windows.test_planning import state
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 TICK = datetime(2026, 11, 29, 12, 15, tzinfo=UTC)
-W = timedelta(minutes=10)
+W = WINDOW
 
 
 def item(workspace: str, minute: int, lanes: int = 2, tick: datetime = TICK) -> BatchItem:

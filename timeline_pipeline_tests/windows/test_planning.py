@@ -25,6 +25,7 @@ from timeline_pipeline.windows.planning import (
     run_key,
     run_priority,
 )
+from timeline_pipeline_tests.support.windows import WINDOW
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 START = datetime(2026, 11, 29, 10, 20, tzinfo=UTC)
@@ -49,7 +50,7 @@ def state(**changes: Any) -> SyncState:
         scope_key="oc_1",
         processor_version=None,
         window_start=START,
-        window_end=START + timedelta(minutes=10),
+        window_end=START + WINDOW,
         lease_owner=None,
         next_attempt_at=None,
         summary_attempted=False,
@@ -118,7 +119,7 @@ def test_only_queued_running_stale_and_deferred_windows_hold_a_backlog_slot() ->
     ("minutes_after_end", "closed"), [(-1, False), (0, False), (2.9, False), (3, True), (30, True)]
 )
 def test_a_window_closes_only_after_its_grace(minutes_after_end: float, closed: bool) -> None:
-    end = START + timedelta(minutes=10)
+    end = START + WINDOW
     now = end + timedelta(minutes=minutes_after_end)
     assert is_closed(end, now, timedelta(minutes=3)) is closed
 
@@ -129,14 +130,14 @@ def test_a_window_closes_only_after_its_grace(minutes_after_end: float, closed: 
         (None, False, True),
         (None, True, False),
         (START + timedelta(minutes=9), True, False),
-        (START + timedelta(minutes=10), True, True),
+        (START + WINDOW, True, True),
         (START + timedelta(hours=1), True, True),
     ],
 )
 def test_with_reconciliation_on_a_window_waits_for_collection(
     covered_until: datetime | None, reconciliation: bool, ok: bool
 ) -> None:
-    assert collection_covers(START + timedelta(minutes=10), covered_until, reconciliation) is ok
+    assert collection_covers(START + WINDOW, covered_until, reconciliation) is ok
 
 
 def test_admission_enforces_per_workspace_and_global_backlog_limits() -> None:
@@ -160,7 +161,7 @@ def test_run_keys_differ_for_every_attempt_even_after_an_operator_reset() -> Non
 
 
 def test_older_windows_get_higher_dagster_priority() -> None:
-    assert run_priority(START) > run_priority(START + timedelta(minutes=10))
+    assert run_priority(START) > run_priority(START + WINDOW)
     tags = run_tags(WindowRef("inc-1", "oc_1", START), state(attempt_count=1), 2)
     assert tags["timeline/workspace"] == "inc-1"
     assert tags["timeline/synthesis"] == "1"
@@ -175,7 +176,7 @@ def test_the_cursor_survives_json_and_a_corrupt_cursor_means_a_cold_start() -> N
         scanned_id=25,
         marks=((NOW, 25),),
         last_tick=NOW,
-        frontiers={("inc-1", "oc_1"): START, ("inc.2", "oc_2"): START + timedelta(minutes=10)},
+        frontiers={("inc-1", "oc_1"): START, ("inc.2", "oc_2"): START + WINDOW},
         reissue_at=NOW + timedelta(minutes=15),
         bootstrapped=True,
     )
