@@ -4,7 +4,7 @@ A `window_rerun` dry-run writes what the new processor version would propose int
 only, keyed by its maintenance job; the lifecycle purges it after a short retention.
 
 Revision ID: 0009_rerun_preview
-Revises: 0006_lifecycle
+Revises: 0008_lifecycle
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sqlalchemy.dialects import postgresql
 import timeline_pipeline.db.types
 
 revision: str = "0009_rerun_preview"
-down_revision: str | None = "0006_lifecycle"
+down_revision: str | None = "0008_lifecycle"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

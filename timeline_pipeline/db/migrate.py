@@ -11,7 +11,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 MIGRATIONS_PACKAGE: Final = "timeline_pipeline.migrations"
 """The alembic scripts as the package ships them: the repository's top-level `migrations/`
@@ -70,11 +70,32 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+RENAMED_REVISIONS: Final = {
+    "0008_ui_sessions": "0005_ui_sessions",
+    "0007_maintenance": "0006_maintenance",
+    "0005_interactions": "0007_interactions",
+    "0006_lifecycle": "0008_lifecycle",
+}
+"""Revisions renumbered to their apply order (docs/packaging.md, "Migrations"): the same
+scripts in the same order under new ids. A database stamped with an old id is at the same
+schema as the new id, and `upgrade` restamps it before alembic reads it."""
+
+
+def _restamp_renamed(engine: Engine) -> None:
+    with engine.begin() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+        if current in RENAMED_REVISIONS:
+            conn.execute(
+                text("UPDATE alembic_version SET version_num = :new WHERE version_num = :old"),
+                {"new": RENAMED_REVISIONS[current], "old": current},
+            )
+
+
 def check_known_revision(engine: Engine) -> str | None:
     """Refuse a database migrated by newer code: downgrading silently would lose data."""
     current = current_revision(engine)
-    if current is None:
-        return None
+    if current is None or current in RENAMED_REVISIONS:
+        return current
     script = ScriptDirectory.from_config(alembic_config())
     if current not in {rev.revision for rev in script.walk_revisions()}:
         raise MigrationError(
@@ -87,6 +108,7 @@ def check_known_revision(engine: Engine) -> str | None:
 def upgrade(engine: Engine, target: str = "head") -> tuple[str | None, str]:
     """Upgrade to `target`; returns (revision before, revision after)."""
     before = check_known_revision(engine)
+    _restamp_renamed(engine)
     config = alembic_config()
     with engine.begin() as conn:
         config.attributes["connection"] = conn

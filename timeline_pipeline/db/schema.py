@@ -130,9 +130,9 @@ workspace_timeline_evidence = Table(
     UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
     Index(None, "workspace_id", "source", "source_type", "occurred_at"),
     Index(None, "workspace_id", "scope_key", "occurred_at", "id"),
-    # The lifecycle purge's keyset (migration 0006_lifecycle).
+    # The lifecycle purge's keyset (migration 0008_lifecycle).
     Index(None, "workspace_id", "occurred_at", "id"),
-    # Maintenance processors page a workspace's rows by id (migration 0007_maintenance).
+    # Maintenance processors page a workspace's rows by id (migration 0006_maintenance).
     Index(None, "workspace_id", "id"),
 )
 
@@ -248,7 +248,7 @@ workspace_timeline_entries = Table(
 workspace_timeline_entry_evidence = Table(
     "workspace_timeline_entry_evidence",
     metadata,
-    # An id and the workspace (migration 0006_lifecycle): the lifecycle engine purges bindings
+    # An id and the workspace (migration 0008_lifecycle): the lifecycle engine purges bindings
     # by the same workspace + cursor keyset as every other table.
     Column("id", BigIntId, primary_key=True, autoincrement=True),
     _workspace_fk(),
@@ -317,7 +317,7 @@ api_tokens = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("revoked_at", UTCDateTime(), nullable=True),
-    # Space-separated scopes (migration 0006_lifecycle); tokens made before it keep the
+    # Space-separated scopes (migration 0008_lifecycle); tokens made before it keep the
     # timeline scopes they always had.
     Column(
         "scopes",
@@ -459,10 +459,10 @@ maintenance_jobs = Table(
         sqlite_where=text(MAINTENANCE_OPEN_PREDICATE),
         postgresql_where=text(MAINTENANCE_OPEN_PREDICATE),
     ),
-    Index(None, "updated_at", "id"),  # the lifecycle purge (0006_lifecycle)
+    Index(None, "updated_at", "id"),  # the lifecycle purge (0008_lifecycle)
 )
 
-# --- review cards (migration 0005_interactions; docs/review-cards.md) -----------------------
+# --- review cards (migration 0007_interactions; docs/review-cards.md) -----------------------
 
 CARD_STATUSES = tuple(s.value for s in CardStatus)
 DELIVERY_STATUSES = tuple(s.value for s in DeliveryStatus)
@@ -503,7 +503,7 @@ interaction_requests = Table(
     Index(None, "status", "expires_at"),
     Index(None, "delivery_status", "delivery_due_at"),
     Index(None, "workspace_id", "created_at"),
-    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0006_lifecycle)
+    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0008_lifecycle)
 )
 
 # Callback tokens, stored only as SHA-256 hashes. A card gets a new token each time the product
@@ -557,7 +557,7 @@ interaction_admissions = Table(
     Index(None, "status", "lease_expires_at", "id"),
     Index(None, "workspace_id", "status"),
     Index(None, "request_id"),
-    Index(None, "workspace_id", "admitted_at", "id"),  # the lifecycle purge (0006_lifecycle)
+    Index(None, "workspace_id", "admitted_at", "id"),  # the lifecycle purge (0008_lifecycle)
 )
 
 ui_signin_links = Table(
@@ -569,7 +569,7 @@ ui_signin_links = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Column("expires_at", UTCDateTime(), nullable=False),
     Column("used_at", UTCDateTime(), nullable=True),
-    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0006_lifecycle)
+    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0008_lifecycle)
 )
 
 ui_sessions = Table(
@@ -585,7 +585,7 @@ ui_sessions = Table(
     Column("expires_at", UTCDateTime(), nullable=False),
     Column("revoked_at", UTCDateTime(), nullable=True),
     Index(None, "workspace_id", "revoked_at"),
-    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0006_lifecycle)
+    Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0008_lifecycle)
     Index(None, "link_id"),
 )
 

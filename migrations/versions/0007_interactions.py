@@ -1,8 +1,8 @@
 """Review cards: the interaction store (cards and their hashed callback tokens) and the durable
 admission queue that the worker drains (docs/review-cards.md).
 
-Revision ID: 0005_interactions
-Revises: 0008_ui_sessions
+Revision ID: 0007_interactions
+Revises: 0006_maintenance
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from sqlalchemy.dialects import postgresql
 
 import timeline_pipeline.db.types
 
-revision: str = "0005_interactions"
-down_revision: str | None = "0007_maintenance"
+revision: str = "0007_interactions"
+down_revision: str | None = "0006_maintenance"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

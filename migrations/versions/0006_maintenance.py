@@ -6,8 +6,8 @@ job service validates (docs/maintenance.md). The downgrade intentionally keeps t
 its rows and its indexes: they are the audit trail of every job run, and an upgrade after a
 downgrade finds them in place and leaves them alone.
 
-Revision ID: 0007_maintenance
-Revises: 0008_ui_sessions
+Revision ID: 0006_maintenance
+Revises: 0005_ui_sessions
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from sqlalchemy.dialects import postgresql
 
 import timeline_pipeline.db.types
 
-revision: str = "0007_maintenance"
-down_revision: str | None = "0008_ui_sessions"
+revision: str = "0006_maintenance"
+down_revision: str | None = "0005_ui_sessions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

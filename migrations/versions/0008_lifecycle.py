@@ -5,8 +5,8 @@ engine purges them (leaves first) by the same workspace + cursor keyset as every
 the old (entry_id, evidence_id) key stays unique. API tokens gain scopes: tokens made before this
 keep the timeline scopes they always had, and the legal-hold scopes are granted explicitly.
 
-Revision ID: 0006_lifecycle
-Revises: 0005_interactions
+Revision ID: 0008_lifecycle
+Revises: 0007_interactions
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from sqlalchemy.dialects import postgresql
 
 import timeline_pipeline.db.types
 
-revision: str = "0006_lifecycle"
-down_revision: str | None = "0005_interactions"
+revision: str = "0008_lifecycle"
+down_revision: str | None = "0007_interactions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -3,7 +3,7 @@
 Both tables keep only SHA-256 hashes of their secrets: a link is a one-time, short-lived
 secret and a session cookie a longer one, and neither can be recovered from the database.
 
-Revision ID: 0008_ui_sessions
+Revision ID: 0005_ui_sessions
 Revises: 0004_build_only_what_runs
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 
 import timeline_pipeline.db.types
 
-revision: str = "0008_ui_sessions"
+revision: str = "0005_ui_sessions"
 down_revision: str | None = "0004_build_only_what_runs"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
