@@ -627,20 +627,31 @@ def _check_bound(max_text_chars: int) -> None:
 # --- times ----------------------------------------------------------------------------------
 
 
-def _millis(value: object, field: str) -> datetime:
-    """Lark sends epoch milliseconds as strings (sometimes ints); anything else is refused."""
-    if value is None or value == "":
-        raise MalformedMessageError(f"missing_{field}")
+def epoch_millis(value: object) -> datetime | None:
+    """A Lark time: epoch milliseconds as a string (sometimes an int), inside the plausible
+    message range; None for anything else. Messages, reactions and recalls share it, so one
+    time field cannot be accepted on one path and refused on another; each caller decides
+    what absent means and how to refuse (docs/design.md §2, docs/pins.md)."""
     if isinstance(value, str) and _MILLIS.fullmatch(value):
         millis = int(value)
     elif isinstance(value, int) and not isinstance(value, bool):
         millis = value
     else:
-        raise MalformedMessageError(f"bad_{field}")
+        return None
     if not 0 <= millis < 10**15:
-        raise MalformedMessageError(f"bad_{field}")
+        return None
     moment = _EPOCH + timedelta(milliseconds=millis)
     if not EARLIEST_MESSAGE_TIME <= moment < LATEST_MESSAGE_TIME:
+        return None
+    return moment
+
+
+def _millis(value: object, field: str) -> datetime:
+    """Lark sends epoch milliseconds as strings (sometimes ints); anything else is refused."""
+    if value is None or value == "":
+        raise MalformedMessageError(f"missing_{field}")
+    moment = epoch_millis(value)
+    if moment is None:
         raise MalformedMessageError(f"bad_{field}")
     return moment
 

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import Connection
@@ -25,11 +25,10 @@ from timeline_pipeline.ingest.eligibility import chat_skip, message_skip, sender
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.message_policy import is_self_message
 from timeline_pipeline.lark.normalize import (
-    EARLIEST_MESSAGE_TIME,
-    LATEST_MESSAGE_TIME,
     MalformedMessageError,
     NormalizedLarkMessage,
     UnsupportedMessageTypeError,
+    epoch_millis,
     normalize_event_message,
 )
 from timeline_pipeline.pins.reactions import MalformedReaction, Reaction, read_reaction
@@ -48,7 +47,6 @@ from timeline_pipeline.settings import LarkTimelineSettings
 
 # The same key-safety rule as normalization: ids become part of `chat/<chat>/message/<id>`.
 _IDENTIFIER: Final = re.compile(r"[\x21-\x2e\x30-\x7e]{1,256}")
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 # Group keys: the batch writes groups in key order (receiver/batching.py), so a transaction
 # takes its chats in chat order and, within a chat, the recalls before the messages. A recall
 # that misses its message takes the chat's lock alone, a message write shares it
@@ -318,13 +316,7 @@ def _recall_time(value: object, now: datetime) -> datetime:
     """Epoch milliseconds as Lark sends them; absent means "now" (the recall just happened)."""
     if value is None or value == "":
         return now
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 15:
-        millis = int(value)
-    elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**15:
-        millis = value
-    else:
-        raise Rejected(400, "bad_recall_time")
-    moment = _EPOCH + timedelta(milliseconds=millis)
-    if not EARLIEST_MESSAGE_TIME <= moment < LATEST_MESSAGE_TIME:
+    moment = epoch_millis(value)
+    if moment is None:
         raise Rejected(400, "bad_recall_time")
     return moment
