@@ -246,6 +246,16 @@ def _to_row(row: Row[Any]) -> EvidenceRow:
     )
 
 
+def _keyset_page(
+    conn: Connection, stmt: Select[Any], after: EvidenceCursor | None, limit: int
+) -> list[EvidenceRow]:
+    """One page of `stmt` in (occurred_at, id) order after `after`: every evidence listing
+    pages by this keyset, never by offset (docs/design.md §4)."""
+    if after is not None:
+        stmt = stmt.where(tuple_(ev.c.occurred_at, ev.c.id) > tuple_(after.occurred_at, after.id))
+    return [_to_row(r) for r in conn.execute(stmt.order_by(ev.c.occurred_at, ev.c.id).limit(limit))]
+
+
 def get_by_key(
     conn: Connection, workspace_id: str, source: str, source_type: str, source_key: str
 ) -> EvidenceRow | None:
@@ -286,10 +296,7 @@ def page(
         stmt = stmt.where(ev.c.source == source)
     if source_type is not None:
         stmt = stmt.where(ev.c.source_type == source_type)
-    if after is not None:
-        stmt = stmt.where(tuple_(ev.c.occurred_at, ev.c.id) > tuple_(after.occurred_at, after.id))
-    rows = conn.execute(stmt.order_by(ev.c.occurred_at, ev.c.id).limit(limit))
-    return [_to_row(r) for r in rows]
+    return _keyset_page(conn, stmt, after, limit)
 
 
 def scope_range(
@@ -312,10 +319,7 @@ def scope_range(
     )
     if ai_eligible_only:
         stmt = stmt.where(ev.c.ai_eligible == true(), ev.c.deleted == false())
-    if after is not None:
-        stmt = stmt.where(tuple_(ev.c.occurred_at, ev.c.id) > tuple_(after.occurred_at, after.id))
-    rows = conn.execute(stmt.order_by(ev.c.occurred_at, ev.c.id).limit(limit))
-    return [_to_row(r) for r in rows]
+    return _keyset_page(conn, stmt, after, limit)
 
 
 def scope_nearest_before(
