@@ -299,6 +299,22 @@ def page(
     return _keyset_page(conn, stmt, after, limit)
 
 
+def _chat_range(
+    workspace_id: str, scope_key: str, start: datetime, end: datetime, *, eligible_only: bool = True
+) -> list[ColumnElement[bool]]:
+    """One chat's evidence in [start, end), by default only what synthesis may read: the window
+    listings and their counts must agree on which rows a window holds (docs/design.md §4, §7)."""
+    conditions: list[ColumnElement[bool]] = [
+        ev.c.workspace_id == workspace_id,
+        ev.c.scope_key == scope_key,
+        ev.c.occurred_at >= start,
+        ev.c.occurred_at < end,
+    ]
+    if eligible_only:
+        conditions += [ev.c.ai_eligible == true(), ev.c.deleted == false()]
+    return conditions
+
+
 def scope_range(
     conn: Connection,
     workspace_id: str,
@@ -312,13 +328,8 @@ def scope_range(
 ) -> list[EvidenceRow]:
     """Evidence of one chat in [start, end), in (occurred_at, id) order, by keyset."""
     stmt = select(ev).where(
-        ev.c.workspace_id == workspace_id,
-        ev.c.scope_key == scope_key,
-        ev.c.occurred_at >= start,
-        ev.c.occurred_at < end,
+        *_chat_range(workspace_id, scope_key, start, end, eligible_only=ai_eligible_only)
     )
-    if ai_eligible_only:
-        stmt = stmt.where(ev.c.ai_eligible == true(), ev.c.deleted == false())
     return _keyset_page(conn, stmt, after, limit)
 
 
@@ -341,14 +352,7 @@ def scope_nearest_before(
         return []
     stmt = (
         select(ev)
-        .where(
-            ev.c.workspace_id == workspace_id,
-            ev.c.scope_key == scope_key,
-            ev.c.occurred_at >= start,
-            ev.c.occurred_at < end,
-            ev.c.ai_eligible == true(),
-            ev.c.deleted == false(),
-        )
+        .where(*_chat_range(workspace_id, scope_key, start, end))
         .order_by(ev.c.occurred_at.desc(), ev.c.id.desc())
         .limit(limit)
     )
@@ -671,14 +675,7 @@ def count_eligible_in(
         conn.execute(
             select(func.count())
             .select_from(ev)
-            .where(
-                ev.c.workspace_id == workspace_id,
-                ev.c.scope_key == scope_key,
-                ev.c.occurred_at >= start,
-                ev.c.occurred_at < end,
-                ev.c.ai_eligible == true(),
-                ev.c.deleted == false(),
-            )
+            .where(*_chat_range(workspace_id, scope_key, start, end))
         ).scalar_one()
     )
 
