@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -749,13 +749,20 @@ def _required_str(
     return value
 
 
+def is_lark_identifier(value: object) -> TypeGuard[str]:
+    """An id that may become part of a stored key (`chat/<chat>/message/<id>`): printable
+    ASCII without `/`, at most MAX_IDENTIFIER_CHARS. Messages, reactions and recalls check
+    their ids with this one rule (docs/design.md §2)."""
+    return isinstance(value, str) and _IDENTIFIER.fullmatch(value) is not None
+
+
 def _optional_id(
     holder: Mapping[str, Any], key: str, *, prefix: str = "", reason: str | None = None
 ) -> str | None:
     value = holder.get(key)
     if value is None or value == "":
         return None
-    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+    if not is_lark_identifier(value):
         raise MalformedMessageError(reason or f"bad_{prefix}{key}")
     return value
 

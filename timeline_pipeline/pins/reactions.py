@@ -16,9 +16,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
-from timeline_pipeline.lark.normalize import epoch_millis
+from timeline_pipeline.lark.normalize import epoch_millis, is_lark_identifier
 
-_IDENTIFIER: Final = re.compile(r"[\x21-\x2e\x30-\x7e]{1,256}")
 _EMOJI: Final = re.compile(r"[\x21-\x7e]{1,64}")
 
 
@@ -61,7 +60,7 @@ class Reaction:
 def _identifier(value: object, key: str) -> str:
     if value is None or value == "":
         raise MalformedReaction(f"missing_{key}")
-    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+    if not is_lark_identifier(value):
         raise MalformedReaction(f"bad_{key}")
     return value
 

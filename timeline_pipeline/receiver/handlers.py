@@ -10,7 +10,6 @@ No AI call, no attachment download and no contact lookup happens anywhere here (
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,6 +28,7 @@ from timeline_pipeline.lark.normalize import (
     NormalizedLarkMessage,
     UnsupportedMessageTypeError,
     epoch_millis,
+    is_lark_identifier,
     normalize_event_message,
 )
 from timeline_pipeline.pins.reactions import MalformedReaction, Reaction, read_reaction
@@ -45,8 +45,6 @@ from timeline_pipeline.receiver.registry import (
 from timeline_pipeline.receiver.verification import VerifiedCallback
 from timeline_pipeline.settings import LarkTimelineSettings
 
-# The same key-safety rule as normalization: ids become part of `chat/<chat>/message/<id>`.
-_IDENTIFIER: Final = re.compile(r"[\x21-\x2e\x30-\x7e]{1,256}")
 # Group keys: the batch writes groups in key order (receiver/batching.py), so a transaction
 # takes its chats in chat order and, within a chat, the recalls before the messages. A recall
 # that misses its message takes the chat's lock alone, a message write shares it
@@ -307,7 +305,7 @@ def _identifier(event: Mapping[str, Any], key: str) -> str:
     value = event.get(key)
     if value is None or value == "":
         raise Rejected(400, f"missing_{key}")
-    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+    if not is_lark_identifier(value):
         raise Rejected(400, f"bad_{key}")
     return value
 
