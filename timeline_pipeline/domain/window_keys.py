@@ -99,26 +99,6 @@ def parse_partition_start(text: str) -> datetime:
         raise InvalidPartitionKey(f"invalid window start {text!r}: no such date or time") from None
 
 
-def format_window_start(window_start: datetime) -> str:
-    """The start as written in sync-state keys and metadata: `2026-11-29T10:20:00Z`."""
-    if window_start.tzinfo is None:
-        raise ValueError("naive window start")
-    return window_start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_window_start(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-
-
-def window_source_key(chat_id: str, window_start: datetime, processor_version: str | None) -> str:
-    """`chat/<chat_id>/window/<start>`, or the versioned rerun namespace
-    `chat/<chat_id>/processor/<version>/window/<start>` (docs/design.md §5)."""
-    start = format_window_start(window_start)
-    if processor_version is None:
-        return f"chat/{chat_id}/window/{start}"
-    return f"chat/{chat_id}/processor/{processor_version}/window/{start}"
-
-
 @dataclass(frozen=True, slots=True)
 class WindowRef:
     """One window of one chat in one workspace, in the default or a versioned namespace."""
@@ -178,6 +158,29 @@ def parse_partition_key(key: str) -> WindowRef:
     except InvalidKey as exc:
         raise InvalidPartitionKey(f"invalid window partition key {key!r}: {exc}") from None
     return ref
+
+
+# --- the sync-state key (docs/design.md §5) ---
+
+
+def format_window_start(window_start: datetime) -> str:
+    """The start as written in sync-state keys and metadata: `2026-11-29T10:20:00Z`."""
+    if window_start.tzinfo is None:
+        raise ValueError("naive window start")
+    return window_start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_window_start(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def window_source_key(chat_id: str, window_start: datetime, processor_version: str | None) -> str:
+    """`chat/<chat_id>/window/<start>`, or the versioned rerun namespace
+    `chat/<chat_id>/processor/<version>/window/<start>` (docs/design.md §5)."""
+    start = format_window_start(window_start)
+    if processor_version is None:
+        return f"chat/{chat_id}/window/{start}"
+    return f"chat/{chat_id}/processor/{processor_version}/window/{start}"
 
 
 # --- the window cursor (docs/design.md §5: "the last committed occurred_at + evidence_id") ---
