@@ -10,9 +10,10 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 import click
@@ -47,6 +48,56 @@ def _load_store(chats: Path) -> ChatStore:
         return ChatStore.load_jsonl(chats)
     except (OSError, StoreError) as exc:
         _refuse(f"cannot load {chats}: {exc}")
+
+
+def _check_receiver(receiver: str) -> None:
+    if not is_loopback_host(urlsplit(receiver).hostname or ""):
+        _refuse(f"--receiver {receiver} is not a loopback URL")
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _one_event_options(command: _F) -> _F:
+    """The options of every command that sends one signed event and prints the answer."""
+    for option in reversed(
+        (
+            click.option("--event-id", default=None, help="Reuse an event id (a redelivery)."),
+            click.option("--encrypt-key", envvar="LARK_ENCRYPT_KEY", default=None),
+            click.option("--verification-token", envvar="LARK_VERIFICATION_TOKEN", default=""),
+            click.option(
+                "--app-id", envvar="LARK_APP_ID", default=DEFAULT_APP_ID, show_default=True
+            ),
+            click.option(
+                "--json", "as_json", is_flag=True, help="Print the receiver's answer as JSON."
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def _toast(body: Any) -> Any:
+    toast = (body.get("toast") or {}).get("content") if body else None
+    return toast or body
+
+
+def _send_one(
+    receiver: str,
+    payload: dict[str, Any],
+    *,
+    encrypt_key: str | None,
+    as_json: bool,
+    shown: Callable[[Any], Any] = lambda body: body,
+) -> None:
+    """Send one signed event; print the answer; exit 1 unless the receiver said 200."""
+    answer = send_signed(receiver, payload, encrypt_key=encrypt_key or None)
+    if as_json:
+        click.echo(json.dumps(answer.body))
+    else:
+        click.echo(f"HTTP {answer.status}: {shown(answer.body)}")
+    if answer.status != 200:
+        sys.exit(1)
 
 
 @click.group(name="lark")
@@ -185,8 +236,7 @@ def push(
     as_json: bool,
 ) -> None:
     """Deliver the chats' messages to the receiver as signed Lark callbacks."""
-    if not is_loopback_host(urlsplit(receiver).hostname or ""):
-        _refuse(f"--receiver {receiver} is not a loopback URL")
+    _check_receiver(receiver)
     store = _load_store(chats)
     identity = EventIdentity(app_id=app_id, verification_token=verification_token)
     pusher = EventPusher(
@@ -225,11 +275,7 @@ def push(
 )
 @click.option("--option", default=None, help="The option picked in a select.")
 @click.option("--form-value", "form_json", default=None, help="A form's values as JSON.")
-@click.option("--event-id", default=None, help="Reuse an event id (a redelivery).")
-@click.option("--encrypt-key", envvar="LARK_ENCRYPT_KEY", default=None)
-@click.option("--verification-token", envvar="LARK_VERIFICATION_TOKEN", default="")
-@click.option("--app-id", envvar="LARK_APP_ID", default=DEFAULT_APP_ID, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the receiver's answer as JSON.")
+@_one_event_options
 def push_card_action(
     receiver: str,
     message_id: str,
@@ -245,8 +291,7 @@ def push_card_action(
     as_json: bool,
 ) -> None:
     """Send one signed card.action.trigger callback, as Lark does when someone clicks a card."""
-    if not is_loopback_host(urlsplit(receiver).hostname or ""):
-        _refuse(f"--receiver {receiver} is not a loopback URL")
+    _check_receiver(receiver)
     value = _json_object(value_json, "--value")
     payload = card_action_event(
         EventIdentity(app_id=app_id, verification_token=verification_token),
@@ -260,14 +305,7 @@ def push_card_action(
         payload["event"]["action"]["option"] = option
     if form_json is not None:
         payload["event"]["action"]["form_value"] = _json_object(form_json, "--form-value")
-    answer = send_signed(receiver, payload, encrypt_key=encrypt_key or None)
-    if as_json:
-        click.echo(json.dumps(answer.body))
-    else:
-        toast = (answer.body.get("toast") or {}).get("content") if answer.body else None
-        click.echo(f"HTTP {answer.status}: {toast or answer.body}")
-    if answer.status != 200:
-        sys.exit(1)
+    _send_one(receiver, payload, encrypt_key=encrypt_key, as_json=as_json, shown=_toast)
 
 
 @lark_group.command("push-reaction")
@@ -278,11 +316,7 @@ def push_card_action(
 @click.option("--operator", required=True, help="The open_id of the person who reacted.")
 @click.option("--emoji", "emoji_type", default="Pin", show_default=True, help="emoji_type.")
 @click.option("--removed", is_flag=True, help="Send the reaction's removal (deleted_v1).")
-@click.option("--event-id", default=None, help="Reuse an event id (a redelivery).")
-@click.option("--encrypt-key", envvar="LARK_ENCRYPT_KEY", default=None)
-@click.option("--verification-token", envvar="LARK_VERIFICATION_TOKEN", default="")
-@click.option("--app-id", envvar="LARK_APP_ID", default=DEFAULT_APP_ID, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the receiver's answer as JSON.")
+@_one_event_options
 def push_reaction(
     receiver: str,
     message_id: str,
@@ -297,8 +331,7 @@ def push_reaction(
 ) -> None:
     """Send one signed im.message.reaction.created_v1 (or deleted_v1) event, as Lark does
     when someone adds (or removes) an emoji reaction (docs/pins.md)."""
-    if not is_loopback_host(urlsplit(receiver).hostname or ""):
-        _refuse(f"--receiver {receiver} is not a loopback URL")
+    _check_receiver(receiver)
     payload = reaction_event(
         EventIdentity(app_id=app_id, verification_token=verification_token),
         message_id=message_id,
@@ -307,13 +340,7 @@ def push_reaction(
         removed=removed,
         event_id=event_id,
     )
-    answer = send_signed(receiver, payload, encrypt_key=encrypt_key or None)
-    if as_json:
-        click.echo(json.dumps(answer.body))
-    else:
-        click.echo(f"HTTP {answer.status}: {answer.body}")
-    if answer.status != 200:
-        sys.exit(1)
+    _send_one(receiver, payload, encrypt_key=encrypt_key, as_json=as_json)
 
 
 def _json_object(raw: str, option: str) -> dict[str, Any]:

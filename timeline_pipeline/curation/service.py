@@ -95,6 +95,35 @@ def _check_statuses(statuses: Sequence[str]) -> tuple[str, ...]:
     return chosen
 
 
+@dataclass(frozen=True, slots=True)
+class _EntryPage:
+    rows: list[EntryRow]
+    summary: SummaryView | None
+    next_after: tuple[datetime, int] | None
+    title: str | None
+
+
+def _entry_page(
+    conn: Connection,
+    workspace_id: str,
+    chosen: tuple[str, ...],
+    after: tuple[datetime, int] | None,
+    limit: int,
+) -> _EntryPage:
+    """One keyset page of a workspace's entries with its summary: the timeline and its outline
+    must page the same way (docs/timeline-page.md)."""
+    limit = max(1, min(limit, MAX_PAGE))
+    workspace = workspaces.require(conn, workspace_id)
+    rows = entries.list_for_workspace(
+        conn, workspace_id, statuses=chosen, after=after, limit=limit + 1
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    summary = summary_view(summaries.get_summary(conn, workspace_id))
+    next_after = (rows[-1].occurred_at, rows[-1].id) if more else None
+    return _EntryPage(rows, summary, next_after, workspace.title)
+
+
 class CurationService:
     """Reads and curates one workspace's timeline; `actor` names who acts, for the audit."""
 
@@ -114,18 +143,10 @@ class CurationService:
     ) -> TimelineView:
         """One keyset page of entries in (occurred_at, id) order, with the summary."""
         chosen = _check_statuses(statuses)
-        limit = max(1, min(limit, MAX_PAGE))
         with connection(self.engine) as conn:
-            workspace = workspaces.require(conn, workspace_id)
-            rows = entries.list_for_workspace(
-                conn, workspace_id, statuses=chosen, after=after, limit=limit + 1
-            )
-            more = len(rows) > limit
-            rows = rows[:limit]
-            views = entry_views(conn, rows)
-            summary = summary_view(summaries.get_summary(conn, workspace_id))
-        next_after = (rows[-1].occurred_at, rows[-1].id) if more else None
-        return TimelineView(workspace_id, chosen, views, summary, next_after, workspace.title)
+            page = _entry_page(conn, workspace_id, chosen, after, limit)
+            views = entry_views(conn, page.rows)
+        return TimelineView(workspace_id, chosen, views, page.summary, page.next_after, page.title)
 
     def timeline_outline(
         self,
@@ -139,17 +160,11 @@ class CurationService:
         rows behind them: what the timeline page lists before an entry is opened
         (docs/timeline-page.md), one query fewer and no join over the evidence table."""
         chosen = _check_statuses(statuses)
-        limit = max(1, min(limit, MAX_PAGE))
         with connection(self.engine) as conn:
-            workspace = workspaces.require(conn, workspace_id)
-            rows = entries.list_for_workspace(
-                conn, workspace_id, statuses=chosen, after=after, limit=limit + 1
-            )
-            more = len(rows) > limit
-            rows = rows[:limit]
-            summary = summary_view(summaries.get_summary(conn, workspace_id))
-        next_after = (rows[-1].occurred_at, rows[-1].id) if more else None
-        return TimelineOutline(workspace_id, chosen, rows, summary, next_after, workspace.title)
+            page = _entry_page(conn, workspace_id, chosen, after, limit)
+        return TimelineOutline(
+            workspace_id, chosen, page.rows, page.summary, page.next_after, page.title
+        )
 
     def full_timeline(
         self, workspace_id: str, *, statuses: Sequence[str] = VISIBLE_STATUSES

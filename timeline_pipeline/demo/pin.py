@@ -13,10 +13,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine
 
-from timeline_pipeline.http.app import create_app
-from timeline_pipeline.lark.simulator.events import EventIdentity, reaction_event
-from timeline_pipeline.lark.simulator.pusher import send_signed
-from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn, SimulatorServer
+from timeline_pipeline.demo.live import identity, live_receiver, send
+from timeline_pipeline.lark.simulator.events import reaction_event
 from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.pins.service import pin_fingerprint
 from timeline_pipeline.settings import Settings
@@ -66,62 +64,45 @@ def pin_from_chat(
     progress: Callable[[str], None],
 ) -> PinDemoResult:
     result = PinDemoResult()
-    runtime = settings.runtime
     with engine.connect() as conn:
         result.message_id = missed_message(conn, workspace_id)
     if result.message_id is None:
         progress("pin: every person's message is already on the timeline, nothing to pin")
         return result
-    with SimulatorServer(
-        store=store,
-        app_id=runtime.lark_app_id,
-        app_secret=runtime.lark_app_secret.get_secret_value(),
-    ) as lark:
-        live = Settings(
-            settings.timeline, runtime.model_copy(update={"lark_base_url": lark.base_url})
-        )
-        app = create_app(live, engine, card_worker=False)
-        worker = app.state.resources.review_cards
-        assert worker is not None
-        with LoopbackUvicorn(app) as receiver:
-            progress(
-                f"pin: the commander reacts with {settings.timeline.pin_emoji_type} to message "
-                f"{result.message_id}, which no entry cites"
-            )
-            send_signed(
-                f"{receiver.base_url}/lark/events",
-                reaction_event(
-                    EventIdentity(
-                        app_id=runtime.lark_app_id,
-                        verification_token=runtime.lark_verification_token.get_secret_value(),
-                    ),
-                    message_id=result.message_id,
-                    emoji_type=settings.timeline.pin_emoji_type,
-                    operator_open_id=curator,
-                ),
-                encrypt_key=runtime.lark_encrypt_key.get_secret_value(),
-            )
-            worker.worker.drain(max_seconds=30)
-            worker.worker.close()
-        with engine.connect() as conn:
-            entry = entries.get_by_fingerprint(
-                conn, workspace_id, pin_fingerprint(result.message_id)
-            )
-            replies = [
-                c
-                for c in cards.for_workspace(conn, workspace_id)
-                if c.reply_to_message_id == result.message_id and c.message_id
-            ]
-        if entry is not None:
-            result.entry_id = entry.id
-        if replies and replies[0].message_id:
-            shown = store.card_log(replies[0].message_id)
-            result.reply_posted = bool(shown)
-            if shown:
-                result.reply = str(shown[-1]["card"]["header"]["title"]["content"])
+    with live_receiver(engine, settings, store) as (review, events_url):
         progress(
-            f"pin: entry {result.entry_id} is "
-            f"{f'{entry.source} and {entry.status}' if entry else 'missing'}; "
-            f"the thread reply says {result.reply!r}"
+            f"pin: the commander reacts with {settings.timeline.pin_emoji_type} to message "
+            f"{result.message_id}, which no entry cites"
         )
+        send(
+            settings,
+            events_url,
+            reaction_event(
+                identity(settings),
+                message_id=result.message_id,
+                emoji_type=settings.timeline.pin_emoji_type,
+                operator_open_id=curator,
+            ),
+        )
+        review.worker.drain(max_seconds=30)
+        review.worker.close()
+    with engine.connect() as conn:
+        entry = entries.get_by_fingerprint(conn, workspace_id, pin_fingerprint(result.message_id))
+        replies = [
+            c
+            for c in cards.for_workspace(conn, workspace_id)
+            if c.reply_to_message_id == result.message_id and c.message_id
+        ]
+    if entry is not None:
+        result.entry_id = entry.id
+    if replies and replies[0].message_id:
+        shown = store.card_log(replies[0].message_id)
+        result.reply_posted = bool(shown)
+        if shown:
+            result.reply = str(shown[-1]["card"]["header"]["title"]["content"])
+    progress(
+        f"pin: entry {result.entry_id} is "
+        f"{f'{entry.source} and {entry.status}' if entry else 'missing'}; "
+        f"the thread reply says {result.reply!r}"
+    )
     return result

@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import transaction
-from timeline_pipeline.http.app import create_app
+from timeline_pipeline.demo.live import identity, live_receiver, send
 from timeline_pipeline.interactions.cards import VALUE_ACTION, VALUE_ENTRY
-from timeline_pipeline.lark.simulator.events import EventIdentity, card_action_event
-from timeline_pipeline.lark.simulator.pusher import send_signed
-from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn, SimulatorServer
+from timeline_pipeline.lark.simulator.events import card_action_event
 from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.settings import Settings
 from timeline_pipeline.store import entries, workspaces
@@ -51,65 +49,44 @@ def confirm_from_chat(
     progress: Callable[[str], None],
 ) -> ReviewResult:
     result = ReviewResult()
-    runtime = settings.runtime
     with transaction(engine) as conn:
         workspaces.add_curator(conn, workspace_id, curator)
-    with SimulatorServer(
-        store=store,
-        app_id=runtime.lark_app_id,
-        app_secret=runtime.lark_app_secret.get_secret_value(),
-    ) as lark:
-        live = Settings(
-            settings.timeline, runtime.model_copy(update={"lark_base_url": lark.base_url})
-        )
-        app = create_app(live, engine, card_worker=False)
-        review = app.state.resources.review_cards
-        assert review is not None
-        with LoopbackUvicorn(app) as receiver:
-            review.worker.drain(max_seconds=30)
-            with engine.connect() as conn:
-                posted = [c for c in cards.for_workspace(conn, workspace_id) if c.message_id]
-            result.cards_posted = len(posted)
-            if not posted:
-                progress("review cards: no window created drafts, nothing to review")
-                review.worker.close()
-                return result
-            card = posted[0]
-            entry_id = card.request.entries[0].id
-            assert card.message_id is not None
-            shown = store.card_log(card.message_id)[-1]["card"]
-            progress(
-                f"review cards: {len(posted)} card(s) posted to the chat; "
-                f"the commander confirms draft {entry_id} from the first one"
-            )
-            payload = card_action_event(
-                EventIdentity(
-                    app_id=runtime.lark_app_id,
-                    verification_token=runtime.lark_verification_token.get_secret_value(),
-                ),
-                operator_open_id=curator,
-                open_message_id=card.message_id,
-                open_chat_id=card.chat_id,
-                action_value=_confirm_value(shown, entry_id),
-            )
-            answer = send_signed(
-                f"{receiver.base_url}/lark/events",
-                payload,
-                encrypt_key=runtime.lark_encrypt_key.get_secret_value(),
-            )
-            result.toast = str((answer.body.get("toast") or {}).get("content", ""))
-            review.worker.drain(max_seconds=30)
-            review.worker.close()
+    with live_receiver(engine, settings, store) as (review, events_url):
+        review.worker.drain(max_seconds=30)
         with engine.connect() as conn:
-            entry = entries.get(conn, entry_id)
-        if entry is not None and entry.status == "confirmed":
-            result.confirmed_entry = entry_id
-        log = store.card_log(card.message_id)
-        result.card_redrawn = log[-1]["kind"] == "patched" and "Confirmed by" in str(
-            log[-1]["card"]
-        )
+            posted = [c for c in cards.for_workspace(conn, workspace_id) if c.message_id]
+        result.cards_posted = len(posted)
+        if not posted:
+            progress("review cards: no window created drafts, nothing to review")
+            review.worker.close()
+            return result
+        card = posted[0]
+        entry_id = card.request.entries[0].id
+        assert card.message_id is not None
+        shown = store.card_log(card.message_id)[-1]["card"]
         progress(
-            f"review cards: Lark showed {result.toast!r}; entry {entry_id} is "
-            f"{entry.status if entry else 'gone'}, the card now says who confirmed it"
+            f"review cards: {len(posted)} card(s) posted to the chat; "
+            f"the commander confirms draft {entry_id} from the first one"
         )
+        payload = card_action_event(
+            identity(settings),
+            operator_open_id=curator,
+            open_message_id=card.message_id,
+            open_chat_id=card.chat_id,
+            action_value=_confirm_value(shown, entry_id),
+        )
+        answer = send(settings, events_url, payload)
+        result.toast = str((answer.body.get("toast") or {}).get("content", ""))
+        review.worker.drain(max_seconds=30)
+        review.worker.close()
+    with engine.connect() as conn:
+        entry = entries.get(conn, entry_id)
+    if entry is not None and entry.status == "confirmed":
+        result.confirmed_entry = entry_id
+    log = store.card_log(card.message_id)
+    result.card_redrawn = log[-1]["kind"] == "patched" and "Confirmed by" in str(log[-1]["card"])
+    progress(
+        f"review cards: Lark showed {result.toast!r}; entry {entry_id} is "
+        f"{entry.status if entry else 'gone'}, the card now says who confirmed it"
+    )
     return result

@@ -1,13 +1,14 @@
-"""Source names and keys (docs/design.md §3, §5): the identities rows are unique on.
+"""Source names, identity checks and message/chat keys (docs/design.md §3, §5).
 
-Every key is built here and only here, so the event path, reconciliation, discovery and
-synthesis cannot disagree about what `chat/<chat_id>/window/<start>` looks like.
+The identities rows are unique on are built in one place each, so the event path,
+reconciliation, discovery and synthesis cannot disagree about them: message and chat
+checkpoint keys here, every window key (sync-state, partition, cursor) in
+`domain.window_keys`, which uses the checks below.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 
 SOURCE_LARK = "lark"
 SOURCE_SYSTEM = "system"
@@ -53,22 +54,3 @@ def message_source_key(chat_id: str, message_id: str) -> str:
 
 def chat_checkpoint_key(chat_id: str) -> str:
     return f"chat/{chat_id}"
-
-
-def format_window_start(window_start: datetime) -> str:
-    if window_start.tzinfo is None:
-        raise ValueError("naive window start")
-    return window_start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_window_start(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-
-
-def window_source_key(chat_id: str, window_start: datetime, processor_version: str | None) -> str:
-    """`chat/<chat_id>/window/<start>`, or the versioned rerun namespace
-    `chat/<chat_id>/processor/<version>/window/<start>` (docs/design.md §5)."""
-    start = format_window_start(window_start)
-    if processor_version is None:
-        return f"chat/{chat_id}/window/{start}"
-    return f"chat/{chat_id}/processor/{processor_version}/window/{start}"

@@ -5,7 +5,8 @@ The same identity appears in three spellings, all built here so they cannot drif
 
 * the sync-state key of docs/design.md §5, `chat/<chat_id>/window/<start>` or, for an
   explicit full rerun, `chat/<chat_id>/processor/<version>/window/<start>`
-  (`domain.keys.window_source_key`);
+  (`window_source_key`; the start written `YYYY-MM-DDTHH:MM:SSZ` by `format_window_start`,
+  which also spells a window's bounds in state metadata);
 * the Dagster dynamic partition key, `<workspace_id>:<chat_id>:<start>[:<version>]`, for example
   `inc-1:oc_abc:20261129T1020Z` and `inc-1:oc_abc:20261129T1020Z:v2`. `:` is the separator
   because none of the parts may contain it (workspace ids, Lark ids and versions are checked
@@ -27,7 +28,6 @@ from timeline_pipeline.domain.keys import (
     check_lark_id,
     check_processor_version,
     check_workspace_id,
-    window_source_key,
 )
 
 __all__ = [
@@ -36,8 +36,11 @@ __all__ = [
     "decode_window_cursor",
     "encode_window_cursor",
     "format_partition_start",
+    "format_window_start",
     "parse_partition_key",
     "parse_partition_start",
+    "parse_window_start",
+    "window_source_key",
     "window_start_of",
 ]
 
@@ -155,6 +158,29 @@ def parse_partition_key(key: str) -> WindowRef:
     except InvalidKey as exc:
         raise InvalidPartitionKey(f"invalid window partition key {key!r}: {exc}") from None
     return ref
+
+
+# --- the sync-state key (docs/design.md §5) ---
+
+
+def format_window_start(window_start: datetime) -> str:
+    """The start as written in sync-state keys and metadata: `2026-11-29T10:20:00Z`."""
+    if window_start.tzinfo is None:
+        raise ValueError("naive window start")
+    return window_start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_window_start(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def window_source_key(chat_id: str, window_start: datetime, processor_version: str | None) -> str:
+    """`chat/<chat_id>/window/<start>`, or the versioned rerun namespace
+    `chat/<chat_id>/processor/<version>/window/<start>` (docs/design.md §5)."""
+    start = format_window_start(window_start)
+    if processor_version is None:
+        return f"chat/{chat_id}/window/{start}"
+    return f"chat/{chat_id}/processor/{processor_version}/window/{start}"
 
 
 # --- the window cursor (docs/design.md §5: "the last committed occurred_at + evidence_id") ---

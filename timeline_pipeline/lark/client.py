@@ -205,6 +205,24 @@ def _create_time_ms(item: Mapping[str, Any]) -> int | None:
         return None
 
 
+def _list_messages(
+    kind: str, container_id: str, *, sort: str, size: int, seconds: tuple[str, str] | None = None
+) -> Callable[[str | None], Any]:
+    """One page request of im.v1.message.list for `_paginate`: a chat (optionally bounded by
+    whole seconds, start and end) or a thread, in the given order (docs/design.md §3)."""
+
+    def build(page_token: str | None) -> Any:
+        builder = ListMessageRequest.builder().container_id_type(kind).container_id(container_id)
+        if seconds is not None:
+            builder = builder.start_time(seconds[0]).end_time(seconds[1])
+        builder = builder.sort_type(sort).page_size(size)
+        if page_token:
+            builder = builder.page_token(page_token)
+        return builder.build()
+
+    return build
+
+
 class LarkClient:
     """History, messaging and lookup calls with retries, rate limiting and typed failures."""
 
@@ -243,19 +261,13 @@ class LarkClient:
         start_s = _utc_seconds(start, round_up=False)
         end_s = _utc_seconds(end, round_up=True)
 
-        def build(page_token: str | None) -> Any:
-            builder = (
-                ListMessageRequest.builder()
-                .container_id_type("chat")
-                .container_id(chat_id)
-                .start_time(start_s)
-                .end_time(end_s)
-                .sort_type("ByCreateTimeAsc")
-                .page_size(self._config.page_size)
-            )
-            if page_token:
-                builder = builder.page_token(page_token)
-            return builder.build()
+        build = _list_messages(
+            "chat",
+            chat_id,
+            sort="ByCreateTimeAsc",
+            size=self._config.page_size,
+            seconds=(start_s, end_s),
+        )
 
         yield from self._paginate("list_chat_messages", {"chat_id": chat_id}, build)
 
@@ -271,19 +283,9 @@ class LarkClient:
         end_s = _utc_seconds(before, round_up=True)
         size = max(1, min(limit, MAX_PAGE_SIZE))
 
-        def build(page_token: str | None) -> Any:
-            builder = (
-                ListMessageRequest.builder()
-                .container_id_type("chat")
-                .container_id(chat_id)
-                .start_time(start_s)
-                .end_time(end_s)
-                .sort_type("ByCreateTimeDesc")
-                .page_size(size)
-            )
-            if page_token:
-                builder = builder.page_token(page_token)
-            return builder.build()
+        build = _list_messages(
+            "chat", chat_id, sort="ByCreateTimeDesc", size=size, seconds=(start_s, end_s)
+        )
 
         # The first page only: the pagination stops at the first `next`, no further call.
         return next(iter(self._paginate("list_chat_messages_before", {"chat_id": chat_id}, build)))
@@ -302,17 +304,9 @@ class LarkClient:
                 raise ValueError("datetimes passed to the Lark client must be timezone-aware")
             floor_ms = math.floor(not_before.timestamp() * 1000)
 
-        def build(page_token: str | None) -> Any:
-            builder = (
-                ListMessageRequest.builder()
-                .container_id_type("thread")
-                .container_id(thread_id)
-                .sort_type("ByCreateTimeDesc")
-                .page_size(self._config.page_size)
-            )
-            if page_token:
-                builder = builder.page_token(page_token)
-            return builder.build()
+        build = _list_messages(
+            "thread", thread_id, sort="ByCreateTimeDesc", size=self._config.page_size
+        )
 
         for page in self._paginate("list_thread_messages", {"thread_id": thread_id}, build):
             if floor_ms is None:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -627,20 +627,31 @@ def _check_bound(max_text_chars: int) -> None:
 # --- times ----------------------------------------------------------------------------------
 
 
-def _millis(value: object, field: str) -> datetime:
-    """Lark sends epoch milliseconds as strings (sometimes ints); anything else is refused."""
-    if value is None or value == "":
-        raise MalformedMessageError(f"missing_{field}")
+def epoch_millis(value: object) -> datetime | None:
+    """A Lark time: epoch milliseconds as a string (sometimes an int), inside the plausible
+    message range; None for anything else. Messages, reactions and recalls share it, so one
+    time field cannot be accepted on one path and refused on another; each caller decides
+    what absent means and how to refuse (docs/design.md §2, docs/pins.md)."""
     if isinstance(value, str) and _MILLIS.fullmatch(value):
         millis = int(value)
     elif isinstance(value, int) and not isinstance(value, bool):
         millis = value
     else:
-        raise MalformedMessageError(f"bad_{field}")
+        return None
     if not 0 <= millis < 10**15:
-        raise MalformedMessageError(f"bad_{field}")
+        return None
     moment = _EPOCH + timedelta(milliseconds=millis)
     if not EARLIEST_MESSAGE_TIME <= moment < LATEST_MESSAGE_TIME:
+        return None
+    return moment
+
+
+def _millis(value: object, field: str) -> datetime:
+    """Lark sends epoch milliseconds as strings (sometimes ints); anything else is refused."""
+    if value is None or value == "":
+        raise MalformedMessageError(f"missing_{field}")
+    moment = epoch_millis(value)
+    if moment is None:
         raise MalformedMessageError(f"bad_{field}")
     return moment
 
@@ -738,13 +749,20 @@ def _required_str(
     return value
 
 
+def is_lark_identifier(value: object) -> TypeGuard[str]:
+    """An id that may become part of a stored key (`chat/<chat>/message/<id>`): printable
+    ASCII without `/`, at most MAX_IDENTIFIER_CHARS. Messages, reactions and recalls check
+    their ids with this one rule (docs/design.md §2)."""
+    return isinstance(value, str) and _IDENTIFIER.fullmatch(value) is not None
+
+
 def _optional_id(
     holder: Mapping[str, Any], key: str, *, prefix: str = "", reason: str | None = None
 ) -> str | None:
     value = holder.get(key)
     if value is None or value == "":
         return None
-    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+    if not is_lark_identifier(value):
         raise MalformedMessageError(reason or f"bad_{prefix}{key}")
     return value
 

@@ -12,15 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
-from timeline_pipeline.lark.normalize import EARLIEST_MESSAGE_TIME, LATEST_MESSAGE_TIME
+from timeline_pipeline.lark.normalize import epoch_millis, is_lark_identifier
 
-_IDENTIFIER: Final = re.compile(r"[\x21-\x2e\x30-\x7e]{1,256}")
 _EMOJI: Final = re.compile(r"[\x21-\x7e]{1,64}")
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class Refusal(StrEnum):
@@ -62,7 +60,7 @@ class Reaction:
 def _identifier(value: object, key: str) -> str:
     if value is None or value == "":
         raise MalformedReaction(f"missing_{key}")
-    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+    if not is_lark_identifier(value):
         raise MalformedReaction(f"bad_{key}")
     return value
 
@@ -71,14 +69,8 @@ def _action_time(value: object, now: datetime) -> datetime:
     """Epoch milliseconds as Lark sends them (a string); absent means now."""
     if value is None or value == "":
         return now
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 15:
-        millis = int(value)
-    elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**15:
-        millis = value
-    else:
-        raise MalformedReaction("bad_action_time")
-    moment = _EPOCH + timedelta(milliseconds=millis)
-    if not EARLIEST_MESSAGE_TIME <= moment < LATEST_MESSAGE_TIME:
+    moment = epoch_millis(value)
+    if moment is None:
         raise MalformedReaction("bad_action_time")
     return moment
 

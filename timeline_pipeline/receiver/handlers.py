@@ -10,11 +10,10 @@ No AI call, no attachment download and no contact lookup happens anywhere here (
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import Connection
@@ -25,11 +24,11 @@ from timeline_pipeline.ingest.eligibility import chat_skip, message_skip, sender
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.message_policy import is_self_message
 from timeline_pipeline.lark.normalize import (
-    EARLIEST_MESSAGE_TIME,
-    LATEST_MESSAGE_TIME,
     MalformedMessageError,
     NormalizedLarkMessage,
     UnsupportedMessageTypeError,
+    epoch_millis,
+    is_lark_identifier,
     normalize_event_message,
 )
 from timeline_pipeline.pins.reactions import MalformedReaction, Reaction, read_reaction
@@ -46,9 +45,6 @@ from timeline_pipeline.receiver.registry import (
 from timeline_pipeline.receiver.verification import VerifiedCallback
 from timeline_pipeline.settings import LarkTimelineSettings
 
-# The same key-safety rule as normalization: ids become part of `chat/<chat>/message/<id>`.
-_IDENTIFIER: Final = re.compile(r"[\x21-\x2e\x30-\x7e]{1,256}")
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 # Group keys: the batch writes groups in key order (receiver/batching.py), so a transaction
 # takes its chats in chat order and, within a chat, the recalls before the messages. A recall
 # that misses its message takes the chat's lock alone, a message write shares it
@@ -309,7 +305,7 @@ def _identifier(event: Mapping[str, Any], key: str) -> str:
     value = event.get(key)
     if value is None or value == "":
         raise Rejected(400, f"missing_{key}")
-    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+    if not is_lark_identifier(value):
         raise Rejected(400, f"bad_{key}")
     return value
 
@@ -318,13 +314,7 @@ def _recall_time(value: object, now: datetime) -> datetime:
     """Epoch milliseconds as Lark sends them; absent means "now" (the recall just happened)."""
     if value is None or value == "":
         return now
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 15:
-        millis = int(value)
-    elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**15:
-        millis = value
-    else:
-        raise Rejected(400, "bad_recall_time")
-    moment = _EPOCH + timedelta(milliseconds=millis)
-    if not EARLIEST_MESSAGE_TIME <= moment < LATEST_MESSAGE_TIME:
+    moment = epoch_millis(value)
+    if moment is None:
         raise Rejected(400, "bad_recall_time")
     return moment

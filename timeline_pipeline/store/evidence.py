@@ -246,6 +246,16 @@ def _to_row(row: Row[Any]) -> EvidenceRow:
     )
 
 
+def _keyset_page(
+    conn: Connection, stmt: Select[Any], after: EvidenceCursor | None, limit: int
+) -> list[EvidenceRow]:
+    """One page of `stmt` in (occurred_at, id) order after `after`: every evidence listing
+    pages by this keyset, never by offset (docs/design.md §4)."""
+    if after is not None:
+        stmt = stmt.where(tuple_(ev.c.occurred_at, ev.c.id) > tuple_(after.occurred_at, after.id))
+    return [_to_row(r) for r in conn.execute(stmt.order_by(ev.c.occurred_at, ev.c.id).limit(limit))]
+
+
 def get_by_key(
     conn: Connection, workspace_id: str, source: str, source_type: str, source_key: str
 ) -> EvidenceRow | None:
@@ -286,10 +296,23 @@ def page(
         stmt = stmt.where(ev.c.source == source)
     if source_type is not None:
         stmt = stmt.where(ev.c.source_type == source_type)
-    if after is not None:
-        stmt = stmt.where(tuple_(ev.c.occurred_at, ev.c.id) > tuple_(after.occurred_at, after.id))
-    rows = conn.execute(stmt.order_by(ev.c.occurred_at, ev.c.id).limit(limit))
-    return [_to_row(r) for r in rows]
+    return _keyset_page(conn, stmt, after, limit)
+
+
+def _chat_range(
+    workspace_id: str, scope_key: str, start: datetime, end: datetime, *, eligible_only: bool = True
+) -> list[ColumnElement[bool]]:
+    """One chat's evidence in [start, end), by default only what synthesis may read: the window
+    listings and their counts must agree on which rows a window holds (docs/design.md §4, §7)."""
+    conditions: list[ColumnElement[bool]] = [
+        ev.c.workspace_id == workspace_id,
+        ev.c.scope_key == scope_key,
+        ev.c.occurred_at >= start,
+        ev.c.occurred_at < end,
+    ]
+    if eligible_only:
+        conditions += [ev.c.ai_eligible == true(), ev.c.deleted == false()]
+    return conditions
 
 
 def scope_range(
@@ -305,17 +328,9 @@ def scope_range(
 ) -> list[EvidenceRow]:
     """Evidence of one chat in [start, end), in (occurred_at, id) order, by keyset."""
     stmt = select(ev).where(
-        ev.c.workspace_id == workspace_id,
-        ev.c.scope_key == scope_key,
-        ev.c.occurred_at >= start,
-        ev.c.occurred_at < end,
+        *_chat_range(workspace_id, scope_key, start, end, eligible_only=ai_eligible_only)
     )
-    if ai_eligible_only:
-        stmt = stmt.where(ev.c.ai_eligible == true(), ev.c.deleted == false())
-    if after is not None:
-        stmt = stmt.where(tuple_(ev.c.occurred_at, ev.c.id) > tuple_(after.occurred_at, after.id))
-    rows = conn.execute(stmt.order_by(ev.c.occurred_at, ev.c.id).limit(limit))
-    return [_to_row(r) for r in rows]
+    return _keyset_page(conn, stmt, after, limit)
 
 
 def scope_nearest_before(
@@ -337,14 +352,7 @@ def scope_nearest_before(
         return []
     stmt = (
         select(ev)
-        .where(
-            ev.c.workspace_id == workspace_id,
-            ev.c.scope_key == scope_key,
-            ev.c.occurred_at >= start,
-            ev.c.occurred_at < end,
-            ev.c.ai_eligible == true(),
-            ev.c.deleted == false(),
-        )
+        .where(*_chat_range(workspace_id, scope_key, start, end))
         .order_by(ev.c.occurred_at.desc(), ev.c.id.desc())
         .limit(limit)
     )
@@ -667,14 +675,7 @@ def count_eligible_in(
         conn.execute(
             select(func.count())
             .select_from(ev)
-            .where(
-                ev.c.workspace_id == workspace_id,
-                ev.c.scope_key == scope_key,
-                ev.c.occurred_at >= start,
-                ev.c.occurred_at < end,
-                ev.c.ai_eligible == true(),
-                ev.c.deleted == false(),
-            )
+            .where(*_chat_range(workspace_id, scope_key, start, end))
         ).scalar_one()
     )
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each
@@ -165,6 +165,21 @@ def claim_deliveries(
     return [_to_card(row) for row in taken]
 
 
+def _transition(
+    conn: Connection,
+    card: CardRow,
+    values: Mapping[str, Any],
+    *,
+    where: ColumnElement[bool] | None = None,
+) -> CardRow | None:
+    """One compare-and-set from the revision `card` was read at: the new row, or None when
+    another writer moved the card on (docs/review-cards.md)."""
+    won = compare_and_set(
+        conn, ir, row_id=card.id, revision=card.revision, values=values, where=where
+    )
+    return _to_card(won) if won else None
+
+
 def mark_delivered(
     conn: Connection,
     card: CardRow,
@@ -176,12 +191,10 @@ def mark_delivered(
     now: datetime,
 ) -> CardRow | None:
     """None when the lease was lost (another worker took the card over)."""
-    won = compare_and_set(
+    return _transition(
         conn,
-        ir,
-        row_id=card.id,
-        revision=card.revision,
-        values={
+        card,
+        {
             "delivery_status": DeliveryStatus.SENT.value,
             "bot_app_id": bot_app_id,
             "message_id": message_id,
@@ -193,28 +206,23 @@ def mark_delivered(
         },
         where=ir.c.delivery_owner == owner,
     )
-    return _to_card(won) if won else None
 
 
 def retry_delivery_at(conn: Connection, card: CardRow, *, owner: str, at: datetime) -> None:
     """A failed send: release the lease and try again at `at` (or give up after attempts)."""
-    compare_and_set(
+    _transition(
         conn,
-        ir,
-        row_id=card.id,
-        revision=card.revision,
-        values={"delivery_owner": None, "delivery_due_at": at, "updated_at": at},
+        card,
+        {"delivery_owner": None, "delivery_due_at": at, "updated_at": at},
         where=ir.c.delivery_owner == owner,
     )
 
 
 def fail_delivery(conn: Connection, card: CardRow, *, owner: str, now: datetime) -> None:
-    compare_and_set(
+    _transition(
         conn,
-        ir,
-        row_id=card.id,
-        revision=card.revision,
-        values={
+        card,
+        {
             "delivery_status": DeliveryStatus.FAILED.value,
             "status": CardStatus.CANCELLED.value,
             "delivery_owner": None,
@@ -235,19 +243,16 @@ def write_state(
     now: datetime,
 ) -> CardRow | None:
     """The card's request, decisions and status at once; None when the card moved on."""
-    won = compare_and_set(
+    return _transition(
         conn,
-        ir,
-        row_id=card.id,
-        revision=card.revision,
-        values={
+        card,
+        {
             "request_json": request.as_json(),
             "decisions_json": decisions_as_json(decisions),
             "status": status,
             "updated_at": now,
         },
     )
-    return _to_card(won) if won else None
 
 
 def expire_due(conn: Connection, *, now: datetime, limit: int = 500) -> list[CardRow]:

@@ -34,18 +34,14 @@ from sqlalchemy import (
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.domain.keys import (
-    SOURCE_SYSTEM,
-    SOURCE_TYPE_WINDOW,
-    format_window_start,
-    window_source_key,
-)
+from timeline_pipeline.domain.keys import SOURCE_SYSTEM, SOURCE_TYPE_WINDOW
 from timeline_pipeline.domain.states import (
     BACKLOG_WINDOW_STATUSES,
     TERMINAL_WINDOW_STATUSES,
     WindowStatus,
 )
 from timeline_pipeline.domain.sync_states import LEGACY_WINDOW_SECONDS, SyncState
+from timeline_pipeline.domain.window_keys import format_window_start, window_source_key
 from timeline_pipeline.store.sync_states import MAX_ERROR_CHARS, get_by_key, to_state, transition
 
 

@@ -7,9 +7,8 @@ from timeline_pipeline.domain.keys import (
     chat_checkpoint_key,
     check_lark_id,
     message_source_key,
-    parse_window_start,
-    window_source_key,
 )
+from timeline_pipeline.domain.window_keys import parse_window_start, window_source_key
 
 START = datetime(2026, 11, 29, 10, 20, tzinfo=UTC)
 

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import uvicorn
 
@@ -36,7 +36,28 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-class LoopbackUvicorn:
+class _Running:
+    """`with server:` starts it and stops it however the block ends."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class LoopbackUvicorn(_Running):
     """Any ASGI app under uvicorn in a daemon thread on a loopback port (0 picks a free one).
 
     Shared by the simulator and by tests that need a real HTTP receiver for pushed events.
@@ -83,19 +104,8 @@ class LoopbackUvicorn:
         self._server = self._thread = None
         self._port = None
 
-    def __enter__(self) -> LoopbackUvicorn:
-        return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-class SimulatorServer:
+class SimulatorServer(_Running):
     """`with SimulatorServer(store=...) as lark: LarkClient(... base_url=lark.base_url ...)`."""
 
     def __init__(
@@ -165,14 +175,3 @@ class SimulatorServer:
         if self._uvicorn is not None:
             self._uvicorn.stop()
         self._uvicorn = None
-
-    def __enter__(self) -> SimulatorServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
