@@ -45,10 +45,11 @@ from timeline_pipeline.lark.simulator.signing import sign_payload
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
 from timeline_pipeline.security.callback_tokens import card_uuid
 from timeline_pipeline.settings import load_timeline_settings
-from timeline_pipeline.store import entries, evidence, workspaces
+from timeline_pipeline.store import evidence, workspaces
 from timeline_pipeline.store import interaction_requests as cards
 from timeline_pipeline.store import interaction_tokens as tokens
 from timeline_pipeline.store.entries import DraftWrite, EvidenceRef
+from timeline_pipeline.synthesis_run import draft_writes
 
 TOKEN = "bench-verification-token"
 ENCRYPT_KEY = "bench-encrypt-key"
@@ -96,7 +97,7 @@ def seed(url: str, n_cards: int, per_card: int) -> list[dict[str, Any]]:
                     conn, workspace, record.source, record.source_type, record.source_key
                 )
                 assert row is not None
-                written = entries.upsert_draft(
+                written = draft_writes.upsert_draft(
                     conn,
                     DraftWrite(
                         workspace_id=workspace,

@@ -135,7 +135,7 @@ def images(conn: Connection, job_id: str, fingerprints: Iterable[str]) -> list[P
 def images_of_job(conn: Connection, job_id: str) -> list[PreviewRow]:
     """Every entry this preview would create, in the order it would create them: the candidates
     a draft is re-found among by its evidence when no fingerprint matches
-    (`entries.find_same_evidence`)."""
+    (`synthesis_run.draft_writes.find_same_evidence`)."""
     rows = conn.execute(
         select(pv)
         .where(pv.c.job_id == job_id, pv.c.kind == PROPOSAL, pv.c.outcome == ADDED)

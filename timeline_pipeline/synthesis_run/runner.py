@@ -32,13 +32,14 @@ from timeline_pipeline.domain.window_keys import WindowRef, encode_window_cursor
 from timeline_pipeline.interactions.planner import plan_review_card
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import entries, sync_states, window_states
+from timeline_pipeline.store import sync_states, window_states
 from timeline_pipeline.synthesis.models import (
     EvidenceItem,
     SynthesisChunk,
     SynthesisResult,
     Synthesizer,
 )
+from timeline_pipeline.synthesis_run import draft_writes
 from timeline_pipeline.synthesis_run.core import (
     ModelUnavailable,
     call_synthesizer,
@@ -46,6 +47,7 @@ from timeline_pipeline.synthesis_run.core import (
     read_window,
     window_chunks,
 )
+from timeline_pipeline.synthesis_run.draft_matching import DraftOutcome
 from timeline_pipeline.synthesis_run.drafts import draft_write, evidence_item
 from timeline_pipeline.synthesis_run.failures import ChunkFailure, bounded
 from timeline_pipeline.synthesis_run.lineage import (
@@ -452,13 +454,13 @@ class WindowRunner:
         last = processed[-1]
         created = updated = supported = unchanged = bound = 0
         with self.engine.begin() as conn:
-            for written in entries.upsert_drafts(
+            for written in draft_writes.upsert_drafts(
                 conn, writes, window_state_id=state.id, now=self.clock()
             ):
-                created += written.outcome is entries.DraftOutcome.CREATED
-                updated += written.outcome is entries.DraftOutcome.UPDATED
-                supported += written.outcome is entries.DraftOutcome.SUPPORTED
-                unchanged += written.outcome is entries.DraftOutcome.UNCHANGED
+                created += written.outcome is DraftOutcome.CREATED
+                updated += written.outcome is DraftOutcome.UPDATED
+                supported += written.outcome is DraftOutcome.SUPPORTED
+                unchanged += written.outcome is DraftOutcome.UNCHANGED
                 bound += written.bound
             totals["entries_proposed"] += len(writes)
             totals["entries_created"] += created

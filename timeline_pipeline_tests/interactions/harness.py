@@ -31,6 +31,7 @@ from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_setti
 from timeline_pipeline.store import entries, evidence, workspaces
 from timeline_pipeline.store import interaction_requests as cards
 from timeline_pipeline.store.entries import DraftWrite, EvidenceRef
+from timeline_pipeline.synthesis_run import draft_writes
 from timeline_pipeline_tests.store.factories import message
 
 CHAT = "oc_review_chat"
@@ -75,7 +76,7 @@ def seed_entries(engine: Engine, workspace_id: str, count: int) -> list[int]:
                 conn, workspace_id, record.source, record.source_type, record.source_key
             )
             assert row is not None
-            written = entries.upsert_draft(
+            written = draft_writes.upsert_draft(
                 conn,
                 DraftWrite(
                     workspace_id=workspace_id,

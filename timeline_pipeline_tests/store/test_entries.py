@@ -14,13 +14,13 @@ from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as bin
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.store import entries, evidence
 from timeline_pipeline.store.entries import (
-    DraftOutcome,
     DraftWrite,
     EntryRow,
     EvidenceRef,
     ForeignEvidence,
-    plan_draft_write,
 )
+from timeline_pipeline.synthesis_run import draft_matching, draft_writes
+from timeline_pipeline.synthesis_run.draft_matching import DraftOutcome, plan_draft_write
 from timeline_pipeline_tests.store.factories import T0, make_workspace, message
 
 
@@ -63,9 +63,9 @@ def _draft(refs: list[EvidenceRef], **changes: Any) -> DraftWrite:
     return DraftWrite(**values)
 
 
-def _store(engine: Engine, draft: DraftWrite) -> entries.UpsertResult:
+def _store(engine: Engine, draft: DraftWrite) -> draft_writes.UpsertResult:
     with engine.begin() as conn:
-        return entries.upsert_draft(conn, draft, now=T0)
+        return draft_writes.upsert_draft(conn, draft, now=T0)
 
 
 def _entry(engine: Engine, entry_id: int | None) -> EntryRow:
@@ -330,13 +330,17 @@ def test_the_nearness_is_measured_from_when_the_entry_was_first_proposed(
         refs, fingerprint="fp-b", nearby_fingerprints=("fp-a", "fp-old"), merge_within=SCOPE
     )
     at_20 = replace(probe, occurred_at=T0 + 20 * MINUTE)
-    assert entries.nearest_entry([moved], at_20) == moved
-    assert entries.nearest_entry([legacy], replace(probe, occurred_at=T0 + 30 * MINUTE)) == legacy
+    assert draft_matching.nearest_entry([moved], at_20) == moved
     assert (
-        entries.nearest_entry([moved, legacy], replace(probe, occurred_at=T0 + 34 * MINUTE)) is None
+        draft_matching.nearest_entry([legacy], replace(probe, occurred_at=T0 + 30 * MINUTE))
+        == legacy
+    )
+    assert (
+        draft_matching.nearest_entry([moved, legacy], replace(probe, occurred_at=T0 + 34 * MINUTE))
+        is None
     )
     # Without `merge_within` only the draft's own key matches (the unscoped behaviour).
-    assert entries.nearest_entry([moved], replace(at_20, merge_within=None)) is None
+    assert draft_matching.nearest_entry([moved], replace(at_20, merge_within=None)) is None
 
 
 def vars_of(entry: EntryRow) -> dict[str, Any]:
@@ -422,7 +426,7 @@ def test_two_drafts_of_one_answer_citing_the_same_message_stay_two_entries(
         _draft(refs[:1], fingerprint="fp-b", title="Paused the batch jobs", category=kind),
     ]
     with engine.begin() as conn:
-        first = entries.upsert_drafts(conn, drafts, now=T0)
+        first = draft_writes.upsert_drafts(conn, drafts, now=T0)
     assert [r.outcome for r in first] == [DraftOutcome.CREATED, DraftOutcome.CREATED]
     # Replayed with new wording: each re-finds one entry, none is added.
     reworded = [
@@ -430,7 +434,7 @@ def test_two_drafts_of_one_answer_citing_the_same_message_stay_two_entries(
         replace(drafts[1], fingerprint="fp-b2", title="Batch jobs paused"),
     ]
     with engine.begin() as conn:
-        again = entries.upsert_drafts(conn, reworded, now=T0)
+        again = draft_writes.upsert_drafts(conn, reworded, now=T0)
     assert sorted(r.entry_id or 0 for r in again) == sorted(r.entry_id or 0 for r in first)
     assert _count(engine) == 2
 

@@ -3,8 +3,8 @@
 
 For each window the rerun would create, the preview synthesizes the window as the rerun's own
 run will (the shared core `synthesis_run.core`: the same evidence, context, chunk bounds,
-synthesizer and attempts) and decides each proposal's fate with the entries store's own pure
-rules (`entries.nearest_entry`, `entries.plan_draft_write`): added, changed (old and new title
+synthesizer and attempts) and decides each proposal's fate with the write path's own pure
+duplicate-draft policy (`synthesis_run.draft_matching`): added, changed (old and new title
 and category), unchanged, or left alone because a person owns the entry. It plans against the
 timeline overlaid with what its earlier windows would have written (the scratch images of
 `store.rerun_previews`), since the rerun's later windows see the drafts of its earlier ones.
@@ -32,11 +32,12 @@ from timeline_pipeline.maintenance.preview_report import build_report
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, rerun_previews
-from timeline_pipeline.store.entries import DraftOutcome, DraftWrite, EntryRow
+from timeline_pipeline.store.entries import DraftWrite, EntryRow
 from timeline_pipeline.store.rerun_previews import PRIOR, PROPOSAL, PreviewRow
 from timeline_pipeline.synthesis.models import Synthesizer
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis.tokens import estimate_total_tokens
+from timeline_pipeline.synthesis_run import draft_matching, draft_writes
 from timeline_pipeline.synthesis_run.core import (
     ModelUnavailable,
     call_synthesizer,
@@ -44,6 +45,7 @@ from timeline_pipeline.synthesis_run.core import (
     read_window,
     window_chunks,
 )
+from timeline_pipeline.synthesis_run.draft_matching import DraftOutcome
 from timeline_pipeline.synthesis_run.drafts import draft_write, evidence_item
 from timeline_pipeline.synthesis_run.failures import ChunkFailure
 
@@ -104,8 +106,8 @@ def _image(row: PreviewRow, latest: PreviewRow | None) -> EntryRow:
         revision=1,
         window_state_id=None,
         metadata={
-            entries.FIRST_PROPOSED_AT: row.occurred_at.astimezone(UTC).isoformat(),
-            entries.CITED_EVIDENCE: [int(i) for i in row.evidence.get("cited", [])],
+            draft_matching.FIRST_PROPOSED_AT: row.occurred_at.astimezone(UTC).isoformat(),
+            draft_matching.CITED_EVIDENCE: [int(i) for i in row.evidence.get("cited", [])],
         },
         created_at=row.created_at,
         updated_at=current.created_at,
@@ -208,7 +210,7 @@ class RerunPreview:
             totals["output_tokens"] += outcome.usage.output_tokens
             batch_id = f"preview.{job_id[:8]}.c{number}"
             # What this answer already wrote is never re-found by evidence (as the rerun's own
-            # write path: entries.upsert_drafts): two drafts citing one message are two facts.
+            # write path: draft_writes.upsert_drafts): two drafts citing one message are two facts.
             written: set[int] = set()
             for entry in outcome.entries:
                 draft = draft_write(
@@ -263,16 +265,16 @@ class RerunPreview:
         self, conn: Connection, job_id: str, draft: DraftWrite, written: set[int]
     ) -> EntryRow | None:
         """The entry the rerun would re-find by `draft`'s evidence when no fingerprint matches
-        (`entries.find_restated`): a stored one first, as this preview left it, then one the
-        preview would create, in creation order; never one the same answer wrote."""
-        stored = entries.find_same_evidence(conn, draft, exclude={i for i in written if i > 0})
+        (`draft_writes.find_restated`): a stored one first, as this preview left it, then one
+        the preview would create, in creation order; never one the same answer wrote."""
+        stored = draft_writes.find_same_evidence(conn, draft, exclude={i for i in written if i > 0})
         if stored is not None:
             return _overlaid(stored, rerun_previews.latest_change(conn, job_id, entry_id=stored.id))
-        for image in rerun_previews.images_of_job(conn, job_id):
-            candidate = _image(image, rerun_previews.latest_change(conn, job_id, image_id=image.id))
-            if candidate.id not in written and entries.same_evidence(candidate, draft):
-                return candidate
-        return None
+        images = (
+            _image(image, rerun_previews.latest_change(conn, job_id, image_id=image.id))
+            for image in rerun_previews.images_of_job(conn, job_id)
+        )
+        return draft_matching.first_same_evidence(images, draft, exclude=written)
 
     def _propose(
         self,
@@ -284,10 +286,10 @@ class RerunPreview:
     ) -> int:
         """Record what the rerun would do with `draft`; returns the entry it would write (a
         stored entry's id, or minus the scratch row's id of one it would create)."""
-        existing = entries.nearest_entry(self._candidates(conn, job_id, draft), draft)
+        existing = draft_matching.nearest_entry(self._candidates(conn, job_id, draft), draft)
         if existing is None:
             existing = self._same_evidence(conn, job_id, draft, written)
-        plan = entries.plan_draft_write(existing, draft)
+        plan = draft_matching.plan_draft_write(existing, draft)
         cited = sorted({ref.id for ref in draft.evidence})
         values: dict[str, Any] = {
             **base,

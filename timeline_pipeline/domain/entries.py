@@ -1,0 +1,69 @@
+"""Timeline entry values shared by the entries store and the synthesis services (pure;
+docs/design.md §7): a stored entry as read, and a machine draft to store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+__all__ = ["MACHINE_SOURCES", "DraftWrite", "EntryRow", "EvidenceRef"]
+
+MACHINE_SOURCES = ("ai", "rule")
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRef:
+    id: int
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class DraftWrite:
+    """A machine draft to store, with the provenance of docs/design.md §7.
+
+    `provenance` holds processor, prompt version, model, chat/thread/root ids, batch id and
+    window key; the evidence list (ids and the content hashes that were read) is kept apart
+    because it is merged, not replaced, when the draft is seen again.
+    """
+
+    workspace_id: str
+    fingerprint: str
+    occurred_at: datetime
+    title: str
+    category: str
+    evidence: Sequence[EvidenceRef]
+    detail: str | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "ai"
+    nearby_fingerprints: Sequence[str] = ()
+    """Other keys the same fact may be stored under when it was first proposed nearby."""
+    merge_within: timedelta | None = None
+    """How near an entry under `nearby_fingerprints` must have been first proposed to merge;
+    None: only an entry holding `fingerprint` itself is the same fact."""
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRow:
+    id: int
+    workspace_id: str
+    occurred_at: datetime
+    title: str
+    detail: str | None
+    category: str
+    source: str
+    status: str
+    fingerprint: str | None
+    human_edited: bool
+    revision: int
+    window_state_id: int | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    evidence_ids: tuple[int, ...] = ()
+
+    @property
+    def curator_owned(self) -> bool:
+        """Text a person decided on: never rewritten by synthesis."""
+        return self.source not in MACHINE_SOURCES or self.status != "draft" or self.human_edited
