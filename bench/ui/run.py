@@ -43,7 +43,7 @@ from timeline_pipeline.http.app import create_app
 from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import api_tokens, evidence, ui_sessions, workspaces
-from timeline_pipeline.ui.routes import SESSION_COOKIE
+from timeline_pipeline.ui.pages import SESSION_COOKIE
 
 NAME = "ui"
 WORKSPACE = "bench-ui"

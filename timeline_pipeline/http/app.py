@@ -47,7 +47,7 @@ from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.receiver import router as lark_events
 from timeline_pipeline.receiver.bindings import BindingCache
 from timeline_pipeline.settings import Settings
-from timeline_pipeline.ui import routes as timeline_page
+from timeline_pipeline.ui.router import ui_router
 from timeline_pipeline.web.responses import SafeJSONResponse
 
 __all__ = ["create_app"]
@@ -102,7 +102,7 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(lark_events.router)  # POST /lark/events
     app.include_router(health.router)  # GET /healthz, GET /metrics
     app.include_router(api_router)  # the timeline API, GET /api/openapi.json
-    app.include_router(timeline_page.router)  # the timeline page, /ui
+    app.include_router(ui_router)  # the timeline page, /ui
 
 
 def _lifespan(

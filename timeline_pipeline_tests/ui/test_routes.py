@@ -21,7 +21,7 @@ from timeline_pipeline.http.app import create_app
 from timeline_pipeline.security.credentials import csrf_token
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import ui_sessions
-from timeline_pipeline.ui.routes import SESSION_COOKIE
+from timeline_pipeline.ui.pages import SESSION_COOKIE
 from timeline_pipeline_tests.conftest import _drop_pg_database, _fresh_pg_database, _pg_url
 from timeline_pipeline_tests.curation.support import (
     ROLLBACK,
