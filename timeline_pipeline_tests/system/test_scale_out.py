@@ -472,17 +472,29 @@ def state_of(d: ScaleOut, ref: WindowRef) -> Any:
         ).one()
 
 
+HELD_CALL = 9
+"""The model call held open for the kill: after two rounds of the workers' four slots, so both
+workers have finished steps by then, and before the twelfth window, so one is always left. It
+is scripted from the start: holding "the next call" once both workers had finished a step
+raced the backlog, which could drain before the hold was in place."""
+
+
+def hold_a_later_call(d: ScaleOut) -> None:
+    made = len(d.standin.requests)
+    assert made < HELD_CALL - 1, f"{made} model calls already made: the held call came too late"
+    answers = [tool_reply(one_finding)] * (HELD_CALL - 1 - made)
+    d.standin.enqueue(*answers, SlowReply(HANG_SECONDS, tool_reply(one_finding)))
+
+
 def kill_the_worker_of_a_held_call(d: ScaleOut) -> tuple[WindowRef, str, Worker]:
-    """Hold the next model call open, then SIGKILL the worker whose step made it."""
-    before = len(d.standin.requests)
-    d.standin.enqueue(SlowReply(HANG_SECONDS, tool_reply(one_finding)))
+    """Wait for the held model call, then SIGKILL the worker whose step made it."""
     wait_for(
-        "a window still to synthesize after both workers finished a step (backlog too small?)",
-        lambda: len(d.standin.requests) > before,
+        f"model call {HELD_CALL}, the held one",
+        lambda: len(d.standin.requests) >= HELD_CALL,
         timeout=240,
         processes=d.processes,
     )
-    held = d.standin.requests[before]
+    held = d.standin.requests[HELD_CALL - 1]
     ref = window_of_evidence(d, cited_ids(held.body)[0])
     state = state_of(d, ref)
     assert state.status == "processing", state
@@ -606,6 +618,7 @@ def test_two_celery_workers_drain_a_backlog_and_a_killed_worker_loses_nothing(
     d = scale_out
     began = time.monotonic()
     runs_are_queued_behind_the_limits(d)
+    hold_a_later_call(d)
     the_workers_asset_shows_the_backlog_and_the_workers(d)
     both_workers_finish_a_step(d)
     killed, run_id, victim = kill_the_worker_of_a_held_call(d)
