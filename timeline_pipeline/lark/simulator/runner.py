@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -36,14 +37,14 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-class _Running:
+class _Running(ABC):
     """`with server:` starts it and stops it however the block ends."""
 
-    def start(self) -> Self:
-        raise NotImplementedError
+    @abstractmethod
+    def start(self) -> Self: ...
 
-    def stop(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def stop(self) -> None: ...
 
     def __enter__(self) -> Self:
         return self.start()
