@@ -18,6 +18,7 @@ import json
 import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +93,10 @@ class ReceivedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    received_at: float = field(default_factory=time.monotonic)
+    """When the call arrived (time.monotonic), so a test can tell how long a held call waited."""
+    reply: Reply | None = None
+    """What the stand-in answered (None when the key was refused)."""
 
 
 def tool_reply(build: ToolInputBuilder | Mapping[str, Any], **options: Any) -> ToolReply:
@@ -176,9 +181,8 @@ class AnthropicStandIn:
         with self._lock:
             self._script.extend(replies)
 
-    def _next(self) -> Reply:
-        with self._lock:
-            return self._script.pop(0) if self._script else self._default
+    def _next_locked(self) -> Reply:
+        return self._script.pop(0) if self._script else self._default
 
     # --- the app ---------------------------------------------------------------------------
 
@@ -238,12 +242,15 @@ class AnthropicStandIn:
         async def messages(request: Request) -> JSONResponse:
             body = json.loads(await request.body() or b"{}")
             headers = {name.lower(): value for name, value in request.headers.items()}
+            authorized = self._authorized(request)
             with self._lock:
-                self.requests.append(ReceivedRequest(request.url.path, headers, body))
-            if not self._authorized(request):
+                # Taken with the recording, so that a request and its scripted reply pair up.
+                reply = self._next_locked() if authorized else None
+                self.requests.append(ReceivedRequest(request.url.path, headers, body, reply=reply))
+            if reply is None:
                 error = ErrorReply(401, "authentication_error", "invalid api key")
                 return await self._answer(error, body)
-            return await self._answer(self._next(), body)
+            return await self._answer(reply, body)
 
         return app
 

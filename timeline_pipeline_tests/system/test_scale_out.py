@@ -72,6 +72,7 @@ from timeline_pipeline_tests.faults.synthesis_support import (
 )
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,
+    ReceivedRequest,
     SlowReply,
     tool_reply,
 )
@@ -90,6 +91,7 @@ WORKSPACES = 3
 WINDOWS_PER_WORKSPACE = 4
 MESSAGES_PER_WINDOW = 3
 STALE = "20s"
+MODEL_TIMEOUT_SECONDS = 8.0
 HANG_SECONDS = 600.0
 FINISHED_RUN = {"SUCCESS", "FAILURE", "CANCELED"}
 PARTITION_TAG = "dagster/partition"
@@ -99,7 +101,7 @@ SETTINGS_ENV = {
     # Collection would need a Lark; this test seeds the evidence itself.
     "TIMELINE_LARK_RECONCILIATION_ENABLED": "false",
     "TIMELINE_LARK_SYNTHESIS_STALE_TIMEOUT": STALE,
-    "TIMELINE_LARK_MODEL_TIMEOUT": "8s",
+    "TIMELINE_LARK_MODEL_TIMEOUT": f"{MODEL_TIMEOUT_SECONDS:g}s",
     "TIMELINE_LARK_SYNTHESIS_CHUNK_MAX_ATTEMPTS": "1",
     "TIMELINE_LARK_RETRY_BACKOFF_BASE": "10ms",
     "TIMELINE_LARK_RETRY_BACKOFF_CAP": "20ms",
@@ -476,7 +478,13 @@ HELD_CALL = 9
 """The model call held open for the kill: after two rounds of the workers' four slots, so both
 workers have finished steps by then, and before the twelfth window, so one is always left. It
 is scripted from the start: holding "the next call" once both workers had finished a step
-raced the backlog, which could drain before the hold was in place."""
+raced the backlog, which could drain before the hold was in place. The phases before the kill
+can outlast the client's timeout on a loaded machine; `a_held_call_in_flight` then holds the
+next call, which the deferred window guarantees."""
+
+KILL_MARGIN_SECONDS = 3.0
+"""A held call is killed only while this much of the client's timeout is left, so that the
+kill lands in the middle of the call and not after the client gave up on it."""
 
 
 def hold_a_later_call(d: ScaleOut) -> None:
@@ -484,17 +492,34 @@ def hold_a_later_call(d: ScaleOut) -> None:
     assert made < HELD_CALL - 1, f"{made} model calls already made: the held call came too late"
     answers = [tool_reply(one_finding)] * (HELD_CALL - 1 - made)
     d.standin.enqueue(*answers, SlowReply(HANG_SECONDS, tool_reply(one_finding)))
+    d.figures["holds"] = 1
+
+
+def a_held_call_in_flight(d: ScaleOut) -> ReceivedRequest | None:
+    """The latest held call while the client still waits for it; if the earlier phases outlasted
+    it (the client timed out, and its window was deferred without using an attempt), hold the
+    next call: the deferred window comes back, so there is always a next call to hold."""
+    held = [r for r in list(d.standin.requests) if isinstance(r.reply, SlowReply)]
+    if len(held) < d.figures["holds"]:
+        return None  # the held call has not come yet
+    latest = held[-1]
+    if time.monotonic() - latest.received_at < MODEL_TIMEOUT_SECONDS - KILL_MARGIN_SECONDS:
+        return latest
+    d.standin.enqueue(SlowReply(HANG_SECONDS, tool_reply(one_finding)))
+    d.figures["holds"] += 1
+    return None
 
 
 def kill_the_worker_of_a_held_call(d: ScaleOut) -> tuple[WindowRef, str, Worker]:
-    """Wait for the held model call, then SIGKILL the worker whose step made it."""
-    wait_for(
-        f"model call {HELD_CALL}, the held one",
-        lambda: len(d.standin.requests) >= HELD_CALL,
+    """Wait for a held model call, then SIGKILL the worker whose step made it."""
+    held = wait_for(
+        "a held model call in flight",
+        lambda: a_held_call_in_flight(d),
         timeout=240,
         processes=d.processes,
+        interval=0.5,
+        describe=lambda: f"{len(d.standin.requests)} calls, {d.figures['holds']} held",
     )
-    held = d.standin.requests[HELD_CALL - 1]
     ref = window_of_evidence(d, cited_ids(held.body)[0])
     state = state_of(d, ref)
     assert state.status == "processing", state
