@@ -35,6 +35,7 @@ from timeline_pipeline.db.engine import make_engine, transaction
 from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.db.schema import interaction_requests
 from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW, CardEntry, CardRequest
+from timeline_pipeline.domain.entries import DraftWrite, EvidenceRef
 from timeline_pipeline.domain.evidence import EvidenceRecord, content_hash
 from timeline_pipeline.domain.interactions import CardAction
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, message_source_key
@@ -48,7 +49,6 @@ from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import evidence, workspaces
 from timeline_pipeline.store import interaction_requests as cards
 from timeline_pipeline.store import interaction_tokens as tokens
-from timeline_pipeline.store.entries import DraftWrite, EvidenceRef
 from timeline_pipeline.synthesis_run import draft_writes
 
 TOKEN = "bench-verification-token"

@@ -29,13 +29,12 @@ from timeline_pipeline.cli.output import emit, json_option, jsonable, parse_iso8
 from timeline_pipeline.curation.export import render_markdown
 from timeline_pipeline.curation.rules import (
     CATEGORIES,
-    ENTRY_STATUSES,
     SUMMARY_MAX_CHARS,
-    VISIBLE_STATUSES,
     Action,
 )
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.curation.timeline import EntryView, SummaryView, TimelineView
+from timeline_pipeline.domain.entries import ENTRY_STATUSES, VISIBLE_STATUSES
 from timeline_pipeline.domain.errors import Refused
 
 __all__ = ["timeline_group"]

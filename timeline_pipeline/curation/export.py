@@ -12,6 +12,7 @@ import re
 from datetime import datetime
 
 from timeline_pipeline.curation.timeline import EntryView, TimelineView
+from timeline_pipeline.domain.entries import EntrySource, SummarySource
 
 __all__ = ["escape_markdown", "render_markdown"]
 
@@ -60,7 +61,7 @@ def _entry_cell(entry: EntryView) -> str:
 
 def _status_cell(entry: EntryView) -> str:
     marks = [entry.status]
-    if entry.source == "human":
+    if entry.source == EntrySource.HUMAN:
         marks.append("added by curator")
     elif entry.human_edited:
         marks.append("edited")
@@ -82,7 +83,9 @@ def render_markdown(view: TimelineView, *, generated_at: datetime) -> str:
     if view.summary is None:
         lines.append("_No summary yet._")
     else:
-        origin = "written by a curator" if view.summary.source == "human" else "generated"
+        origin = (
+            "written by a curator" if view.summary.source == SummarySource.HUMAN else "generated"
+        )
         lines.extend(escape_markdown(line) for line in view.summary.content.splitlines() if line)
         lines.append("")
         lines.append(f"_Summary {origin}, revision {view.summary.revision}._")

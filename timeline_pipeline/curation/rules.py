@@ -23,17 +23,16 @@ import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from timeline_pipeline.domain.entries import EntrySource, EntryStatus
 from timeline_pipeline.domain.errors import InvalidInput, InvalidTransition, StaleRevision
 from timeline_pipeline.synthesis.models import Category
 
 __all__ = [
     "CATEGORIES",
     "DETAIL_MAX_CHARS",
-    "ENTRY_STATUSES",
     "MAX_EVIDENCE_PER_ENTRY",
     "SUMMARY_MAX_CHARS",
     "TITLE_MAX_CHARS",
-    "VISIBLE_STATUSES",
     "Action",
     "check_category",
     "check_revision",
@@ -47,8 +46,6 @@ __all__ = [
     "target_status",
 ]
 
-ENTRY_STATUSES = ("draft", "confirmed", "hidden")
-VISIBLE_STATUSES = ("draft", "confirmed")
 CATEGORIES = tuple(c.value for c in Category)
 TITLE_MAX_CHARS = 512  # the column's width
 DETAIL_MAX_CHARS = 10_000
@@ -62,14 +59,14 @@ class Action(StrEnum):
     RESTORE = "restore"
 
 
-_TRANSITIONS: dict[Action, tuple[str, ...]] = {
-    Action.CONFIRM: ("draft",),
-    Action.HIDE: ("draft", "confirmed"),
-    Action.RESTORE: ("hidden",),
+_TRANSITIONS: dict[Action, tuple[EntryStatus, ...]] = {
+    Action.CONFIRM: (EntryStatus.DRAFT,),
+    Action.HIDE: (EntryStatus.DRAFT, EntryStatus.CONFIRMED),
+    Action.RESTORE: (EntryStatus.HIDDEN,),
 }
 
 
-def target_status(action: Action, status: str, source: str) -> str:
+def target_status(action: Action, status: str, source: str) -> EntryStatus:
     """The status `action` moves an entry to, or InvalidTransition naming what is allowed."""
     allowed = _TRANSITIONS[action]
     if status not in allowed:
@@ -78,11 +75,11 @@ def target_status(action: Action, status: str, source: str) -> str:
             f"(only {' or '.join(allowed)} entries can be {_past(action)})"
         )
     if action is Action.CONFIRM:
-        return "confirmed"
+        return EntryStatus.CONFIRMED
     if action is Action.HIDE:
-        return "hidden"
+        return EntryStatus.HIDDEN
     # A person wrote a human entry: it comes back as they left it, not as a machine proposal.
-    return "confirmed" if source == "human" else "draft"
+    return EntryStatus.CONFIRMED if source == EntrySource.HUMAN else EntryStatus.DRAFT
 
 
 def _past(action: Action) -> str:

@@ -23,11 +23,9 @@ from sqlalchemy import Connection, Engine
 from timeline_pipeline.curation.errors import EntryNotFound, SummaryNotFound
 from timeline_pipeline.curation.rules import (
     DETAIL_MAX_CHARS,
-    ENTRY_STATUSES,
     MAX_EVIDENCE_PER_ENTRY,
     SUMMARY_MAX_CHARS,
     TITLE_MAX_CHARS,
-    VISIBLE_STATUSES,
     Action,
     check_category,
     check_revision,
@@ -43,9 +41,9 @@ from timeline_pipeline.curation.timeline import (
     summary_view,
 )
 from timeline_pipeline.db.engine import connection, transaction
+from timeline_pipeline.domain.entries import ENTRY_STATUSES, VISIBLE_STATUSES, EntryRow, EntryStatus
 from timeline_pipeline.domain.errors import InvalidInput, StaleRevision
 from timeline_pipeline.store import audit, entries, evidence, summaries, workspaces
-from timeline_pipeline.store.entries import EntryRow
 
 __all__ = ["MAX_PAGE", "CurationService", "NewEntry", "TimelineOutline"]
 
@@ -83,7 +81,7 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _check_statuses(statuses: Sequence[str]) -> tuple[str, ...]:
+def _check_statuses(statuses: Sequence[str]) -> tuple[EntryStatus, ...]:
     chosen = tuple(dict.fromkeys(statuses))
     unknown = [s for s in chosen if s not in ENTRY_STATUSES]
     if unknown or not chosen:
@@ -92,7 +90,7 @@ def _check_statuses(statuses: Sequence[str]) -> tuple[str, ...]:
             if unknown
             else "give at least one status"
         )
-    return chosen
+    return tuple(EntryStatus(s) for s in chosen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +104,7 @@ class _EntryPage:
 def _entry_page(
     conn: Connection,
     workspace_id: str,
-    chosen: tuple[str, ...],
+    chosen: tuple[EntryStatus, ...],
     after: tuple[datetime, int] | None,
     limit: int,
 ) -> _EntryPage:

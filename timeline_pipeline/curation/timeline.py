@@ -12,7 +12,8 @@ from sqlalchemy import Connection
 
 from timeline_pipeline.curation.links import evidence_link
 from timeline_pipeline.curation.rules import entry_etag, summary_etag
-from timeline_pipeline.store.entries import BoundEvidence, EntryRow, bound_evidence
+from timeline_pipeline.domain.entries import EntryRow
+from timeline_pipeline.store.entries import BoundEvidence, bound_evidence
 from timeline_pipeline.store.summaries import SummaryRow
 
 __all__ = [

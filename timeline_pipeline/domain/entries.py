@@ -6,11 +6,50 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
-__all__ = ["MACHINE_SOURCES", "DraftWrite", "EntryRow", "EvidenceRef"]
+__all__ = [
+    "ENTRY_STATUSES",
+    "MACHINE_SOURCES",
+    "VISIBLE_STATUSES",
+    "DraftWrite",
+    "EntryRow",
+    "EntrySource",
+    "EntryStatus",
+    "EvidenceRef",
+    "SummarySource",
+]
 
-MACHINE_SOURCES = ("ai", "rule")
+
+class EntryStatus(StrEnum):
+    """Where an entry stands with its curators (docs/design.md §7, docs/glossary.md): a draft
+    is the machine's proposal; confirmed and hidden are a person's decisions."""
+
+    DRAFT = "draft"
+    CONFIRMED = "confirmed"
+    HIDDEN = "hidden"
+
+
+class EntrySource(StrEnum):
+    """Who wrote an entry: the model, the rule synthesizer or a person (a pin or an edit)."""
+
+    AI = "ai"
+    RULE = "rule"
+    HUMAN = "human"
+
+
+class SummarySource(StrEnum):
+    """Who wrote a summary; a human summary is never overwritten (docs/design.md §8)."""
+
+    AI = "ai"
+    HUMAN = "human"
+
+
+ENTRY_STATUSES: tuple[EntryStatus, ...] = tuple(EntryStatus)
+VISIBLE_STATUSES = (EntryStatus.DRAFT, EntryStatus.CONFIRMED)
+"""What the timeline shows by default: everything but hidden entries."""
+MACHINE_SOURCES = (EntrySource.AI, EntrySource.RULE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +75,7 @@ class DraftWrite:
     evidence: Sequence[EvidenceRef]
     detail: str | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
-    source: str = "ai"
+    source: EntrySource = EntrySource.AI
     nearby_fingerprints: Sequence[str] = ()
     """Other keys the same fact may be stored under when it was first proposed nearby."""
     merge_within: timedelta | None = None
@@ -52,8 +91,8 @@ class EntryRow:
     title: str
     detail: str | None
     category: str
-    source: str
-    status: str
+    source: EntrySource
+    status: EntryStatus
     fingerprint: str | None
     human_edited: bool
     revision: int
@@ -66,4 +105,8 @@ class EntryRow:
     @property
     def curator_owned(self) -> bool:
         """Text a person decided on: never rewritten by synthesis."""
-        return self.source not in MACHINE_SOURCES or self.status != "draft" or self.human_edited
+        return (
+            self.source not in MACHINE_SOURCES
+            or self.status != EntryStatus.DRAFT
+            or self.human_edited
+        )

@@ -26,18 +26,21 @@ from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.domain.entries import MACHINE_SOURCES, DraftWrite, EntryRow, EvidenceRef
+from timeline_pipeline.domain.entries import (
+    ENTRY_STATUSES,
+    MACHINE_SOURCES,
+    VISIBLE_STATUSES,
+    DraftWrite,
+    EntryRow,
+    EntrySource,
+    EntryStatus,
+)
 from timeline_pipeline.domain.lifecycle import ChildLink, ParentLink, RequiredIndex, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
 from timeline_pipeline.store.window_states import SummaryWindow
 
 __all__ = [
-    "MACHINE_SOURCES",
-    "VISIBLE",
     "BoundEvidence",
-    "DraftWrite",
-    "EntryRow",
-    "EvidenceRef",
     "ForeignEvidence",
     "bind",
     "bound_evidence",
@@ -46,7 +49,6 @@ __all__ = [
     "create_human_entry",
     "drafts_of_window",
     "edit_entry",
-    "edit_text",
     "evidence_ids_of",
     "get",
     "get_by_fingerprint",
@@ -81,8 +83,8 @@ def _to_entry(row: Row[Any], evidence_ids: Sequence[int] = ()) -> EntryRow:
         title=row.title,
         detail=row.detail,
         category=row.category,
-        source=row.source,
-        status=row.status,
+        source=EntrySource(row.source),
+        status=EntryStatus(row.status),
         fingerprint=row.fingerprint,
         human_edited=bool(row.human_edited),
         revision=row.revision,
@@ -181,7 +183,7 @@ def list_for_workspace(
     conn: Connection,
     workspace_id: str,
     *,
-    statuses: Sequence[str] = ("draft", "confirmed"),
+    statuses: Sequence[EntryStatus] = VISIBLE_STATUSES,
     after: tuple[datetime, int] | None = None,
     limit: int = 200,
 ) -> list[EntryRow]:
@@ -203,7 +205,7 @@ def drafts_of_window(conn: Connection, window_state_id: int, *, limit: int) -> l
     (what its review card offers)."""
     rows = conn.execute(
         select(en)
-        .where(en.c.window_state_id == window_state_id, en.c.status == "draft")
+        .where(en.c.window_state_id == window_state_id, en.c.status == EntryStatus.DRAFT)
         .order_by(en.c.occurred_at, en.c.id)
         .limit(limit)
     ).all()
@@ -272,7 +274,7 @@ def insert_draft(
         .values(
             workspace_id=draft.workspace_id,
             source=draft.source,
-            status="draft",
+            status=EntryStatus.DRAFT,
             fingerprint=draft.fingerprint,
             human_edited=False,
             revision=1,
@@ -302,7 +304,7 @@ def update_draft(
         .where(
             en.c.id == existing.id,
             en.c.revision == existing.revision,
-            en.c.status == "draft",
+            en.c.status == EntryStatus.DRAFT,
             en.c.source.in_(MACHINE_SOURCES),
             en.c.human_edited == false(),
         )
@@ -340,8 +342,8 @@ def create_human_entry(
             title=title,
             detail=detail,
             category=category,
-            source="human",
-            status="confirmed",
+            source=EntrySource.HUMAN,
+            status=EntryStatus.CONFIRMED,
             fingerprint=fingerprint,
             human_edited=False,
             revision=1,
@@ -360,10 +362,10 @@ def create_human_entry(
 
 
 def set_status(
-    conn: Connection, entry: EntryRow, status: str, *, now: datetime | None = None
+    conn: Connection, entry: EntryRow, status: EntryStatus, *, now: datetime | None = None
 ) -> EntryRow | None:
     """A curator confirms, hides or re-opens an entry; None when it changed meanwhile."""
-    if status not in ("draft", "confirmed", "hidden"):
+    if status not in ENTRY_STATUSES:
         raise ValueError(f"invalid entry status {status!r}")
     result = conn.execute(
         en.update()
@@ -373,22 +375,7 @@ def set_status(
     return get(conn, entry.id) if result.rowcount == 1 else None
 
 
-def edit_text(
-    conn: Connection,
-    entry: EntryRow,
-    *,
-    title: str,
-    detail: str | None,
-    now: datetime | None = None,
-) -> EntryRow | None:
-    """A curator rewrites an entry; from now on synthesis keeps its hands off the text."""
-    return edit_entry(conn, entry, {"title": title, "detail": detail}, now=now or datetime.now(UTC))
-
-
 # --- curation: a curator's view and edits ------------------------------------------------
-
-VISIBLE = ("draft", "confirmed")
-"""The statuses a reader of the timeline sees (a hidden entry is never shown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,7 +457,9 @@ def visible_entries(conn: Connection, workspace_id: str, *, limit: int) -> list[
     after: tuple[datetime, int] | None = None
     while len(found) < limit:
         want = min(500, limit - len(found))
-        page = list_for_workspace(conn, workspace_id, statuses=VISIBLE, after=after, limit=want)
+        page = list_for_workspace(
+            conn, workspace_id, statuses=VISIBLE_STATUSES, after=after, limit=want
+        )
         found.extend(page)
         if len(page) < want:
             break
@@ -492,7 +481,7 @@ def visible_entry_counts(conn: Connection, windows: Sequence[SummaryWindow]) -> 
         .where(
             en.c.workspace_id.in_(sorted({w.workspace_id for w in windows})),
             en.c.window_state_id.in_(sorted(counts)),
-            en.c.status.in_(VISIBLE),
+            en.c.status.in_(VISIBLE_STATUSES),
         )
         .group_by(en.c.window_state_id)
     )

@@ -31,8 +31,9 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, Engine
 
+from timeline_pipeline.domain.entries import EntryRow
 from timeline_pipeline.store import window_states
-from timeline_pipeline.store.entries import EntryRow, visible_entries, visible_entry_counts
+from timeline_pipeline.store.entries import visible_entries, visible_entry_counts
 from timeline_pipeline.store.summaries import get_summary, summary_sources, write_ai_summary
 from timeline_pipeline.store.window_states import SummaryWindow, windows_awaiting_summary
 from timeline_pipeline.summary.models import Summarizer, SummaryEntry, SummaryError

@@ -29,7 +29,13 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from timeline_pipeline.domain.entries import MACHINE_SOURCES, DraftWrite, EntryRow, EvidenceRef
+from timeline_pipeline.domain.entries import (
+    MACHINE_SOURCES,
+    DraftWrite,
+    EntryRow,
+    EntryStatus,
+    EvidenceRef,
+)
 
 __all__ = [
     "CITED_EVIDENCE",
@@ -191,7 +197,7 @@ def plan_draft_write(existing: EntryRow | None, draft: DraftWrite) -> DraftPlan:
             bind=cited,
         )
     new_ids = tuple(i for i in cited if i not in set(existing.evidence_ids))
-    if existing.source not in MACHINE_SOURCES or existing.status == "hidden":
+    if existing.source not in MACHINE_SOURCES or existing.status == EntryStatus.HIDDEN:
         return DraftPlan(DraftOutcome.UNTOUCHED)
     if existing.curator_owned:
         return DraftPlan(DraftOutcome.SUPPORTED, bind=new_ids)

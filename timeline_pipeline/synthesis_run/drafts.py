@@ -3,9 +3,9 @@ them, and validated drafts as the entries store writes them, with their AI prove
 
 from __future__ import annotations
 
+from timeline_pipeline.domain.entries import DraftWrite, EvidenceRef
 from timeline_pipeline.domain.evidence import EvidenceRow
 from timeline_pipeline.domain.window_keys import WindowRef
-from timeline_pipeline.store.entries import DraftWrite, EvidenceRef
 from timeline_pipeline.synthesis.models import (
     FINGERPRINT_SCOPE,
     DraftEntry,

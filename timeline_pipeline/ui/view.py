@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from timeline_pipeline.curation.export import CATEGORY_LABELS
-from timeline_pipeline.curation.rules import CATEGORIES, ENTRY_STATUSES
+from timeline_pipeline.curation.rules import CATEGORIES
 from timeline_pipeline.curation.timeline import EntryView, SummaryView
+from timeline_pipeline.domain.entries import ENTRY_STATUSES, EntryRow
 from timeline_pipeline.domain.evidence import EvidenceRow
-from timeline_pipeline.store.entries import EntryRow
 
 __all__ = [
     "STATUS_LABELS",

@@ -15,10 +15,10 @@ from sqlalchemy import Engine, func, select
 from timeline_pipeline.db.schema import audit_events
 from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
+from timeline_pipeline.domain.entries import EntryRow
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.store import entries, sync_states
-from timeline_pipeline.store.entries import EntryRow
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run.runner import WindowRunner, WindowRunReport
 from timeline_pipeline_tests.support.windows import WINDOW

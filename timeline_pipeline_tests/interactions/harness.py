@@ -17,6 +17,7 @@ from sqlalchemy import Engine, func, select
 
 from timeline_pipeline.db.schema import audit_events, interaction_admissions
 from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW, CardEntry, CardRequest
+from timeline_pipeline.domain.entries import DraftWrite, EvidenceRef
 from timeline_pipeline.interactions.admission import CardAnswer, CardCallbacks
 from timeline_pipeline.interactions.worker import CardWorker
 from timeline_pipeline.lark.cards import LarkCardSender
@@ -30,7 +31,6 @@ from timeline_pipeline.security.callback_tokens import card_uuid
 from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_settings
 from timeline_pipeline.store import entries, evidence, workspaces
 from timeline_pipeline.store import interaction_requests as cards
-from timeline_pipeline.store.entries import DraftWrite, EvidenceRef
 from timeline_pipeline.synthesis_run import draft_writes
 from timeline_pipeline_tests.store.factories import message
 

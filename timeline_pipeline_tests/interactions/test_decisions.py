@@ -17,6 +17,7 @@ from sqlalchemy import Engine, func, select, text
 
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.db.schema import audit_events, interaction_admissions
+from timeline_pipeline.domain import entries as domain_entries
 from timeline_pipeline.domain.interactions import CardAction
 from timeline_pipeline.interactions.callbacks import (
     Admissible,
@@ -40,7 +41,7 @@ def _ready(h: Harness, count: int = 1) -> tuple[int, list[int]]:
     return card_id, ids
 
 
-def _entry(engine: Engine, entry_id: int) -> entries.EntryRow:
+def _entry(engine: Engine, entry_id: int) -> domain_entries.EntryRow:
     with engine.connect() as conn:
         row = entries.get(conn, entry_id)
     assert row is not None

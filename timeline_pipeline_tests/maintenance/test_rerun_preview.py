@@ -22,6 +22,7 @@ from sqlalchemy import Engine, func, select, text, update
 from timeline_pipeline.cli.main import cli
 from timeline_pipeline.db.schema import metadata
 from timeline_pipeline.db.schema import window_rerun_previews as pv
+from timeline_pipeline.domain.entries import EntryRow
 from timeline_pipeline.domain.errors import InvalidTransition
 from timeline_pipeline.domain.keys import SOURCE_SYSTEM, SOURCE_TYPE_WINDOW
 from timeline_pipeline.domain.window_keys import WindowRef
@@ -31,7 +32,6 @@ from timeline_pipeline.maintenance.preview_report import markdown
 from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.store import entries, sync_states
-from timeline_pipeline.store.entries import EntryRow
 from timeline_pipeline.synthesis.models import DraftEntry, SynthesisChunk, SynthesisResult
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run.runner import WindowRunner

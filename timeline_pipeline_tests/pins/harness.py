@@ -15,6 +15,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
+from timeline_pipeline.domain.entries import EntryRow
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.interactions.admission import CardCallbacks
 from timeline_pipeline.interactions.worker import CardWorker
@@ -30,7 +31,6 @@ from timeline_pipeline.pins.service import PinResult, PinService, pin_fingerprin
 from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_settings
 from timeline_pipeline.store import chat_pins, entries, workspaces
 from timeline_pipeline.store import interaction_requests as cards
-from timeline_pipeline.store.entries import EntryRow
 from timeline_pipeline_tests.interactions.harness import lark_client
 
 CHAT = "oc_pin_chat"

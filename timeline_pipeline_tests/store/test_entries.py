@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,13 +12,10 @@ from sqlalchemy.exc import IntegrityError
 
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as bindings
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+from timeline_pipeline.domain import entries as domain_entries
+from timeline_pipeline.domain.entries import DraftWrite, EntryRow, EvidenceRef
 from timeline_pipeline.store import entries, evidence
-from timeline_pipeline.store.entries import (
-    DraftWrite,
-    EntryRow,
-    EvidenceRef,
-    ForeignEvidence,
-)
+from timeline_pipeline.store.entries import ForeignEvidence
 from timeline_pipeline.synthesis_run import draft_matching, draft_writes
 from timeline_pipeline.synthesis_run.draft_matching import DraftOutcome, plan_draft_write
 from timeline_pipeline_tests.store.factories import T0, make_workspace, message
@@ -154,7 +151,9 @@ def test_a_human_edited_draft_is_never_rewritten(engine: Engine, refs: list[Evid
     first = _store(engine, _draft(refs[:1]))
     draft = _entry(engine, first.entry_id)
     with engine.begin() as conn:
-        entries.edit_text(conn, draft, title="EU checkout outage", detail="by hand")
+        entries.edit_entry(
+            conn, draft, {"title": "EU checkout outage", "detail": "by hand"}, now=datetime.now(UTC)
+        )
     result = _store(engine, _draft(refs[:2], detail="machine detail"))
     assert result.outcome is DraftOutcome.SUPPORTED
     entry = _entry(engine, first.entry_id)
@@ -320,10 +319,10 @@ def test_the_nearness_is_measured_from_when_the_entry_was_first_proposed(
     # 10:03; an entry stored before the anchor existed is anchored at its own time.
     stored = _store(engine, _draft(refs[:1], fingerprint="fp-a", occurred_at=T0 + 3 * MINUTE))
     held = _entry(engine, stored.entry_id)
-    moved = entries.EntryRow(
+    moved = domain_entries.EntryRow(
         **{**vars_of(held), "occurred_at": T0 - 40 * MINUTE, "evidence_ids": ()}
     )
-    legacy = entries.EntryRow(
+    legacy = domain_entries.EntryRow(
         **{**vars_of(held), "id": held.id + 1, "fingerprint": "fp-old", "metadata": {}}
     )
     probe = _draft(

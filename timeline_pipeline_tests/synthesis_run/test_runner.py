@@ -10,11 +10,12 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine
 
+from timeline_pipeline.domain import entries as domain_entries
 from timeline_pipeline.domain.evidence import EvidenceRecord
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.window_keys import WindowRef, decode_window_cursor
@@ -121,7 +122,7 @@ def chat(engine: Engine, count: int, *, long_from: int | None = None) -> list[in
     return ids
 
 
-def all_entries(engine: Engine) -> list[entries.EntryRow]:
+def all_entries(engine: Engine) -> list[domain_entries.EntryRow]:
     with engine.connect() as conn:
         return entries.list_for_workspace(conn, "inc-1", statuses=("draft", "confirmed", "hidden"))
 
@@ -422,7 +423,12 @@ def test_human_and_confirmed_entries_are_never_overwritten(engine: Engine) -> No
     first, second, *_ = all_entries(engine)
     with engine.begin() as conn:
         entries.set_status(conn, first, "confirmed")
-        entries.edit_text(conn, second, title="Rolled back by hand", detail="curator wording")
+        entries.edit_entry(
+            conn,
+            second,
+            {"title": "Rolled back by hand", "detail": "curator wording"},
+            now=datetime.now(UTC),
+        )
     confirmed_before = {
         k: v for k, v in vars_of(first).items() if k not in {"status", "revision", "updated_at"}
     }
@@ -440,7 +446,7 @@ def test_human_and_confirmed_entries_are_never_overwritten(engine: Engine) -> No
     )
 
 
-def vars_of(entry: entries.EntryRow) -> dict[str, Any]:
+def vars_of(entry: domain_entries.EntryRow) -> dict[str, Any]:
     return {name: getattr(entry, name) for name in entry.__slots__}
 
 
@@ -634,7 +640,7 @@ def run_window(engine: Engine, start: datetime) -> WindowRunReport:
     ).run(ref, owner=f"run-{start:%H%M}")
 
 
-def rollbacks(engine: Engine) -> list[entries.EntryRow]:
+def rollbacks(engine: Engine) -> list[domain_entries.EntryRow]:
     return [e for e in all_entries(engine) if "roll" in e.title.lower()]
 
 

@@ -16,7 +16,7 @@ from timeline_pipeline.api.models import EntryStatus, TimelineOut
 from timeline_pipeline.api.params import DEFAULT_LIMIT, DOC_400, MAX_LIMIT, After, Limit
 from timeline_pipeline.api.params import decode_cursor as decode
 from timeline_pipeline.api.presenters import entry_out, summary_out
-from timeline_pipeline.curation.rules import VISIBLE_STATUSES
+from timeline_pipeline.domain.entries import VISIBLE_STATUSES
 from timeline_pipeline.web.deps import CurationServiceDep, CursorsDep
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)

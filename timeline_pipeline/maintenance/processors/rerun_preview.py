@@ -27,12 +27,13 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.domain import entries as domain_entries
+from timeline_pipeline.domain.entries import DraftWrite, EntryRow, EntrySource, EntryStatus
 from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.maintenance.preview_report import build_report
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, rerun_previews
-from timeline_pipeline.store.entries import DraftWrite, EntryRow
 from timeline_pipeline.store.rerun_previews import PRIOR, PROPOSAL, PreviewRow
 from timeline_pipeline.synthesis.models import Synthesizer
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
@@ -80,7 +81,7 @@ class _Tally:
 
 def _reason(entry: EntryRow) -> str:
     """Why synthesis leaves the entry's text alone: who decided on it."""
-    if entry.source not in entries.MACHINE_SOURCES:
+    if entry.source not in domain_entries.MACHINE_SOURCES:
         return "human"
     if entry.status == "hidden":
         return "hidden"
@@ -99,8 +100,8 @@ def _image(row: PreviewRow, latest: PreviewRow | None) -> EntryRow:
         title=current.title,
         detail=current.detail,
         category=current.category,
-        source=current.source or "ai",
-        status="draft",
+        source=EntrySource(current.source or EntrySource.AI),
+        status=EntryStatus.DRAFT,
         fingerprint=row.fingerprint,
         human_edited=False,
         revision=1,
