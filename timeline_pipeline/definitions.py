@@ -26,6 +26,7 @@ from timeline_pipeline.orchestration.collection import collection_defs
 from timeline_pipeline.orchestration.health import health_defs
 from timeline_pipeline.orchestration.lifecycle import lifecycle_defs
 from timeline_pipeline.orchestration.maintenance import maintenance_defs
+from timeline_pipeline.orchestration.queue_limits import queue_limits_defs
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.scale_out import (
     DEFAULT_QUEUE,
@@ -82,6 +83,7 @@ defs = dg.Definitions.merge(
     window_defs(synthesizer=synthesizer, synthesis_executor=synthesis_executor),
     summary_defs(summarizer=summarizer),
     health_defs(),
+    queue_limits_defs(),
     lifecycle_defs(),
     maintenance_defs(),
     *scale_out,
