@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol
 
 import structlog
@@ -85,12 +86,14 @@ class CallTally(Protocol):
     model_seconds: float
 
 
-def read_window(
-    conn: Connection, ref: WindowRef, settings: LarkTimelineSettings
-) -> list[EvidenceRow]:
-    """The window's eligible evidence in (occurred_at, id) order, read in keyset pages."""
+def read_window(conn: Connection, ref: WindowRef, size: timedelta) -> list[EvidenceRow]:
+    """The window's eligible evidence in (occurred_at, id) order, read in keyset pages.
+
+    `size` is the window's own: the size its state recorded when it was made (docs/changing.md,
+    "A 15-minute window"), so a window made before a change of `synthesisWindow` still reads
+    exactly the messages it was made for."""
     rows: list[EvidenceRow] = []
-    end = ref.window_end(settings.synthesis_window)
+    end = ref.window_end(size)
     after: EvidenceCursor | None = None
     while True:
         page = evidence.scope_range(
@@ -153,11 +156,13 @@ def window_chunks(
     todo: Sequence[EvidenceItem],
     candidates: Sequence[EvidenceItem],
     settings: LarkTimelineSettings,
+    size: timedelta,
 ) -> list[SynthesisChunk]:
-    """`todo` cut into chunks bounded by the settings' count and token limits, with context."""
+    """`todo` cut into chunks bounded by the settings' count and token limits, with context;
+    `size` is the window's own, as for `read_window`."""
     return plan_chunks(
         ref.window_start,
-        ref.window_end(settings.synthesis_window),
+        ref.window_end(size),
         todo,
         limits=chunk_limits(settings),
         context_candidates=candidates,

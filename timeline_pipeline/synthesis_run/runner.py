@@ -289,11 +289,18 @@ class WindowRunner:
 
     # --- the work ------------------------------------------------------------------------------
 
-    def _read_window(self, ref: WindowRef, conn: Connection | None = None) -> list[EvidenceRow]:
+    def _size(self, state: SyncState) -> timedelta:
+        """The window's own size, recorded when its state was made; the setting only for a row
+        that records none (docs/changing.md, "A 15-minute window")."""
+        return state.recorded_window or self.settings.synthesis_window
+
+    def _read_window(
+        self, ref: WindowRef, size: timedelta, conn: Connection | None = None
+    ) -> list[EvidenceRow]:
         if conn is None:
             with self.engine.connect() as own:
-                return read_window(own, ref, self.settings)
-        return read_window(conn, ref, self.settings)
+                return read_window(own, ref, size)
+        return read_window(conn, ref, size)
 
     def _context_candidates(
         self, ref: WindowRef, window_items: Sequence[EvidenceItem]
@@ -314,7 +321,8 @@ class WindowRunner:
         evidence that arrived while this run worked gets one more pass; whatever arrives after
         that is reported as `late_evidence`, not counted as covered.
         """
-        items = [evidence_item(row) for row in self._read_window(ref)]
+        size = self._size(state)
+        items = [evidence_item(row) for row in self._read_window(ref, size)]
         resume = plan_resume(items, state.last_seen_cursor, state.metadata)
         held: dict[str, Any] = {}
         if state.last_seen_cursor is not None:
@@ -342,7 +350,8 @@ class WindowRunner:
         todo = resume.todo
         passes = 0
         while True:
-            chunks = window_chunks(ref, todo, self._context_candidates(ref, items), self.settings)
+            candidates = self._context_candidates(ref, items)
+            chunks = window_chunks(ref, todo, candidates, self.settings, size)
             if done_before:
                 # Planned from the cursor on: number them as parts of the whole window (the
                 # prompt and the logs say "part N"), not from zero again.
@@ -366,7 +375,7 @@ class WindowRunner:
                 report.chunk_evidence.append(len(chunk.evidence))
             done_before = report.chunks_total
             with self.engine.begin() as conn:
-                items = [evidence_item(row) for row in self._read_window(ref, conn)]
+                items = [evidence_item(row) for row in self._read_window(ref, size, conn)]
                 late = late_evidence(items, report.evidence)
                 if late and passes < MAX_LATE_PASSES:
                     todo = late

@@ -205,6 +205,31 @@ def test_in_a_busy_chat_the_context_is_the_talk_nearest_the_window(engine: Engin
     assert times == sorted(times)
 
 
+def test_a_window_made_before_a_size_change_reads_only_its_own_messages(engine: Engine) -> None:
+    # docs/changing.md, "A 15-minute window": the window was made at 10 minutes; once
+    # synthesisWindow says 15 minutes its run still reads [10:00, 10:10), and the message at
+    # 10:12 stays the next window's.
+    workspace(engine)
+    inside = post(engine, [T0 + 2 * MIN, T0 + 7 * MIN], text=FACTS[0].format(n=1), prefix="in")
+    (beyond,) = post(engine, [T0 + 12 * MIN], text=FACTS[1].format(n=2), prefix="next")
+    with engine.begin() as conn:
+        made = window_states.create_window_if_evidence(
+            conn,
+            workspace_id=REF.workspace_id,
+            chat_id=REF.chat_id,
+            window_start=T0,
+            window_end=T0 + timedelta(minutes=10),
+            now=NOW,
+        )
+    assert made is not None and made.recorded_window == timedelta(minutes=10)
+    recording = Recording(engine)
+    fifteen = settings(synthesis_window="15m", retry_backoff_base="10ms")
+    report = runner(engine, recording, fifteen).run(REF, owner="run-1")
+    assert [e.id for e in report.evidence] == inside
+    assert beyond not in {e.id for chunk in recording.chunks for e in chunk.evidence}
+    assert all(chunk.window_end == T0 + timedelta(minutes=10) for chunk in recording.chunks)
+
+
 def test_a_window_with_nothing_worth_a_timeline_is_ignored(engine: Engine) -> None:
     workspace(engine)
     post(engine, [T0 + MIN, T0 + 2 * MIN], text="ok thanks")

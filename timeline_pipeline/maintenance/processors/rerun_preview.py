@@ -159,7 +159,7 @@ class RerunPreview:
         totals: dict[str, Any],
     ) -> None:
         """Synthesize `ref` as the rerun would and record the outcomes; counts into `totals`."""
-        rows = read_window(conn, ref, self._settings)
+        rows = read_window(conn, ref, self._settings.synthesis_window)
         if not rows:
             return
         totals["windows"] += 1
@@ -174,7 +174,9 @@ class RerunPreview:
         self._priors(conn, base, job_id, [row.id for row in rows])
         synthesizer = self.synthesizer
         candidates = context_candidates(conn, ref, items, self._settings)
-        chunks = window_chunks(ref, items, candidates, self._settings)
+        chunks = window_chunks(
+            ref, items, candidates, self._settings, self._settings.synthesis_window
+        )
         for number, chunk in enumerate(chunks, start=1):
             totals["chunks"] += 1
             totals["estimated_input_tokens"] += estimate_total_tokens(
