@@ -26,6 +26,7 @@ from timeline_pipeline.orchestration.lifecycle import (
 from timeline_pipeline.orchestration.resources import DatabaseResource
 from timeline_pipeline.orchestration.windows import WINDOW_PARTITIONS, window_partitions
 from timeline_pipeline_tests.lifecycle.support import window, workspace
+from timeline_pipeline_tests.support.windows import WINDOW
 
 WINDOWS_KEY = "sync_states.workspace_timeline_sync_states"
 NOW = datetime.now(UTC).replace(second=0, microsecond=0)
@@ -55,7 +56,7 @@ def test_a_purge_removes_the_purged_windows_partitions_and_their_runs(
     db_url: str, engine: Engine, instance: dg.DagsterInstance
 ) -> None:
     workspace(engine, "inc-1")
-    old = [OLD + timedelta(minutes=10 * i) for i in range(3)]
+    old = [OLD + i * WINDOW for i in range(3)]
     young = NOW - timedelta(days=1, minutes=NOW.minute % 10)
     for start in old:
         window(engine, "inc-1", start, "completed")
@@ -120,7 +121,7 @@ def test_a_cli_purge_retires_partitions_that_the_sensor_forgets_once(
 
     monkeypatch.setenv("TIMELINE_DATABASE_URL", db_url)
     workspace(engine, "inc-1")
-    starts = [OLD + timedelta(minutes=10 * i) for i in range(2)]
+    starts = [OLD + i * WINDOW for i in range(2)]
     for start in starts:
         window(engine, "inc-1", start, "completed")
     keys = [key(s) for s in starts]

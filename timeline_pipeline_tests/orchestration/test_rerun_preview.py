@@ -21,6 +21,7 @@ from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run.runner import WindowRunner
 from timeline_pipeline_tests.support.anthropic_standin import AnthropicStandIn, tool_reply
+from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.windows.support import post, workspace
 
 OVERRIDES: dict[str, Any] = {
@@ -30,7 +31,7 @@ OVERRIDES: dict[str, Any] = {
     "synthesis_price_output_per_mtok": 15.0,
 }
 NOW = datetime.now(UTC)
-W1 = window_start_of(NOW - timedelta(hours=2), timedelta(minutes=10))
+W1 = window_start_of(NOW - timedelta(hours=2), WINDOW)
 W2 = W1 + timedelta(minutes=30)
 FACT = "we rolled back the deploy of payments-api to v41"
 

@@ -40,12 +40,13 @@ from timeline_pipeline_tests.support.anthropic_standin import (
     overloaded,
     tool_reply,
 )
+from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.windows.support import post, window_states, workspace
 
 REPO = Path(__file__).resolve().parents[2]
 OVERRIDES: dict[str, Any] = {"enabled": True, "synthesis_chunk_max_attempts": 1}
 NOW = datetime.now(UTC)
-W1 = window_start_of(NOW - timedelta(hours=2), timedelta(minutes=10))
+W1 = window_start_of(NOW - timedelta(hours=2), WINDOW)
 W2 = W1 + timedelta(minutes=30)
 FACT = "we rolled back the deploy of payments-api to v41"
 
@@ -209,7 +210,7 @@ def test_a_batch_run_materializes_each_window_on_its_own(
     ids: dict[str, int] = {}
     for offset, name in enumerate(names):
         workspace(engine, name, chats=("oc_chat",), created_at=NOW - timedelta(hours=3))
-        at = W1 + timedelta(minutes=10 * offset + 1)
+        at = W1 + offset * WINDOW + timedelta(minutes=1)
         (ids[name],) = post(engine, [at], workspace_id=name, text=FACT)
     defs = defs_for(db_url)
     first = tick(defs, instance)
@@ -238,7 +239,7 @@ def test_one_window_failing_or_deferred_in_a_batch_does_not_lose_the_others(
     db_url: str, engine: Engine, instance: dg.DagsterInstance, fault: str
 ) -> None:
     workspace(engine, created_at=NOW - timedelta(hours=3))
-    starts = [W1, W1 + timedelta(minutes=10), W1 + timedelta(minutes=20)]
+    starts = [W1, W1 + WINDOW, W1 + 2 * WINDOW]
     ids = post(engine, [start + timedelta(minutes=1) for start in starts], text=FACT)
     middle = TextReply() if fault == "invalid" else overloaded()
     script = [tool_reply(cite_first_evidence), middle, tool_reply(cite_first_evidence)]

@@ -12,6 +12,7 @@ from timeline_pipeline.domain.evidence import EvidenceCursor, UpsertOutcome, Ups
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE
 from timeline_pipeline.store import evidence
 from timeline_pipeline_tests.store.factories import T0, edited, make_workspace, message
+from timeline_pipeline_tests.support.windows import WINDOW
 
 
 def _count(engine: Engine) -> int:
@@ -180,14 +181,12 @@ def test_scope_range_returns_only_eligible_evidence_of_the_chat_in_the_window(
             conn, message("bot", message_id="om_2", at=T0 + timedelta(minutes=2), ai_eligible=False)
         )
         evidence.upsert(conn, message("other chat", chat_id="oc_other", message_id="om_3", at=T0))
-        evidence.upsert(
-            conn, message("next window", message_id="om_4", at=T0 + timedelta(minutes=10))
-        )
+        evidence.upsert(conn, message("next window", message_id="om_4", at=T0 + WINDOW))
         evidence.upsert(
             conn, message("x", message_id="om_5", at=T0 + timedelta(minutes=3), deleted=True)
         )
     with engine.connect() as conn:
-        rows = evidence.scope_range(conn, "inc-1", "oc_chat", T0, T0 + timedelta(minutes=10))
+        rows = evidence.scope_range(conn, "inc-1", "oc_chat", T0, T0 + WINDOW)
     assert [r.content for r in rows] == ["in"]
 
 
