@@ -5,13 +5,16 @@ pass that fails before its commit leaves the flag for the next one. On SQLite an
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Connection, Engine, func, select
 
+from timeline_pipeline.cli.main import cli
 from timeline_pipeline.db.schema import interaction_requests, workspace_timeline_entries
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW
@@ -262,3 +265,18 @@ def test_the_card_worker_plans_a_finished_windows_card_in_its_round(engine: Engi
 
 def _now() -> datetime:
     return NOW
+
+
+def test_interactions_work_drain_plans_the_flagged_windows_cards(
+    engine: Engine, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`interactions work --drain` (a worker apart from `serve`) plans them too, and says so."""
+    workspace(engine)
+    state = synthesize(engine, ON)
+    monkeypatch.setenv("TIMELINE_DATABASE_URL", db_url)
+    monkeypatch.setenv("TIMELINE_LARK_REVIEW_CARDS_ENABLED", "true")
+    result = CliRunner().invoke(cli, ["interactions", "work", "--drain", "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["planned"] == 1
+    assert [c.window_state_id for c in card_rows(engine)] == [state.id]
+    assert not flagged(engine, state.id)
