@@ -6,6 +6,8 @@ pass that fails before its commit leaves the flag for the next one. On SQLite an
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -280,3 +282,23 @@ def test_interactions_work_drain_plans_the_flagged_windows_cards(
     assert json.loads(result.stdout)["planned"] == 1
     assert [c.window_state_id for c in card_rows(engine)] == [state.id]
     assert not flagged(engine, state.id)
+
+
+@pytest.mark.postgres_only
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_passes_racing_on_the_same_windows_plan_each_card_once(engine: Engine) -> None:
+    """Two replicas' workers at once: the compare-and-set on the flag, taken first in each
+    window's transaction, lets one of them plan it; the other finds it gone."""
+    workspace(engine)
+    states = [synthesize(engine, ON, ref) for ref in (REF, LATER)]
+    start = threading.Barrier(4)
+
+    def one_pass() -> PlanPass:
+        start.wait(5)
+        return plan_flagged_cards(engine, ON, now=NOW)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        passes = list(pool.map(lambda _: one_pass(), range(4)))
+    assert sum(p.planned for p in passes) == 2
+    assert sum(p.failed for p in passes) == 0
+    assert sorted(c.window_state_id or 0 for c in card_rows(engine)) == [s.id for s in states]
