@@ -37,7 +37,8 @@ def interactions_group() -> None:
 @json_option
 @pass_app
 def work(app: AppContext, drain: bool, max_seconds: float, as_json: bool) -> None:
-    """Post queued cards, apply admitted decisions, redraw cards; until SIGTERM or --drain."""
+    """Plan finished windows' cards, post queued cards, apply admitted decisions, redraw cards;
+    until SIGTERM or --drain."""
     from timeline_pipeline.interactions.runtime import ReviewCards
     from timeline_pipeline.observability.logs import configure_logging
 
@@ -47,6 +48,7 @@ def work(app: AppContext, drain: bool, max_seconds: float, as_json: bool) -> Non
         report = cards.worker.drain(max_seconds=max_seconds)
         cards.worker.close()
         data: dict[str, Any] = {
+            "planned": report.planned,
             "sent": report.sent,
             "applied": dict(report.applied),
             "patched": report.patched,
@@ -56,7 +58,8 @@ def work(app: AppContext, drain: bool, max_seconds: float, as_json: bool) -> Non
             as_json,
             data,
             lambda: click.echo(
-                f"sent {report.sent}, applied {sum(report.applied.values())}, "
+                f"planned {report.planned}, sent {report.sent}, "
+                f"applied {sum(report.applied.values())}, "
                 f"patched {report.patched}, expired {report.expired}"
             ),
         )

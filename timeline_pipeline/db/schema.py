@@ -171,6 +171,10 @@ workspace_timeline_sync_states = Table(
     # a change of `synthesisWindow` is refused while windows of another size are in use
     # (docs/changing.md, "A 15-minute window"). NULL on older rows: 600, the size before it.
     Column("window_seconds", Integer(), nullable=True),
+    # The review card's outbox (migration 0015_review_card_outbox): set by the transaction that
+    # completes the window, cleared by the card worker in the transaction that plans the card
+    # (docs/review-cards.md, "How a card is planned").
+    Column("review_card_pending", Boolean(), nullable=False, server_default=text("false")),
     UniqueConstraint("workspace_id", "source", "source_type", "source_key"),
     CheckConstraint(_in("status", WINDOW_STATUSES), name="status"),
     Index(None, "source_type", "status", "window_start"),
@@ -181,6 +185,9 @@ workspace_timeline_sync_states = Table(
     ),
     Index(None, "workspace_id", "scope_key", "source_type", "window_start"),
     Index(None, "workspace_id", "updated_at", "id"),
+    # The card worker's keyset scan of flagged windows: the flag is cleared once per card, so
+    # the rows it reads are the windows still waiting for theirs, never the whole history.
+    Index("ix_sync_states_review_card_pending", "review_card_pending", "id"),
 )
 
 # When reconciliation last listed each thread of a chat, so that its per-run thread budget goes

@@ -1,9 +1,10 @@
 """The demo's last step: the incident commander confirms a draft from the chat.
 
-The window runs queued a review card per window with drafts; here the card worker posts them to
-the local Lark, the commander (a curator of the workspace) clicks Confirm on the first draft,
-the signed `card.action.trigger` reaches the real receiver over HTTP, and the worker applies
-the decision through the curation service and redraws the card for everyone.
+The window runs flagged each window with drafts for its review card; here the card worker plans
+the cards and posts them to the local Lark, the commander (a curator of the workspace) clicks
+Confirm on the first draft, the signed `card.action.trigger` reaches the real receiver over
+HTTP, and the worker applies the decision through the curation service and redraws the card
+for everyone.
 """
 
 from __future__ import annotations

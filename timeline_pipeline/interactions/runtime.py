@@ -2,7 +2,8 @@
 
 `serve` builds one of these when `reviewCardsEnabled` is on; `interactions work` runs the
 worker alone. The worker posts and redraws cards only when the Lark app credentials are set
-(LARK_APP_ID, LARK_APP_SECRET); without them it still applies decisions.
+(LARK_APP_ID, LARK_APP_SECRET); without them it still plans finished windows' cards and
+applies decisions.
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
-"""The review-card worker: posts queued cards, applies admitted decisions once, redraws cards.
+"""The review-card worker: plans the cards of finished windows, posts queued cards, applies
+admitted decisions once, redraws cards.
 
 It runs inside `serve` (docs/review-cards.md: why not a Dagster sensor) and standalone as
 `timeline-pipeline interactions work`. Every piece of work is a database row taken with a lease
 by compare-and-set, so any number of workers and replicas can run; a worker killed at any point
 leaves rows whose lease expires and that another worker takes over:
 
+* a finished window's card is planned in the transaction that clears the window's
+  `review_card_pending` flag (`interactions/planner.py`), so it is queued once, and a worker
+  killed before that commit leaves the flag to the next round;
 * a decision's curation (through the curation service, with its audit event) commits in the
   same transaction that moves its admission from `queued` to `applied`, so it happens once; it
   is applied at the revision the curator saw (`entry_revision` of the admission), so a draft
@@ -39,6 +43,7 @@ from timeline_pipeline.domain.card_requests import CardRequest, Decision, all_cl
 from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.domain.interactions import AdmissionStatus, CardAction, CardStatus
 from timeline_pipeline.interactions.pin_card import draw_card
+from timeline_pipeline.interactions.planner import plan_flagged_cards
 from timeline_pipeline.lark.cards import CardSender
 from timeline_pipeline.lark.client import LarkApiError
 from timeline_pipeline.observability.logs import get_logger
@@ -72,6 +77,10 @@ def actor_of(open_id: str) -> str:
 
 @dataclass
 class WorkReport:
+    planned: int = 0
+    """Review cards planned for flagged windows."""
+    cleared: int = 0
+    """Window flags taken, with a card or without."""
     sent: int = 0
     applied: Counter[str] = field(default_factory=Counter)
     patched: int = 0
@@ -80,7 +89,7 @@ class WorkReport:
 
     @property
     def busy(self) -> bool:
-        return bool(self.sent or self.applied or self.patched or self.expired)
+        return bool(self.cleared or self.sent or self.applied or self.patched or self.expired)
 
 
 class _LeaseLost(Exception):
@@ -108,6 +117,8 @@ class CardWorker:
         self._metrics = metrics
         self.owner = owner or f"cards-{uuid.uuid4().hex[:12]}"
         self._clock = clock
+        self._plan_after: int | None = None
+        """The keyset position of the planning pass (`plan_flagged_cards`) between rounds."""
         self._curation = CurationService(engine, clock=clock)
         # A send or redraw that failed after the client's own retries waits, between worker
         # rounds, by the product's one retry policy (docs/configuration.md).
@@ -137,6 +148,11 @@ class CardWorker:
         report = WorkReport()
         now = self._clock()
         lease = self._settings.review_card_lease
+        # First the cards of windows finished since the last round, so that this round posts
+        # them (docs/review-cards.md, "How a card is planned").
+        planning = plan_flagged_cards(self._engine, self._settings, now=now, after=self._plan_after)
+        self._plan_after = planning.after
+        report.planned, report.cleared = planning.planned, planning.cleared
         with transaction(self._engine) as conn:
             expired = cards.expire_due(conn, now=now)
         for card in expired:
@@ -173,6 +189,8 @@ class CardWorker:
         deadline = time.monotonic() + max_seconds
         while time.monotonic() < deadline:
             report = self.run_once()
+            total.planned += report.planned
+            total.cleared += report.cleared
             total.sent += report.sent
             total.applied.update(report.applied)
             total.patched += report.patched

@@ -181,7 +181,11 @@ def finish_window(
     aggregate_hash: str,
     metadata: dict[str, Any],
     now: datetime | None = None,
+    review_card: bool = False,
 ) -> SyncState | None:
+    """`review_card`: flag the window for the card worker, which plans its review card after
+    this transaction, in one of its own (docs/review-cards.md, "How a card is planned"). The
+    flag is only ever set here: a finish without it leaves an earlier one to the worker."""
     if status not in TERMINAL_WINDOW_STATUSES:
         raise ValueError(f"finish_window needs a terminal status, got {status!r}")
     stamp = now or datetime.now(UTC)
@@ -199,6 +203,7 @@ def finish_window(
             "deferral_count": 0,
             "deferred": False,
             "updated_at": stamp,
+            **({"review_card_pending": True} if review_card else {}),
         },
     )
 

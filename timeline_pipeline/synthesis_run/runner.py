@@ -29,7 +29,6 @@ from timeline_pipeline.domain.evidence import EvidenceRow
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.window_keys import WindowRef, encode_window_cursor
-from timeline_pipeline.interactions.planner import plan_review_card
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import sync_states, window_states
@@ -403,11 +402,13 @@ class WindowRunner:
                         **late_lineage(late),
                     },
                     now=self.clock(),
+                    # Only flagged here: the card worker plans the drafts' review card after
+                    # this commit, in its own transaction (docs/review-cards.md, "How a card is
+                    # planned"); off unless enabled.
+                    review_card=(
+                        status is WindowStatus.COMPLETED and self.settings.review_cards_enabled
+                    ),
                 )
-                if finished is not None and status is WindowStatus.COMPLETED:
-                    # With the window, in its transaction: its drafts' review card is queued
-                    # for the card worker (docs/review-cards.md); off unless enabled.
-                    plan_review_card(conn, finished, self.settings, now=self.clock())
             break
         if finished is None:
             raise LeaseLost("lease lost: another run took over the window before it finished")

@@ -1,0 +1,52 @@
+"""The review card's outbox on the window state (docs/review-cards.md, "How a card is planned"):
+the windows whose card is still to be planned, and the compare-and-set that takes one off.
+
+`finish_window` (`store/window_states.py`) sets `review_card_pending` in the transaction that
+completes the window; the card worker reads the flagged windows here, plans each card and clears
+the flag in the same transaction as the card row, so a card is planned once and a crash before
+that commit leaves the flag for the next pass.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, select, true
+
+from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
+from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
+from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.store.sync_states import to_state
+
+
+def windows_awaiting_card(
+    conn: Connection, *, limit: int, after: int | None = None
+) -> list[SyncState]:
+    """Flagged windows, by id, at most `limit`, after the window id `after`.
+
+    A keyset read on the (review_card_pending, id) index. A flagged window that runs again (an
+    operator's replay) is left out while it runs: its card is planned from the drafts it ends
+    with, as when the card was planned with the finish."""
+    stmt = select(ss).where(
+        ss.c.review_card_pending == true(), ss.c.status.in_(TERMINAL_WINDOW_STATUSES)
+    )
+    if after is not None:
+        stmt = stmt.where(ss.c.id > after)
+    rows = conn.execute(stmt.order_by(ss.c.id).limit(limit))
+    return [to_state(r) for r in rows]
+
+
+def take_card_flag(conn: Connection, state_id: int) -> bool:
+    """Clear the window's flag if it is still set and the window still finished; the rowcount
+    says whether this transaction took it (another pass or a replay may have meanwhile).
+
+    The revision is left alone: the flag is no transition of the window, and a run that read
+    the window must not lose its compare-and-set to the card worker."""
+    result = conn.execute(
+        ss.update()
+        .where(
+            ss.c.id == state_id,
+            ss.c.review_card_pending == true(),
+            ss.c.status.in_(TERMINAL_WINDOW_STATUSES),
+        )
+        .values(review_card_pending=False)
+    )
+    return result.rowcount == 1
