@@ -9,7 +9,9 @@ that commit leaves the flag for the next pass.
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select, true
+from datetime import datetime
+
+from sqlalchemy import Connection, func, select, true
 
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
@@ -50,3 +52,15 @@ def take_card_flag(conn: Connection, state_id: int) -> bool:
         .values(review_card_pending=False)
     )
     return result.rowcount == 1
+
+
+def awaiting_card(conn: Connection) -> tuple[int, datetime | None]:
+    """How many finished windows still wait for their card to be planned, and when the longest
+    waiting one last changed (its finish, unless something touched it since): one read of the
+    (review_card_pending, id) index's flagged range, for the health asset."""
+    row = conn.execute(
+        select(func.count(), func.min(ss.c.updated_at)).where(
+            ss.c.review_card_pending == true(), ss.c.status.in_(TERMINAL_WINDOW_STATUSES)
+        )
+    ).one()
+    return int(row[0]), row[1]

@@ -23,6 +23,7 @@ from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.interactions import planner
+from timeline_pipeline.interactions.health import review_card_figures
 from timeline_pipeline.interactions.planner import PlanPass, plan_flagged_cards
 from timeline_pipeline.interactions.worker import CardWorker
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
@@ -302,3 +303,17 @@ def test_passes_racing_on_the_same_windows_plan_each_card_once(engine: Engine) -
     assert sum(p.planned for p in passes) == 2
     assert sum(p.failed for p in passes) == 0
     assert sorted(c.window_state_id or 0 for c in card_rows(engine)) == [s.id for s in states]
+
+
+def test_the_health_figures_count_the_windows_whose_card_is_still_to_plan(
+    engine: Engine,
+) -> None:
+    workspace(engine)
+    synthesize(engine, ON)
+    waiting = review_card_figures(engine, NOW + timedelta(minutes=1))  # finished at NOW
+    assert waiting["review_cards_unplanned"] == 1
+    assert waiting["review_cards_unplanned_oldest_seconds"] == 60.0
+    plan_flagged_cards(engine, ON, now=NOW)
+    planned = review_card_figures(engine, NOW)
+    assert planned["review_cards_unplanned"] == 0
+    assert planned["review_cards_unplanned_oldest_seconds"] == 0.0
