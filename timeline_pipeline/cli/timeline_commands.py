@@ -69,7 +69,7 @@ status_option = click.option(
     "--status",
     "statuses",
     multiple=True,
-    type=click.Choice(ENTRY_STATUSES),
+    type=click.Choice([status.value for status in ENTRY_STATUSES]),
     help="Statuses to include (repeatable); default draft and confirmed.",
 )
 revision_option = click.option(
