@@ -11,7 +11,7 @@ columns: window states, chat checkpoints, cards, decisions, holds and maintenanc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, Connection, Table
 from sqlalchemy.engine import Row
@@ -46,6 +46,38 @@ def compare_and_set(
         .returning(*table.c)
     )
     return conn.execute(stmt).first()
+
+
+class Read(Protocol):
+    """A record as a store read it: its row's id and the revision it was at."""
+
+    @property
+    def id(self) -> int | str: ...
+
+    @property
+    def revision(self) -> int: ...
+
+
+def compare_and_set_from(
+    conn: Connection,
+    table: Table,
+    read: Read,
+    *,
+    values: Mapping[str, Any],
+    expected_status: str | None = None,
+    where: ColumnElement[bool] | None = None,
+) -> Row[Any] | None:
+    """`compare_and_set` from the revision the record `read` was read at: how a store moves a
+    record it returned (a window state, a job, a hold, a pin, a decision)."""
+    return compare_and_set(
+        conn,
+        table,
+        row_id=read.id,
+        revision=read.revision,
+        values=values,
+        expected_status=expected_status,
+        where=where,
+    )
 
 
 def compare_and_set_each(
