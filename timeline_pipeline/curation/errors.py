@@ -17,19 +17,12 @@ __all__ = [
 ]
 
 
-class CurationError(Refused):
+class CurationError(Refused, code="curation_error"):
     """Base of the refusals only curation makes; `code` is short and stable for clients."""
 
-    code = "curation_error"
 
-
-class EntryNotFound(CurationError):
+class EntryNotFound(CurationError, code="entry_not_found", status=404):
     """No such entry in this workspace (an entry of another workspace is not found either)."""
 
-    code = "entry_not_found"
-    status = 404
 
-
-class SummaryNotFound(CurationError):
-    code = "summary_not_found"
-    status = 404
+class SummaryNotFound(CurationError, code="summary_not_found", status=404): ...

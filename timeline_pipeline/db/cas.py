@@ -11,7 +11,7 @@ columns: window states, chat checkpoints, cards, decisions, holds and maintenanc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol, Required, TypedDict, Unpack
 
 from sqlalchemy import ColumnElement, Connection, Table
 from sqlalchemy.engine import Row
@@ -48,6 +48,32 @@ def compare_and_set(
     return conn.execute(stmt).first()
 
 
+class Read(Protocol):
+    """A record as a store read it: its row's id and the revision it was at."""
+
+    @property
+    def id(self) -> int | str: ...
+
+    @property
+    def revision(self) -> int: ...
+
+
+class Guards(TypedDict, total=False):
+    """What a transition writes and what it requires besides the revision (`compare_and_set`)."""
+
+    values: Required[Mapping[str, Any]]
+    expected_status: str | None
+    where: ColumnElement[bool] | None
+
+
+def compare_and_set_from(
+    conn: Connection, table: Table, read: Read, **guards: Unpack[Guards]
+) -> Row[Any] | None:
+    """`compare_and_set` from the revision the record `read` was read at: how a store moves a
+    record it returned (a window state, a job, a hold, a pin, a decision)."""
+    return compare_and_set(conn, table, row_id=read.id, revision=read.revision, **guards)
+
+
 def compare_and_set_each(
     conn: Connection,
     table: Table,
@@ -61,14 +87,8 @@ def compare_and_set_each(
     in the order given; a row another writer moved first is skipped, not retried."""
     won: list[Row[Any]] = []
     for row in rows:
-        moved = compare_and_set(
-            conn,
-            table,
-            row_id=row.id,
-            revision=row.revision,
-            values=values(row),
-            expected_status=expected_status,
-            where=where,
+        moved = compare_and_set_from(
+            conn, table, row, values=values(row), expected_status=expected_status, where=where
         )
         if moved is not None:
             won.append(moved)

@@ -49,18 +49,31 @@ def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
-def _workspace_fk() -> Column[str]:
-    """The owning workspace; deleting a workspace deletes what belongs to it."""
-    return Column(
-        "workspace_id", String(128), ForeignKey("workspaces.id", ondelete="CASCADE"), nullable=False
-    )
+def _workspace_fk(*, primary_key: bool = False) -> Column[str]:
+    """The owning workspace; deleting a workspace deletes what belongs to it. `primary_key`:
+    the first part of the row's key (a curator, a reconciled thread)."""
+    workspace = ForeignKey("workspaces.id", ondelete="CASCADE")
+    if primary_key:
+        return Column("workspace_id", String(128), workspace, primary_key=True)
+    return Column("workspace_id", String(128), workspace, nullable=False)
+
+
+def _serial_id() -> Column[int]:
+    """A surrogate key the database numbers."""
+    return Column("id", BigIntId, primary_key=True, autoincrement=True)
+
+
+def _revision() -> Column[int]:
+    """The revision every compare-and-set moves (`db/cas.py`); 1 when the row is made."""
+    return Column("revision", Integer(), nullable=False, server_default=text("1"))
+
+
+def _created_at() -> Column[object]:
+    return Column("created_at", UTCDateTime(), nullable=False)
 
 
 def _timestamps() -> list[Column[object]]:
-    return [
-        Column("created_at", UTCDateTime(), nullable=False),
-        Column("updated_at", UTCDateTime(), nullable=False),
-    ]
+    return [_created_at(), Column("updated_at", UTCDateTime(), nullable=False)]
 
 
 workspaces = Table(
@@ -77,11 +90,11 @@ workspaces = Table(
 workspace_collaboration_resources = Table(
     "workspace_collaboration_resources",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     _workspace_fk(),
     Column("resource_type", String(32), nullable=False),
     Column("resource_key", String(256), nullable=False),
-    Column("created_at", UTCDateTime(), nullable=False),
+    _created_at(),
     UniqueConstraint("workspace_id", "resource_type", "resource_key"),
     Index(None, "resource_type", "resource_key"),
 )
@@ -89,20 +102,15 @@ workspace_collaboration_resources = Table(
 workspace_curators = Table(
     "workspace_curators",
     metadata,
-    Column(
-        "workspace_id",
-        String(128),
-        ForeignKey("workspaces.id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
+    _workspace_fk(primary_key=True),
     Column("open_id", String(128), primary_key=True),
-    Column("created_at", UTCDateTime(), nullable=False),
+    _created_at(),
 )
 
 workspace_timeline_evidence = Table(
     "workspace_timeline_evidence",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     _workspace_fk(),
     Column("source", String(32), nullable=False),
     Column("source_type", String(64), nullable=False),
@@ -121,7 +129,7 @@ workspace_timeline_evidence = Table(
     Column("scope_key", String(256), nullable=True),
     Column("ai_eligible", Boolean(), nullable=False, server_default=text("false")),
     Column("deleted", Boolean(), nullable=False, server_default=text("false")),
-    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    _revision(),
     Column("updated_at", UTCDateTime(), nullable=False),
     # A message recalled under a legal hold: its content, content hash and metadata set aside
     # here (never read by a view) until the hold is released (migration 0011_holds_everywhere;
@@ -197,12 +205,7 @@ workspace_timeline_sync_states = Table(
 workspace_timeline_reconcile_threads = Table(
     "workspace_timeline_reconcile_threads",
     metadata,
-    Column(
-        "workspace_id",
-        String(128),
-        ForeignKey("workspaces.id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
+    _workspace_fk(primary_key=True),
     Column("chat_id", String(256), primary_key=True),
     Column("thread_id", String(256), primary_key=True),
     Column("last_listed_at", UTCDateTime(), nullable=False),
@@ -214,12 +217,12 @@ workspace_timeline_reconcile_threads = Table(
 workspace_timeline_recall_tombstones = Table(
     "workspace_timeline_recall_tombstones",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     _workspace_fk(),
     Column("chat_id", String(256), nullable=False),
     Column("message_id", String(256), nullable=False),
     Column("recalled_at", UTCDateTime(), nullable=False),
-    Column("created_at", UTCDateTime(), nullable=False),
+    _created_at(),
     UniqueConstraint("workspace_id", "chat_id", "message_id"),
     Index(None, "workspace_id", "created_at", "id"),  # the lifecycle purge
 )
@@ -227,7 +230,7 @@ workspace_timeline_recall_tombstones = Table(
 workspace_timeline_entries = Table(
     "workspace_timeline_entries",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     _workspace_fk(),
     Column("occurred_at", UTCDateTime(), nullable=False),
     Column("title", String(512), nullable=False),
@@ -237,7 +240,7 @@ workspace_timeline_entries = Table(
     Column("status", String(16), nullable=False),
     Column("fingerprint", String(64), nullable=True),
     Column("human_edited", Boolean(), nullable=False, server_default=text("false")),
-    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    _revision(),
     Column(
         "window_state_id",
         BigIntId,
@@ -257,7 +260,7 @@ workspace_timeline_entry_evidence = Table(
     metadata,
     # An id and the workspace (migration 0008_lifecycle): the lifecycle engine purges bindings
     # by the same workspace + cursor keyset as every other table.
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     _workspace_fk(),
     Column(
         "entry_id",
@@ -273,7 +276,7 @@ workspace_timeline_entry_evidence = Table(
         ForeignKey("workspace_timeline_evidence.id", ondelete="RESTRICT"),
         nullable=False,
     ),
-    Column("created_at", UTCDateTime(), nullable=False),
+    _created_at(),
     UniqueConstraint("entry_id", "evidence_id"),
     Index(None, "evidence_id"),
     Index(None, "workspace_id", "created_at", "id"),
@@ -282,7 +285,7 @@ workspace_timeline_entry_evidence = Table(
 workspace_timeline_summaries = Table(
     "workspace_timeline_summaries",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     Column(
         "workspace_id",
         String(128),
@@ -292,7 +295,7 @@ workspace_timeline_summaries = Table(
     ),
     Column("content", Text(), nullable=False),
     Column("source", String(8), nullable=False),
-    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    _revision(),
     Column("metadata_json", JSONType, nullable=False),
     *_timestamps(),
     CheckConstraint(_in("source", ("ai", "human")), name="source"),
@@ -302,7 +305,7 @@ workspace_timeline_summaries = Table(
 audit_events = Table(
     "audit_events",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     Column("occurred_at", UTCDateTime(), nullable=False),
     Column("actor", String(128), nullable=False),
     Column("action", String(64), nullable=False),
@@ -322,7 +325,7 @@ api_tokens = Table(
     Column("id", String(64), primary_key=True),
     _workspace_fk(),
     Column("token_hash", String(64), nullable=False, unique=True),
-    Column("created_at", UTCDateTime(), nullable=False),
+    _created_at(),
     Column("revoked_at", UTCDateTime(), nullable=True),
     # Space-separated scopes (migration 0008_lifecycle); tokens made before it keep the
     # timeline scopes they always had.
@@ -348,7 +351,7 @@ legal_holds = Table(
     Column("workspace_id", String(128), nullable=False),
     Column("descriptor_key", String(128), nullable=True),
     Column("status", String(16), nullable=False),
-    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    _revision(),
     Column("reason", String(1000), nullable=False),
     Column("review_at", UTCDateTime(), nullable=True),
     Column("created_by", String(128), nullable=False),
@@ -372,7 +375,7 @@ legal_holds = Table(
 lifecycle_runs = Table(
     "lifecycle_runs",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     Column("run_key", String(64), nullable=False, unique=True),
     Column("mode", String(16), nullable=False),
     Column("status", String(16), nullable=False),
@@ -404,7 +407,7 @@ lifecycle_runs = Table(
 lifecycle_retired_partitions = Table(
     "lifecycle_retired_partitions",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     Column("partition_key", String(512), nullable=False, unique=True),
     Column("status", String(16), nullable=False),
     Column("run_id", BigIntId, nullable=True),
@@ -436,7 +439,7 @@ maintenance_jobs = Table(
     Column("apply", Boolean(), nullable=False),
     Column("status", String(16), nullable=False),
     Column("phase", String(16), nullable=False),
-    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    _revision(),
     Column("batch_size", Integer(), nullable=False),
     Column("delay_ms", Integer(), nullable=False),
     Column("lock_timeout_ms", Integer(), nullable=False),
@@ -481,7 +484,7 @@ ADMISSION_STATUSES = tuple(s.value for s in AdmissionStatus)
 interaction_requests = Table(
     "interaction_requests",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     _workspace_fk(),
     Column("kind", String(32), nullable=False),
     # The window whose drafts the card shows; no foreign key: the card outlives a purged window.
@@ -501,7 +504,7 @@ interaction_requests = Table(
     Column("status", String(16), nullable=False),
     Column("request_json", JSONType, nullable=False),
     Column("decisions_json", JSONType, nullable=False),
-    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    _revision(),
     Column("expires_at", UTCDateTime(), nullable=False),
     *_timestamps(),
     CheckConstraint(_in("status", CARD_STATUSES), name="status"),
@@ -526,7 +529,7 @@ interaction_tokens = Table(
         ForeignKey("interaction_requests.id", ondelete="CASCADE"),
         nullable=False,
     ),
-    Column("created_at", UTCDateTime(), nullable=False),
+    _created_at(),
     Index(None, "request_id"),
 )
 
@@ -536,7 +539,7 @@ interaction_tokens = Table(
 interaction_admissions = Table(
     "interaction_admissions",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     Column(
         "request_id",
         BigIntId,
@@ -553,7 +556,7 @@ interaction_admissions = Table(
     Column("actor_open_id", String(128), nullable=False),
     Column("status", String(16), nullable=False),
     Column("attempts", Integer(), nullable=False, server_default=text("0")),
-    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    _revision(),
     Column("lease_owner", String(128), nullable=True),
     Column("lease_expires_at", UTCDateTime(), nullable=True),
     Column("outcome", String(64), nullable=True),
@@ -573,7 +576,7 @@ ui_signin_links = Table(
     Column("id", String(64), primary_key=True),
     _workspace_fk(),
     Column("token_hash", String(64), nullable=False, unique=True),
-    Column("created_at", UTCDateTime(), nullable=False),
+    _created_at(),
     Column("expires_at", UTCDateTime(), nullable=False),
     Column("used_at", UTCDateTime(), nullable=True),
     Index(None, "workspace_id", "expires_at", "id"),  # the lifecycle purge (0008_lifecycle)
@@ -588,7 +591,7 @@ ui_sessions = Table(
     Column(
         "link_id", String(64), ForeignKey("ui_signin_links.id", ondelete="CASCADE"), nullable=True
     ),
-    Column("created_at", UTCDateTime(), nullable=False),
+    _created_at(),
     Column("expires_at", UTCDateTime(), nullable=False),
     Column("revoked_at", UTCDateTime(), nullable=True),
     Index(None, "workspace_id", "revoked_at"),
@@ -606,7 +609,7 @@ PREVIEW_KINDS = ("proposal", "prior")
 window_rerun_previews = Table(
     "window_rerun_previews",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     _workspace_fk(),
     Column("job_id", String(36), nullable=False),
     Column("chat_id", String(128), nullable=False),
@@ -626,7 +629,7 @@ window_rerun_previews = Table(
     Column("source", String(8), nullable=True),
     Column("reason", String(32), nullable=True),
     Column("evidence_json", JSONType, nullable=False),
-    Column("created_at", UTCDateTime(), nullable=False),
+    _created_at(),
     CheckConstraint(_in("kind", PREVIEW_KINDS), name="kind"),
     Index(None, "job_id", "kind", "fingerprint"),
     Index(None, "job_id", "kind", "entry_id"),
@@ -641,7 +644,7 @@ PIN_STATUSES = ("pinned", "unpinned")
 timeline_chat_pins = Table(
     "timeline_chat_pins",
     metadata,
-    Column("id", BigIntId, primary_key=True, autoincrement=True),
+    _serial_id(),
     _workspace_fk(),
     Column("message_id", String(256), nullable=False),
     Column("operator_open_id", String(128), nullable=False),
@@ -650,7 +653,7 @@ timeline_chat_pins = Table(
     Column("entry_id", BigIntId, nullable=False),
     Column("status", String(16), nullable=False),
     Column("action_at", UTCDateTime(), nullable=False),
-    Column("revision", Integer(), nullable=False, server_default=text("1")),
+    _revision(),
     *_timestamps(),
     CheckConstraint(_in("status", PIN_STATUSES), name="status"),
     UniqueConstraint("workspace_id", "message_id", "operator_open_id"),

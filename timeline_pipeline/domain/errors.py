@@ -31,25 +31,31 @@ class Refused(Exception):
     code: ClassVar[str] = "refused"
     status: ClassVar[int] = 400
 
+    def __init_subclass__(
+        cls, *, code: str | None = None, status: int | None = None, **kwargs: Any
+    ) -> None:
+        """A refusal is declared by its code and status as class keywords
+        (`class HoldNotFound(LifecycleError, code="hold_not_found", status=404)`); one left out
+        is inherited from the base."""
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
+        if status is not None:
+            cls.status = status
+
     def __init__(self, message: str, *, current: Any = None) -> None:
         super().__init__(message)
         self.current = current
 
 
-class InvalidInput(Refused):
+class InvalidInput(Refused, code="invalid_input", status=422):
     """Input no rule accepts: blank or too long text, an unknown option, a time without a zone,
     evidence of another workspace."""
 
-    code = "invalid_input"
-    status = 422
 
-
-class StaleRevision(Refused):
+class StaleRevision(Refused, code="stale_revision", status=409):
     """The caller acted on a revision that is no longer current: re-read, then decide again.
     `current_revision` is the revision now stored, when the edge reports it."""
-
-    code = "stale_revision"
-    status = 409
 
     def __init__(
         self, message: str, current_revision: int | None = None, *, current: Any = None
@@ -58,23 +64,14 @@ class StaleRevision(Refused):
         self.current_revision = current_revision
 
 
-class InvalidTransition(Refused):
+class InvalidTransition(Refused, code="invalid_transition", status=409):
     """The action does not apply to the current status (confirming a hidden entry, resuming a
     completed job)."""
 
-    code = "invalid_transition"
-    status = 409
 
-
-class IdempotencyConflict(Refused):
+class IdempotencyConflict(Refused, code="idempotency_conflict", status=409):
     """The idempotency key is taken by a request made from different input."""
 
-    code = "idempotency_conflict"
-    status = 409
 
-
-class LegalHoldActive(Refused):
+class LegalHoldActive(Refused, code="legal_hold_active", status=409):
     """A legal hold reaches the rows the request would delete or rewrite."""
-
-    code = "legal_hold_active"
-    status = 409

@@ -17,11 +17,11 @@ import gzip
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, BinaryIO, Final, Protocol
 
 from timeline_pipeline.lifecycle.errors import ArchiveUnavailable, ArchiveVerifyFailed
 
@@ -119,6 +119,27 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _replace_durably(
+    path: Path, tmp: Path, write: Callable[[BinaryIO], object], what: str, *, parents: bool = False
+) -> None:
+    """Put `path` in place whole or not at all (docs/lifecycle.md, "Purge runbook"):
+    `write` fills `tmp`, which is fsynced and renamed over `path`, then the directory is
+    fsynced. `parents` makes the directory first. A failure removes the half-written `tmp` and
+    refuses the run, naming `what` and the cause."""
+    try:
+        if parents:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as raw:
+            write(raw)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        _discard(tmp)
+        raise ArchiveUnavailable(f"--archive-dir: writing {what} failed: {_cause(exc)}") from None
+
+
 class LocalDirectoryArchive:
     """The archive port on a local (or mounted) directory."""
 
@@ -167,23 +188,15 @@ class LocalDirectoryArchive:
         assert self._run_dir is not None
         entry = self._manifest.descriptors.setdefault(descriptor_key, DescriptorArchive())
         path = self._part_path(descriptor_key, len(entry.parts) + 1)
+        lines = [json.dumps(dict(r), default=_json_default, sort_keys=True) for r in rows]
+        payload = ("\n".join(lines) + "\n").encode("utf-8")
+
+        def write(raw: BinaryIO) -> None:
+            with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as zipped:
+                zipped.write(payload)
+
         tmp = self._temporary_path(path)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            lines = [json.dumps(dict(r), default=_json_default, sort_keys=True) for r in rows]
-            payload = ("\n".join(lines) + "\n").encode("utf-8")
-            with open(tmp, "wb") as raw:
-                with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as zipped:
-                    zipped.write(payload)
-                raw.flush()
-                os.fsync(raw.fileno())
-            os.replace(tmp, path)
-            _fsync_dir(path.parent)
-        except OSError as exc:
-            _discard(tmp)
-            raise ArchiveUnavailable(
-                f"--archive-dir: writing {descriptor_key} failed: {_cause(exc)}"
-            ) from None
+        _replace_durably(path, tmp, write, descriptor_key, parents=True)
         cursors = [_json_default(r[cursor_column]) for r in rows]
         ids = [int(r["id"]) for r in rows]
         data = path.read_bytes()
@@ -210,19 +223,13 @@ class LocalDirectoryArchive:
         assert self._manifest is not None
         assert self._run_dir is not None
         path = self._run_dir / MANIFEST
-        tmp = path.with_name(MANIFEST + ".tmp")
-        try:
-            with open(tmp, "w", encoding="utf-8") as handle:
-                json.dump(self._manifest.as_dict(), handle, sort_keys=True, indent=1)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-            _fsync_dir(self._run_dir)
-        except OSError as exc:
-            _discard(tmp)
-            raise ArchiveUnavailable(
-                f"--archive-dir: writing the manifest failed: {_cause(exc)}"
-            ) from None
+        text = json.dumps(self._manifest.as_dict(), sort_keys=True, indent=1)
+        _replace_durably(
+            path,
+            path.with_name(MANIFEST + ".tmp"),
+            lambda raw: raw.write(text.encode("utf-8")),
+            "the manifest",
+        )
 
 
 def verify_part(run_dir: Path, part: PartInfo, *, parse: bool = True) -> None:

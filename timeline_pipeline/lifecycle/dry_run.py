@@ -21,14 +21,7 @@ from timeline_pipeline.db.engine import connection
 from timeline_pipeline.domain.lifecycle import LifecycleDescriptor
 from timeline_pipeline.lifecycle.hold_gate import held_workspaces
 from timeline_pipeline.lifecycle.plan import RetentionPlan, build_plan
-from timeline_pipeline.lifecycle.queries import (
-    chain_free,
-    col,
-    eligible,
-    in_workspace,
-    not_held,
-    table_of,
-)
+from timeline_pipeline.lifecycle.queries import col, in_scope, purge_scope, table_of
 from timeline_pipeline.lifecycle.registry import Registry
 
 
@@ -93,15 +86,13 @@ def report_descriptor(
     t = table_of(d)
     ws = _ws_expr(d)
     cursor = col(t, d.cursor_column)
-    scope = [*eligible(d, plan), *in_workspace(d, workspace_id)]
+    scope = in_scope(d, plan, workspace_id)
     group = [ws] if ws is not None else []
     counted = conn.execute(
         select(*group, func.count(), func.min(cursor)).where(*scope).group_by(*group)
     ).all()
     purgeable: dict[str | None, int] = {}
-    free = [*scope, *not_held(d, holds)]
-    if d.is_generic:
-        free.extend(chain_free(d, registry, plan))
+    free = purge_scope(d, registry, plan, workspace_id, holds)
     for row in conn.execute(select(*group, func.count()).where(*free).group_by(*group)).all():
         purgeable[row[0] if group else None] = int(row[-1])
     rows: list[WorkspaceCounts] = []

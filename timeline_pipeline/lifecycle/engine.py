@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -50,14 +50,7 @@ from timeline_pipeline.lifecycle.errors import DeletionModeRefused, NotGeneric
 from timeline_pipeline.lifecycle.hold_gate import held_workspaces
 from timeline_pipeline.lifecycle.partitions import window_partition_keys
 from timeline_pipeline.lifecycle.plan import RetentionPlan, build_plan, pad_lower_bound
-from timeline_pipeline.lifecycle.queries import (
-    chain_free,
-    col,
-    eligible,
-    in_workspace,
-    not_held,
-    table_of,
-)
+from timeline_pipeline.lifecycle.queries import col, in_scope, purge_scope, table_of
 from timeline_pipeline.lifecycle.registry import Registry
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import LifecycleMetrics
@@ -113,6 +106,20 @@ class RunOutcome:
 
 class _HoldsMoved(Exception):
     """A hold appeared during a batch on one of its workspaces: the batch is rolled back."""
+
+
+def _recheck_holds(
+    conn: Connection,
+    chain: tuple[str, ...],
+    before: Mapping[str, list[str]],
+    touched: Collection[Any] | None,
+) -> None:
+    """Holds are read again after each batch (docs/lifecycle.md, "What a hold stops"): one
+    that appeared since `before` on a workspace the batch touched rolls the batch back.
+    `touched` None: the rows are not at hand and the batch may have touched any workspace."""
+    appeared = set(held_workspaces(conn, chain)) - set(before)
+    if appeared and (touched is None or appeared & set(touched)):
+        raise _HoldsMoved()
 
 
 PurgedRows = Callable[[LifecycleDescriptor, Sequence[Mapping[str, Any]]], None]
@@ -278,11 +285,7 @@ class PurgeEngine:
                     conn.execute(
                         select(text("count(*)"))
                         .select_from(t)
-                        .where(
-                            *eligible(d, plan),
-                            *in_workspace(d, workspace_id),
-                            ws.in_(sorted(holds)),
-                        )
+                        .where(*in_scope(d, plan, workspace_id), ws.in_(sorted(holds)))
                     ).scalar_one()
                 )
         if d.redacts_recalled:
@@ -361,12 +364,7 @@ class PurgeEngine:
                     f"--workspace: {workspace_id} came under legal hold "
                     f"{', '.join(holds[workspace_id])} during the run"
                 )
-            conds = [
-                *eligible(d, plan),
-                *in_workspace(d, workspace_id),
-                *not_held(d, holds),
-                *chain_free(d, self.registry, plan),
-            ]
+            conds = purge_scope(d, self.registry, plan, workspace_id, holds)
             if lower is not None:
                 conds.append(cursor >= lower)
             chosen = select(ident).where(*conds).order_by(cursor, ident).limit(limit)
@@ -378,7 +376,9 @@ class PurgeEngine:
                 n, last = conn.execute(select(func.count(), func.max(gone.c[cursor.name]))).one()
                 if not n:
                     return 0, None, []
-                self._recheck_holds_all(conn, d, chain, holds, workspace_id)
+                if d.workspace_column is not None:
+                    scope = None if workspace_id is None else [workspace_id]
+                    _recheck_holds(conn, chain, holds, scope)
                 lifecycle_runs.add_counts(
                     conn, run_id, datetime.now(UTC), scanned=n, purged=n, batches=1
                 )
@@ -393,7 +393,8 @@ class PurgeEngine:
             if archiving:
                 assert self.archive is not None
                 self.archive.write_part(d.key, batch, d.cursor_column)
-            self._recheck_holds(conn, d, chain, holds, batch)
+            if d.workspace_column is not None:
+                _recheck_holds(conn, chain, holds, [r[d.workspace_column] for r in batch])
             if d.report_columns:
                 # Durable in the deletion's own transaction, whichever path purges.
                 retired_partitions.retire(
@@ -413,36 +414,6 @@ class PurgeEngine:
     def _counts_only(self, conn: Connection, d: LifecycleDescriptor, archiving: bool) -> bool:
         wants_rows = archiving or bool(d.report_columns)
         return not wants_rows and conn.dialect.name == "postgresql"
-
-    def _recheck_holds_all(
-        self,
-        conn: Connection,
-        d: LifecycleDescriptor,
-        chain: tuple[str, ...],
-        before: Mapping[str, list[str]],
-        workspace_id: str | None,
-    ) -> None:
-        """Without the rows at hand: any new hold on a workspace the batch may have touched
-        (the selected one, or any when the run spans every workspace) rolls it back."""
-        if d.workspace_column is None:
-            return
-        appeared = set(held_workspaces(conn, chain)) - set(before)
-        if appeared and (workspace_id is None or workspace_id in appeared):
-            raise _HoldsMoved()
-
-    def _recheck_holds(
-        self,
-        conn: Connection,
-        d: LifecycleDescriptor,
-        chain: tuple[str, ...],
-        before: Mapping[str, list[str]],
-        batch: list[dict[str, Any]],
-    ) -> None:
-        if d.workspace_column is None:
-            return
-        appeared = set(held_workspaces(conn, chain)) - set(before)
-        if appeared and appeared & {r[d.workspace_column] for r in batch}:
-            raise _HoldsMoved()
 
     def _redact_recalled(
         self,
@@ -469,9 +440,7 @@ class PurgeEngine:
                     touched = evidence_store.redact_recalled(
                         conn, workspace_id=workspace_id, skip_workspaces=sorted(holds), limit=limit
                     )
-                    appeared = set(held_workspaces(conn, chain)) - set(holds)
-                    if appeared & set(touched):
-                        raise _HoldsMoved()
+                    _recheck_holds(conn, chain, holds, touched)
                     lifecycle_runs.add_counts(
                         conn, run_id, datetime.now(UTC), redacted=len(touched)
                     )

@@ -10,49 +10,33 @@ from __future__ import annotations
 from timeline_pipeline.domain.errors import Refused
 
 
-class LifecycleError(Refused):
+class LifecycleError(Refused, code="lifecycle_error"):
     """A refusal an operator can cause; its message names the cause and never row content."""
 
-    code = "lifecycle_error"
+
+class UnknownDescriptorKey(LifecycleError, code="unknown_descriptor", status=422): ...
 
 
-class UnknownDescriptorKey(LifecycleError):
-    code = "unknown_descriptor"
-    status = 422
+class RetentionOverrideOutOfRange(LifecycleError, code="retention_override_out_of_range"): ...
 
 
-class RetentionOverrideOutOfRange(LifecycleError):
-    code = "retention_override_out_of_range"
-
-
-class HoldCannotHold(LifecycleError):
+class HoldCannotHold(LifecycleError, code="hold_holds_nothing", status=422):
     """A hold on a descriptor whose rows belong to no workspace: it would hold nothing."""
 
-    code = "hold_holds_nothing"
-    status = 422
+
+class HoldNotFound(LifecycleError, code="hold_not_found", status=404): ...
 
 
-class HoldNotFound(LifecycleError):
-    code = "hold_not_found"
-    status = 404
+class HoldNotActive(LifecycleError, code="hold_not_active", status=409): ...
 
 
-class HoldNotActive(LifecycleError):
-    code = "hold_not_active"
-    status = 409
+class DeletionModeRefused(LifecycleError, code="deletion_mode_not_executed"): ...
 
 
-class DeletionModeRefused(LifecycleError):
-    code = "deletion_mode_not_executed"
+class NotGeneric(LifecycleError, code="delegated_descriptor"): ...
 
 
-class NotGeneric(LifecycleError):
-    code = "delegated_descriptor"
+class ArchiveUnavailable(LifecycleError, code="archive_unavailable"): ...
 
 
-class ArchiveUnavailable(LifecycleError):
-    code = "archive_unavailable"
-
-
-class ArchiveVerifyFailed(LifecycleError):
-    code = "archive_verify_failed"
+class ArchiveVerifyFailed(LifecycleError, code="archive_verify_failed"): ...

@@ -76,3 +76,26 @@ def chain_free(
             )
         )
     return conds
+
+
+def in_scope(
+    d: LifecycleDescriptor, plan: RetentionPlan, workspace_id: str | None
+) -> list[ColumnElement[bool]]:
+    """Aged out, and of the run's workspace when it names one: the rows a run looks at."""
+    return [*eligible(d, plan), *in_workspace(d, workspace_id)]
+
+
+def purge_scope(
+    d: LifecycleDescriptor,
+    registry: Registry,
+    plan: RetentionPlan,
+    workspace_id: str | None,
+    held: Collection[str],
+) -> list[ColumnElement[bool]]:
+    """In scope, of no held workspace and, for a table the engine purges, free of its chain:
+    the rows a purge deletes and the ones a dry-run reports purgeable (docs/lifecycle.md,
+    "Dry-run"), one rule for both."""
+    conds = [*in_scope(d, plan, workspace_id), *not_held(d, held)]
+    if d.is_generic:
+        conds.extend(chain_free(d, registry, plan))
+    return conds

@@ -14,44 +14,28 @@ from typing import Any
 from timeline_pipeline.domain.errors import Refused
 
 
-class MaintenanceError(Refused):
+class MaintenanceError(Refused, code="invalid_request", status=400):
     """A refusal only the job service makes; `status` and `code` are what the listener answers,
     `current` the job when the caller needs its revision."""
 
-    status = 400
-    code = "invalid_request"
 
-
-class UnknownProcessor(MaintenanceError):
+class UnknownProcessor(MaintenanceError, code="unknown_type"):
     """No processor of this type (and version) is registered: fail closed."""
 
-    code = "unknown_type"
+
+class JobNotFound(MaintenanceError, code="job_not_found", status=404): ...
 
 
-class JobNotFound(MaintenanceError):
-    status = 404
-    code = "job_not_found"
-
-
-class OpenJobExists(MaintenanceError):
+class OpenJobExists(MaintenanceError, code="open_job_exists", status=409):
     """A ready or paused job of the same type and scope exists; finish or cancel it first."""
 
-    status = 409
-    code = "open_job_exists"
 
-
-class Busy(MaintenanceError):
+class Busy(MaintenanceError, code="busy", status=409):
     """A short batch holds the job row: retry with backoff. The body has no job."""
 
-    status = 409
-    code = "busy"
 
-
-class TooEarly(MaintenanceError):
+class TooEarly(MaintenanceError, code="delay", status=429):
     """The job's delay since its last batch has not passed yet."""
-
-    status = 429
-    code = "delay"
 
     def __init__(self, message: str, *, current: Any = None, retry_after_ms: int = 0) -> None:
         super().__init__(message, current=current)

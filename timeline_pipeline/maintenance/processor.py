@@ -140,6 +140,14 @@ def workspace_scope(parameters: Mapping[str, Any]) -> str:
     return workspace_id
 
 
+def scoped_parameters(parameters: Any, allowed: set[str]) -> tuple[Mapping[str, Any], str]:
+    """Every processor's first check: a JSON object with no key it does not know, and the
+    workspace it is scoped to."""
+    params = require_object(parameters)
+    check_keys(params, allowed)
+    return params, workspace_scope(params)
+
+
 def state_version(state: Mapping[str, Any], expected: int, what: str) -> None:
     """A stored checkpoint or progress written by another state version fails closed."""
     if state and state.get(STATE_VERSION_KEY) != expected:

@@ -343,25 +343,34 @@ class JobService:
             )
         return job
 
-    def pause(self, job_id: str, *, revision: int, actor: str = UNATTRIBUTED) -> MaintenanceJob:
+    def _switch(
+        self,
+        action: str,
+        job_id: str,
+        revision: int,
+        actor: str,
+        *,
+        source: MaintenanceStatus,
+        target: MaintenanceStatus,
+    ) -> MaintenanceJob:
+        """An operator's switch of an open job between `ready` and `paused` (docs/maintenance.md):
+        from `source` only, nothing but the status changes."""
         return self._mutate(
             job_id,
             revision,
-            action="pause",
+            action=action,
             actor=actor,
-            allowed=(MaintenanceStatus.READY,),
-            values=lambda _job, _now: {"status": MaintenanceStatus.PAUSED.value},
+            allowed=(source,),
+            values=lambda _job, _now: {"status": target.value},
         )
 
+    def pause(self, job_id: str, *, revision: int, actor: str = UNATTRIBUTED) -> MaintenanceJob:
+        ready, paused = MaintenanceStatus.READY, MaintenanceStatus.PAUSED
+        return self._switch("pause", job_id, revision, actor, source=ready, target=paused)
+
     def resume(self, job_id: str, *, revision: int, actor: str = UNATTRIBUTED) -> MaintenanceJob:
-        return self._mutate(
-            job_id,
-            revision,
-            action="resume",
-            actor=actor,
-            allowed=(MaintenanceStatus.PAUSED,),
-            values=lambda _job, _now: {"status": MaintenanceStatus.READY.value},
-        )
+        paused, ready = MaintenanceStatus.PAUSED, MaintenanceStatus.READY
+        return self._switch("resume", job_id, revision, actor, source=paused, target=ready)
 
     def cancel(self, job_id: str, *, revision: int, actor: str = UNATTRIBUTED) -> MaintenanceJob:
         return self._mutate(

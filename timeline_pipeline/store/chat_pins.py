@@ -16,7 +16,8 @@ from typing import Any, Final
 from sqlalchemy import Connection, func, select
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.cas import compare_and_set_from
+from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import timeline_chat_pins as pins
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.lifecycle import RetentionClass
@@ -43,20 +44,7 @@ class PinRow:
 
 
 def _to_pin(row: Row[Any]) -> PinRow:
-    return PinRow(
-        row.id,
-        row.workspace_id,
-        row.message_id,
-        row.operator_open_id,
-        row.chat_id,
-        row.evidence_id,
-        row.entry_id,
-        row.status,
-        row.action_at,
-        row.revision,
-        row.created_at,
-        row.updated_at,
-    )
+    return record_of(PinRow, row)
 
 
 def get(conn: Connection, workspace_id: str, message_id: str, operator: str) -> PinRow | None:
@@ -109,11 +97,10 @@ def move(
 ) -> PinRow | None:
     """Pin again or unpin, if the row is still as read and the reaction is newer than the last
     one applied; None otherwise (nothing changed)."""
-    won = compare_and_set(
+    won = compare_and_set_from(
         conn,
         pins,
-        row_id=pin.id,
-        revision=pin.revision,
+        pin,
         values={"status": status, "action_at": action_at, "updated_at": now},
         where=pins.c.action_at < action_at,
     )

@@ -37,6 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Row
 
+from timeline_pipeline.db.rows import by_source_key, json_object, record_of
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.upsert import insert_for_dialect
 from timeline_pipeline.domain.evidence import (
@@ -224,24 +225,12 @@ def _outcome(row: Row[Any] | None) -> UpsertOutcome:
 
 
 def _to_row(row: Row[Any]) -> EvidenceRow:
-    return EvidenceRow(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        source=row.source,
-        source_type=row.source_type,
-        source_key=row.source_key,
-        occurred_at=row.occurred_at,
-        source_updated_at=row.source_updated_at,
-        observed_at=row.observed_at,
-        actor_id=row.actor_id,
-        actor_display_name=row.actor_display_name,
-        content=row.content,
-        content_hash=row.content_hash,
-        metadata=dict(row.metadata_json or {}),
-        scope_key=row.scope_key,
+    return record_of(
+        EvidenceRow,
+        row,
+        metadata=json_object(row.metadata_json),
         ai_eligible=bool(row.ai_eligible),
         deleted=bool(row.deleted),
-        revision=row.revision,
         held_content=row.held_content_json is not None,
     )
 
@@ -259,14 +248,7 @@ def _keyset_page(
 def get_by_key(
     conn: Connection, workspace_id: str, source: str, source_type: str, source_key: str
 ) -> EvidenceRow | None:
-    row = conn.execute(
-        select(ev).where(
-            ev.c.workspace_id == workspace_id,
-            ev.c.source == source,
-            ev.c.source_type == source_type,
-            ev.c.source_key == source_key,
-        )
-    ).first()
+    row = by_source_key(conn, ev, workspace_id, source, source_type, source_key)
     return _to_row(row) if row else None
 
 

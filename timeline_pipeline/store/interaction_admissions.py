@@ -20,7 +20,8 @@ from sqlalchemy import Connection, String, cast, exists, func, literal, or_, sel
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import aliased
 
-from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each
+from timeline_pipeline.db.cas import compare_and_set_each, compare_and_set_from
+from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import interaction_admissions as ia
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.interactions import (
@@ -60,22 +61,11 @@ class AdmissionRow:
 
 
 def _to_admission(row: Row[Any]) -> AdmissionRow:
-    return AdmissionRow(
-        row.id,
-        row.request_id,
-        row.workspace_id,
-        row.event_id,
-        row.entry_id,
-        row.entry_revision,
-        CardAction(row.action),
-        (row.value_json or {}).get("value"),
-        row.actor_open_id,
-        row.status,
-        row.attempts,
-        row.revision,
-        row.lease_owner,
-        row.outcome,
-        row.admitted_at,
+    return record_of(
+        AdmissionRow,
+        row,
+        action=CardAction(row.action),
+        value=(row.value_json or {}).get("value"),
     )
 
 
@@ -254,11 +244,10 @@ def advance(
         values.update(lease_owner=None, lease_expires_at=None)
     if status in (AdmissionStatus.DONE, AdmissionStatus.FAILED):
         values["finished_at"] = now
-    won = compare_and_set(
+    won = compare_and_set_from(
         conn,
         ia,
-        row_id=admission.id,
-        revision=admission.revision,
+        admission,
         values=values,
         expected_status=admission.status,
         where=ia.c.lease_owner == owner,
@@ -268,11 +257,10 @@ def advance(
 
 def release(conn: Connection, admission: AdmissionRow, *, owner: str, at: datetime) -> None:
     """Give the row back (a follow-up failed): it is taken again once `at` has passed."""
-    compare_and_set(
+    compare_and_set_from(
         conn,
         ia,
-        row_id=admission.id,
-        revision=admission.revision,
+        admission,
         values={"lease_expires_at": at},
         expected_status=admission.status,
         where=ia.c.lease_owner == owner,

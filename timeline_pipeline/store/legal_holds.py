@@ -13,7 +13,8 @@ from typing import Any
 
 from sqlalchemy import Connection, func, or_, select
 
-from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.cas import compare_and_set_from
+from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import legal_holds as lh
 from timeline_pipeline.db.upsert import insert_for
 
@@ -43,7 +44,7 @@ class HoldRow:
 
 
 def _row(row: Any) -> HoldRow:
-    return HoldRow(**{c.name: getattr(row, c.name) for c in lh.c})
+    return record_of(HoldRow, row)
 
 
 def insert(conn: Connection, values: dict[str, Any]) -> bool:
@@ -76,13 +77,8 @@ def by_release_key(conn: Connection, workspace_id: str, key: str) -> HoldRow | N
 
 def release(conn: Connection, hold: HoldRow, values: dict[str, Any]) -> HoldRow | None:
     """Active -> released if nobody moved the hold since it was read; None otherwise."""
-    row = compare_and_set(
-        conn,
-        lh,
-        row_id=hold.id,
-        revision=hold.revision,
-        expected_status=ACTIVE,
-        values={"status": RELEASED, **values},
+    row = compare_and_set_from(
+        conn, lh, hold, expected_status=ACTIVE, values={"status": RELEASED, **values}
     )
     return _row(row) if row is not None else None
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
+from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import lifecycle_runs as lr
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass, Scope
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
@@ -45,7 +46,7 @@ class RunRow:
 
 
 def _row(row: Any) -> RunRow:
-    return RunRow(**{c.name: getattr(row, c.name) for c in lr.c})
+    return record_of(RunRow, row)
 
 
 def start(conn: Connection, values: dict[str, Any]) -> int:

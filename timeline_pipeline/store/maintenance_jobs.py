@@ -18,7 +18,8 @@ from sqlalchemy import Connection, select
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.cas import compare_and_set_from
+from timeline_pipeline.db.rows import json_object, record_of
 from timeline_pipeline.db.schema import maintenance_jobs as mj
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass, Scope
 from timeline_pipeline.domain.lifecycle_declare import declare
@@ -65,31 +66,15 @@ class MaintenanceJob:
 
 
 def _to_job(row: Row[Any]) -> MaintenanceJob:
-    return MaintenanceJob(
-        id=row.id,
-        job_type=row.job_type,
-        processor_version=row.processor_version,
-        scope_key=row.scope_key,
-        idempotency_key=row.idempotency_key,
-        input_hash=row.input_hash,
-        parameters=dict(row.parameters_json or {}),
+    return record_of(
+        MaintenanceJob,
+        row,
+        parameters=json_object(row.parameters_json),
         apply=bool(row.apply),
-        status=row.status,
-        phase=row.phase,
-        revision=row.revision,
-        batch_size=row.batch_size,
-        delay_ms=row.delay_ms,
-        lock_timeout_ms=row.lock_timeout_ms,
-        statement_timeout_ms=row.statement_timeout_ms,
-        checkpoint=dict(row.checkpoint_json or {}),
-        progress=dict(row.progress_json or {}),
+        checkpoint=json_object(row.checkpoint_json),
+        progress=json_object(row.progress_json),
         result=None if row.result_json is None else dict(row.result_json),
         error=None if row.error_json is None else dict(row.error_json),
-        batches=row.batches,
-        not_before=row.not_before,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        finished_at=row.finished_at,
     )
 
 
@@ -162,14 +147,7 @@ def transition(
     expected_status: str | None = None,
 ) -> MaintenanceJob | None:
     """One compare-and-set from the revision `job` was read at: the new job, or None."""
-    row = compare_and_set(
-        conn,
-        mj,
-        row_id=job.id,
-        revision=job.revision,
-        values=values,
-        expected_status=expected_status,
-    )
+    row = compare_and_set_from(conn, mj, job, values=values, expected_status=expected_status)
     return None if row is None else _to_job(row)
 
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, func, select
 
+from timeline_pipeline.db.rows import json_object, record_of
 from timeline_pipeline.db.schema import window_rerun_previews as pv
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
@@ -73,29 +74,7 @@ class PreviewRow:
 
 
 def _row(row: Any) -> PreviewRow:
-    return PreviewRow(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        job_id=row.job_id,
-        chat_id=row.chat_id,
-        window_start=row.window_start,
-        kind=row.kind,
-        outcome=row.outcome,
-        entry_id=row.entry_id,
-        image_id=row.image_id,
-        fingerprint=row.fingerprint,
-        occurred_at=row.occurred_at,
-        title=row.title,
-        category=row.category,
-        detail=row.detail,
-        old_title=row.old_title,
-        old_category=row.old_category,
-        status=row.status,
-        source=row.source,
-        reason=row.reason,
-        evidence=dict(row.evidence_json or {}),
-        created_at=row.created_at,
-    )
+    return record_of(PreviewRow, row, evidence=json_object(row.evidence_json))
 
 
 def add(conn: Connection, values: Mapping[str, Any]) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 from sqlalchemy.engine import Row
 
+from timeline_pipeline.db.rows import json_object, record_of
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.lifecycle import RetentionClass
@@ -41,15 +42,7 @@ class SummaryRow:
 
 
 def _to_summary(row: Row[Any]) -> SummaryRow:
-    return SummaryRow(
-        workspace_id=row.workspace_id,
-        content=row.content,
-        source=row.source,
-        revision=row.revision,
-        metadata=dict(row.metadata_json or {}),
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
+    return record_of(SummaryRow, row, metadata=json_object(row.metadata_json))
 
 
 def get_summary(conn: Connection, workspace_id: str) -> SummaryRow | None:

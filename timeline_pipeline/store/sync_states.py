@@ -19,7 +19,8 @@ from typing import Any
 from sqlalchemy import Connection, select
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.cas import compare_and_set
+from timeline_pipeline.db.cas import compare_and_set_from
+from timeline_pipeline.db.rows import by_source_key
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
@@ -67,14 +68,8 @@ def transition(
     where: Any = None,
 ) -> SyncState | None:
     """One compare-and-set from the revision `state` was read at: the new state, or None."""
-    row = compare_and_set(
-        conn,
-        ss,
-        row_id=state.id,
-        revision=state.revision,
-        values=values,
-        expected_status=expected_status,
-        where=where,
+    row = compare_and_set_from(
+        conn, ss, state, values=values, expected_status=expected_status, where=where
     )
     return None if row is None else to_state(row)
 
@@ -87,14 +82,7 @@ def get(conn: Connection, state_id: int) -> SyncState | None:
 def get_by_key(
     conn: Connection, workspace_id: str, source: str, source_type: str, source_key: str
 ) -> SyncState | None:
-    row = conn.execute(
-        select(ss).where(
-            ss.c.workspace_id == workspace_id,
-            ss.c.source == source,
-            ss.c.source_type == source_type,
-            ss.c.source_key == source_key,
-        )
-    ).first()
+    row = by_source_key(conn, ss, workspace_id, source, source_type, source_key)
     return to_state(row) if row else None
 
 

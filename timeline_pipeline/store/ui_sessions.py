@@ -11,9 +11,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Table, select
 
+from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import ui_sessions as ses
 from timeline_pipeline.db.schema import ui_signin_links as links
 from timeline_pipeline.domain.lifecycle import ChildLink, RequiredIndex, RetentionClass
@@ -63,22 +65,38 @@ class SessionInfo:
     revoked_at: datetime | None
 
 
+def _issue(
+    conn: Connection,
+    table: Table,
+    prefix: str,
+    workspace_id: str,
+    *,
+    hashed_as: str,
+    now: datetime,
+    ttl: timedelta,
+    **values: Any,
+) -> tuple[str, str, datetime]:
+    """A new row of a secret (a link or a session) valid for `ttl`: its id, the secret, shown
+    once, and its expiry. Only the secret's hash is stored, in column `hashed_as`."""
+    secret = new_secret()
+    row_id = f"{prefix}_{uuid.uuid4().hex[:16]}"
+    values[hashed_as] = hash_secret(secret)
+    conn.execute(
+        table.insert().values(
+            id=row_id, workspace_id=workspace_id, created_at=now, expires_at=now + ttl, **values
+        )
+    )
+    return row_id, secret, now + ttl
+
+
 def create_link(
     conn: Connection, workspace_id: str, *, now: datetime, ttl: timedelta
 ) -> IssuedLink:
     workspaces.require(conn, workspace_id)
-    token = new_secret()
-    issued = IssuedLink(f"uil_{uuid.uuid4().hex[:16]}", workspace_id, token, now + ttl)
-    conn.execute(
-        links.insert().values(
-            id=issued.id,
-            workspace_id=workspace_id,
-            token_hash=hash_secret(token),
-            created_at=now,
-            expires_at=issued.expires_at,
-        )
+    link_id, token, expires_at = _issue(
+        conn, links, "uil", workspace_id, hashed_as="token_hash", now=now, ttl=ttl
     )
-    return issued
+    return IssuedLink(link_id, workspace_id, token, expires_at)
 
 
 def link_workspace(conn: Connection, token: str, *, now: datetime) -> str | None:
@@ -118,29 +136,14 @@ def redeem_link(conn: Connection, token: str, *, now: datetime) -> tuple[str, st
 def open_session(
     conn: Connection, workspace_id: str, *, link_id: str | None, now: datetime, ttl: timedelta
 ) -> IssuedSession:
-    secret = new_secret()
-    issued = IssuedSession(f"uis_{uuid.uuid4().hex[:16]}", workspace_id, secret, now + ttl)
-    conn.execute(
-        ses.insert().values(
-            id=issued.id,
-            workspace_id=workspace_id,
-            session_hash=hash_secret(secret),
-            link_id=link_id,
-            created_at=now,
-            expires_at=issued.expires_at,
-        )
+    session_id, secret, expires_at = _issue(
+        conn, ses, "uis", workspace_id, hashed_as="session_hash", now=now, ttl=ttl, link_id=link_id
     )
-    return issued
+    return IssuedSession(session_id, workspace_id, secret, expires_at)
 
 
 def _info(row: object) -> SessionInfo:
-    return SessionInfo(
-        row.id,  # type: ignore[attr-defined]
-        row.workspace_id,  # type: ignore[attr-defined]
-        row.created_at,  # type: ignore[attr-defined]
-        row.expires_at,  # type: ignore[attr-defined]
-        row.revoked_at,  # type: ignore[attr-defined]
-    )
+    return record_of(SessionInfo, row)
 
 
 def session_for(conn: Connection, secret: str, *, now: datetime) -> SessionInfo | None:

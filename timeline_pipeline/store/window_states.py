@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import (
     Column,
@@ -116,6 +116,20 @@ def _runnable(stamp: datetime, max_attempts: int, stale_timeout: timedelta) -> A
     )
 
 
+RELEASED: Final[dict[str, Any]] = {"lease_owner": None, "deferred": False}
+"""What a window no worker holds any more (failed, finished, requested again) carries: no lease,
+and no deferral."""
+
+
+def _holder_writes(
+    conn: Connection, state: SyncState, stamp: datetime, **values: Any
+) -> SyncState | None:
+    """A write by the run that holds the window (docs/design.md, window states): only while the
+    window is still `processing` at the revision the run read, stamped `stamp`."""
+    values["updated_at"] = stamp
+    return transition(conn, state, expected_status=WindowStatus.PROCESSING, values=values)
+
+
 def claim_window(
     conn: Connection,
     state: SyncState,
@@ -131,19 +145,16 @@ def claim_window(
     stale timeout (the worker died). The revision read by the caller must still be current.
     """
     stamp = now or datetime.now(UTC)
-    claimable = _runnable(stamp, max_attempts, stale_timeout)
+    values = {
+        "status": WindowStatus.PROCESSING,
+        "attempt_count": ss.c.attempt_count + 1,
+        "processing_started_at": stamp,
+        "lease_owner": owner,
+        "deferred": False,
+        "updated_at": stamp,
+    }
     return transition(
-        conn,
-        state,
-        where=claimable,
-        values={
-            "status": WindowStatus.PROCESSING,
-            "attempt_count": ss.c.attempt_count + 1,
-            "processing_started_at": stamp,
-            "lease_owner": owner,
-            "deferred": False,
-            "updated_at": stamp,
-        },
+        conn, state, where=_runnable(stamp, max_attempts, stale_timeout), values=values
     )
 
 
@@ -160,16 +171,13 @@ def advance_window_cursor(
     A committed chunk is the worker reporting: it renews the lease, so the stale timeout bounds
     the silence between chunks, not the length of a long window."""
     stamp = now or datetime.now(UTC)
-    return transition(
+    return _holder_writes(
         conn,
         state,
-        expected_status=WindowStatus.PROCESSING,
-        values={
-            "last_seen_cursor": cursor,
-            "processing_started_at": stamp,
-            "metadata_json": {**state.metadata, **metadata},
-            "updated_at": stamp,
-        },
+        stamp,
+        last_seen_cursor=cursor,
+        processing_started_at=stamp,
+        metadata_json={**state.metadata, **metadata},
     )
 
 
@@ -224,21 +232,17 @@ def defer_window(
     exponent) grows. The cursor is kept: committed chunks are not synthesized again. Same
     compare-and-set as every transition of a running window.
     """
-    stamp = now or datetime.now(UTC)
-    return transition(
+    return _holder_writes(
         conn,
         state,
-        expected_status=WindowStatus.PROCESSING,
-        values={
-            "status": WindowStatus.PENDING,
-            "attempt_count": case((ss.c.attempt_count > 0, ss.c.attempt_count - 1), else_=0),
-            "deferral_count": ss.c.deferral_count + 1,
-            "deferred": True,
-            "next_attempt_at": retry_at,
-            "last_error": error[:MAX_ERROR_CHARS],
-            "lease_owner": None,
-            "updated_at": stamp,
-        },
+        now or datetime.now(UTC),
+        status=WindowStatus.PENDING,
+        attempt_count=case((ss.c.attempt_count > 0, ss.c.attempt_count - 1), else_=0),
+        deferral_count=ss.c.deferral_count + 1,
+        deferred=True,
+        next_attempt_at=retry_at,
+        last_error=error[:MAX_ERROR_CHARS],
+        lease_owner=None,
     )
 
 
@@ -251,19 +255,14 @@ def fail_window(
     now: datetime | None = None,
 ) -> SyncState | None:
     """Mark an attempt failed; whether it is retryable follows from attempt_count."""
-    stamp = now or datetime.now(UTC)
-    return transition(
+    return _holder_writes(
         conn,
         state,
-        expected_status=WindowStatus.PROCESSING,
-        values={
-            "status": WindowStatus.FAILED,
-            "last_error": error[:MAX_ERROR_CHARS],
-            "next_attempt_at": retry_at,
-            "lease_owner": None,
-            "deferred": False,
-            "updated_at": stamp,
-        },
+        now or datetime.now(UTC),
+        status=WindowStatus.FAILED,
+        last_error=error[:MAX_ERROR_CHARS],
+        next_attempt_at=retry_at,
+        **RELEASED,
     )
 
 
@@ -343,18 +342,14 @@ def requeue_window(
     the revision the caller read, so a run that claimed the window meanwhile wins.
     """
     stamp = now or datetime.now(UTC)
-    requeueable = _runnable(stamp, max_attempts, stale_timeout)
+    values = {
+        "status": WindowStatus.PENDING,
+        "next_attempt_at": reissue_at,
+        **RELEASED,
+        "updated_at": stamp,
+    }
     return transition(
-        conn,
-        state,
-        where=requeueable,
-        values={
-            "status": WindowStatus.PENDING,
-            "next_attempt_at": reissue_at,
-            "lease_owner": None,
-            "deferred": False,
-            "updated_at": stamp,
-        },
+        conn, state, where=_runnable(stamp, max_attempts, stale_timeout), values=values
     )
 
 
@@ -377,25 +372,17 @@ def relaunch_unclaimed(
     is `failed` for an operator, like any window out of attempts. Compare-and-set on the
     revision of the `pending` row the caller read, so a run that claimed it meanwhile wins.
     """
-    stamp = now or datetime.now(UTC)
-    exhausted = state.attempt_count + 1 >= max_attempts
     values: dict[str, Any] = {
         "attempt_count": ss.c.attempt_count + 1,
         "unclaimed_runs": ss.c.unclaimed_runs + 1,
-        "lease_owner": None,
-        "deferred": False,
-        "updated_at": stamp,
+        **RELEASED,
+        "updated_at": now or datetime.now(UTC),
     }
-    if exhausted:
+    if state.attempt_count + 1 >= max_attempts:
         values.update(status=WindowStatus.FAILED, next_attempt_at=None, last_error=UNCLAIMED_ERROR)
     else:
         values.update(status=WindowStatus.PENDING, next_attempt_at=reissue_at)
-    return transition(
-        conn,
-        state,
-        expected_status=WindowStatus.PENDING,
-        values=values,
-    )
+    return transition(conn, state, expected_status=WindowStatus.PENDING, values=values)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, Select, func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 
+from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import WORKSPACE_STATUSES
 from timeline_pipeline.db.schema import workspace_collaboration_resources as res
 from timeline_pipeline.db.schema import workspace_curators as cur
@@ -51,7 +52,7 @@ _TITLE_MAX_CHARS = _max_chars(ws.c.title)
 
 
 def _to_workspace(row: Row[Any]) -> Workspace:
-    return Workspace(row.id, row.type, row.status, row.title, row.created_at, row.updated_at)
+    return record_of(Workspace, row)
 
 
 def create(
@@ -154,23 +155,29 @@ def chats_of(conn: Connection, workspace_id: str) -> list[str]:
     return [r.resource_key for r in rows]
 
 
+def _with_chats(*columns: Any) -> Select[Any]:
+    """Workspaces joined to their bound chats, one row per binding: the workspace's columns,
+    the chat id (`resource_key`), then `columns`."""
+    return (
+        select(ws, res.c.resource_key, *columns)
+        .join(res, res.c.workspace_id == ws.c.id)
+        .where(res.c.resource_type == RESOURCE_LARK_CHAT)
+    )
+
+
 def bindings_for_chat(conn: Connection, chat_id: str) -> list[ChatBinding]:
     """Every workspace a chat is bound to, read from the database (never from startup state)."""
     rows = conn.execute(
-        select(ws, res.c.resource_key, res.c.created_at.label("bound_at"))
-        .join(res, res.c.workspace_id == ws.c.id)
-        .where(res.c.resource_type == RESOURCE_LARK_CHAT, res.c.resource_key == chat_id)
+        _with_chats(res.c.created_at.label("bound_at"))
+        .where(res.c.resource_key == chat_id)
         .order_by(ws.c.id)
     )
     return [ChatBinding(_to_workspace(r), r.resource_key, r.bound_at) for r in rows]
 
 
 def all_bindings(conn: Connection, *, statuses: Sequence[str] | None = None) -> list[ChatBinding]:
-    stmt = (
-        select(ws, res.c.resource_key, res.c.created_at.label("bound_at"))
-        .join(res, res.c.workspace_id == ws.c.id)
-        .where(res.c.resource_type == RESOURCE_LARK_CHAT)
-        .order_by(ws.c.created_at, ws.c.id, res.c.resource_key)
+    stmt = _with_chats(res.c.created_at.label("bound_at")).order_by(
+        ws.c.created_at, ws.c.id, res.c.resource_key
     )
     if statuses is not None:
         stmt = stmt.where(ws.c.status.in_(list(statuses)))
@@ -265,17 +272,9 @@ def bound_chats_with_latest_window(
         "window_start", res.c.workspace_id, res.c.resource_key
     )
     newest = evidence.latest_eligible_at(res.c.workspace_id, res.c.resource_key)
-    stmt = (
-        select(
-            ws,
-            res.c.resource_key,
-            latest.label("latest_window_start"),
-            newest.label("latest_evidence_at"),
-        )
-        .join(res, res.c.workspace_id == ws.c.id)
-        .where(res.c.resource_type == RESOURCE_LARK_CHAT)
-        .order_by(ws.c.id, res.c.resource_key)
-    )
+    stmt = _with_chats(
+        latest.label("latest_window_start"), newest.label("latest_evidence_at")
+    ).order_by(ws.c.id, res.c.resource_key)
     if statuses is not None:
         stmt = stmt.where(ws.c.status.in_(list(statuses)))
     rows = conn.execute(stmt)
@@ -307,14 +306,7 @@ def followed_chats(conn: Connection, *, since: datetime) -> list[FollowedChat]:
     )
     collected = checkpoints.collected_until(res.c.workspace_id, res.c.resource_key)
     rows = conn.execute(
-        select(
-            ws,
-            res.c.resource_key,
-            first_after.label("first_at"),
-            collected.label("collected_until"),
-        )
-        .join(res, res.c.workspace_id == ws.c.id)
-        .where(res.c.resource_type == RESOURCE_LARK_CHAT)
+        _with_chats(first_after.label("first_at"), collected.label("collected_until"))
     )
     return [
         FollowedChat(_to_workspace(row), row.resource_key, row.first_at, row.collected_until)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import Engine, select
 
-from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each
+from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each, compare_and_set_from
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.states import CheckpointStatus
 from timeline_pipeline.domain.sync_states import SyncState
@@ -114,3 +114,13 @@ def test_a_batch_transition_returns_the_rows_it_won_and_skips_the_ones_moved_fir
     ]
     assert _stored(engine, first.id)[2] == f"batch {first.id}"
     assert _stored(engine, second.id) == ("pending", second.revision + 1, "other")
+
+
+def test_compare_and_set_from_moves_the_record_as_it_was_read(engine: Engine) -> None:
+    state = _checkpoint(engine)
+    with engine.begin() as conn:
+        row = compare_and_set_from(conn, ss, state, values={"last_error": "first"})
+        stale = compare_and_set_from(conn, ss, state, values={"last_error": "second"})
+    assert row is not None and row.revision == state.revision + 1
+    assert stale is None
+    assert _stored(engine, state.id) == ("pending", state.revision + 1, "first")

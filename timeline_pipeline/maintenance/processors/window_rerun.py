@@ -49,11 +49,9 @@ from timeline_pipeline.maintenance.processor import (
     StepOutcome,
     StepRequest,
     ValidatedInput,
-    check_keys,
     counters,
-    require_object,
+    scoped_parameters,
     state_version,
-    workspace_scope,
 )
 from timeline_pipeline.maintenance.processors.rerun_preview import (
     PREVIEW_COUNTERS,
@@ -160,9 +158,7 @@ class WindowRerun:
         self.version = "2" if preview else "1"
 
     def validate(self, parameters: Mapping[str, Any]) -> ValidatedInput:
-        params = require_object(parameters)
-        check_keys(params, PARAMETERS)
-        workspace_id = workspace_scope(params)
+        params, workspace_id = scoped_parameters(parameters, PARAMETERS)
         version = params.get("processor_version")
         chat_id = params.get("chat_id")
         try:
