@@ -197,22 +197,18 @@ def finish_window(
     if status not in TERMINAL_WINDOW_STATUSES:
         raise ValueError(f"finish_window needs a terminal status, got {status!r}")
     stamp = now or datetime.now(UTC)
-    return transition(
+    return _holder_writes(
         conn,
         state,
-        expected_status=WindowStatus.PROCESSING,
-        values={
-            "status": status,
-            "last_seen_content_hash": aggregate_hash,
-            "last_seen_updated_at": stamp,
-            "metadata_json": {**state.metadata, **metadata},
-            "lease_owner": None,
-            "last_error": None,
-            "deferral_count": 0,
-            "deferred": False,
-            "updated_at": stamp,
-            **({"review_card_pending": True} if review_card else {}),
-        },
+        stamp,
+        status=status,
+        last_seen_content_hash=aggregate_hash,
+        last_seen_updated_at=stamp,
+        metadata_json={**state.metadata, **metadata},
+        last_error=None,
+        deferral_count=0,
+        **RELEASED,
+        **({"review_card_pending": True} if review_card else {}),
     )
 
 
