@@ -15,10 +15,11 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
+from timeline_pipeline.cli.output import fail
 from timeline_pipeline.maintenance.driver import (
     DEFAULT_RETRIES,
     EXIT_ERROR,
@@ -33,11 +34,6 @@ from timeline_pipeline.maintenance.http_client import HttpTransport
 from timeline_pipeline.maintenance.limits import BATCH_SIZE_RANGE, DELAY_MS_RANGE, TIMEOUT_MS_MAX
 
 
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_ERROR)
-
-
 class MaintenanceGroup(click.Group):
     """Usage mistakes exit 1 like every other failure of the driver (2 means "budget ran
     out"), with one line on stderr."""
@@ -46,7 +42,7 @@ class MaintenanceGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
-            _fail(exc.format_message())
+            fail(exc.format_message())
 
 
 def _emit(job: dict[str, Any]) -> None:
@@ -72,9 +68,9 @@ def _port(port: int | None) -> int:
     try:
         configured = parse_port(os.environ.get("MAINTENANCE_PORT"))
     except ListenerRefused as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if configured is None:
-        _fail("give --port or set MAINTENANCE_PORT to the listener's port")
+        fail("give --port or set MAINTENANCE_PORT to the listener's port")
     return configured
 
 
@@ -85,7 +81,7 @@ def _answer(reply: Reply, emit: Callable[[dict[str, Any]], None] = _emit) -> dic
         return job
     if job is not None:
         _emit(job)
-    _fail(f"{reply.message} (HTTP {reply.status}, {reply.code or 'error'})")
+    fail(f"{reply.message} (HTTP {reply.status}, {reply.code or 'error'})")
 
 
 def _call(
@@ -97,7 +93,7 @@ def _call(
     try:
         return _answer(request(transport), emit)
     except TransportError as exc:
-        _fail(
+        fail(
             f"no answer from the maintenance listener on 127.0.0.1 ({exc}); check that serve "
             "runs with MAINTENANCE_PORT, and read `status` before retrying a mutation"
         )
@@ -148,7 +144,7 @@ def _options(
     batch_size: int, delay_ms: int, lock_timeout_ms: int, statement_timeout_ms: int
 ) -> dict[str, int]:
     if lock_timeout_ms > statement_timeout_ms:
-        _fail("--lock-timeout-ms must not exceed --statement-timeout-ms")
+        fail("--lock-timeout-ms must not exceed --statement-timeout-ms")
     return {
         "batch_size": batch_size,
         "delay_ms": delay_ms,
@@ -191,9 +187,9 @@ def create(
     try:
         parsed = json.loads(parameters)
     except json.JSONDecodeError:
-        _fail("--parameters is not valid JSON")
+        fail("--parameters is not valid JSON")
     if not isinstance(parsed, dict):
-        _fail("--parameters must be a JSON object")
+        fail("--parameters must be a JSON object")
     body = {
         "type": job_type,
         "idempotency_key": idempotency_key,
@@ -220,7 +216,7 @@ def status(job_id: str, markdown: bool, port: int | None) -> None:
     job = _call(port, lambda transport: transport.get(job_id), emit=lambda _job: None)
     report = (job.get("result") or {}).get("preview")
     if not isinstance(report, dict):
-        _fail(f"job {job_id} has no preview report (a completed window_rerun dry-run has one)")
+        fail(f"job {job_id} has no preview report (a completed window_rerun dry-run has one)")
     from timeline_pipeline.maintenance.preview_report import markdown as render
 
     click.echo(render(report), nl=False)
@@ -301,7 +297,7 @@ def run(
     try:
         report = driver.run(job_id, Budget(max_batches, max_seconds, max_retries, resume))
     except KeyboardInterrupt:
-        _fail("interrupted: no request is in flight any more; read `status` before continuing")
+        fail("interrupted: no request is in flight any more; read `status` before continuing")
     finally:
         transport.close()
     if sys.stderr.isatty():

@@ -646,14 +646,25 @@ def epoch_millis(value: object) -> datetime | None:
     return moment
 
 
-def _millis(value: object, field: str) -> datetime:
-    """Lark sends epoch milliseconds as strings (sometimes ints); anything else is refused."""
+def read_time(
+    value: object, key: str, refuse: Callable[[str], Exception], *, absent: datetime | None
+) -> datetime:
+    """A time field of a message or event: `absent` when not sent (None refuses it as
+    `missing_<key>`), `bad_<key>` when `epoch_millis` cannot read it. Each path raises its own
+    error with these codes (docs/design.md §2, docs/pins.md)."""
     if value is None or value == "":
-        raise MalformedMessageError(f"missing_{field}")
+        if absent is None:
+            raise refuse(f"missing_{key}")
+        return absent
     moment = epoch_millis(value)
     if moment is None:
-        raise MalformedMessageError(f"bad_{field}")
+        raise refuse(f"bad_{key}")
     return moment
+
+
+def _millis(value: object, field: str) -> datetime:
+    """Lark sends epoch milliseconds as strings (sometimes ints); anything else is refused."""
+    return read_time(value, field, MalformedMessageError, absent=None)
 
 
 # --- typed field access ---------------------------------------------------------------------
@@ -723,11 +734,15 @@ def _optional_raw_str(
     return value
 
 
-def _required_raw_str(holder: Mapping[str, Any], key: str, *, prefix: str = "") -> str:
-    value = _optional_raw_str(holder, key, prefix=prefix)
+def _present(value: str | None, reason: str) -> str:
+    """A required field's value, or the `missing_...` refusal when it is absent."""
     if value is None:
-        raise MalformedMessageError(f"missing_{prefix}{key}")
+        raise MalformedMessageError(reason)
     return value
+
+
+def _required_raw_str(holder: Mapping[str, Any], key: str, *, prefix: str = "") -> str:
+    return _present(_optional_raw_str(holder, key, prefix=prefix), f"missing_{prefix}{key}")
 
 
 def _optional_str(holder: Mapping[str, Any], key: str, *, reason: str | None = None) -> str | None:
@@ -744,9 +759,7 @@ def _required_str(
     """`name` lets both shapes report one code although they spell the key differently."""
     label = name or key
     value = _optional_str(holder, key, reason=reason or f"bad_{label}")
-    if value is None:
-        raise MalformedMessageError(reason or f"missing_{label}")
-    return value
+    return _present(value, reason or f"missing_{label}")
 
 
 def is_lark_identifier(value: object) -> TypeGuard[str]:
@@ -754,6 +767,16 @@ def is_lark_identifier(value: object) -> TypeGuard[str]:
     ASCII without `/`, at most MAX_IDENTIFIER_CHARS. Messages, reactions and recalls check
     their ids with this one rule (docs/design.md §2)."""
     return isinstance(value, str) and _IDENTIFIER.fullmatch(value) is not None
+
+
+def read_identifier(value: object, key: str, refuse: Callable[[str], Exception]) -> str:
+    """A required id of an event: `missing_<key>` when absent or blank, `bad_<key>` when it
+    breaks `is_lark_identifier`; each path raises its own error with these codes."""
+    if value is None or value == "":
+        raise refuse(f"missing_{key}")
+    if not is_lark_identifier(value):
+        raise refuse(f"bad_{key}")
+    return value
 
 
 def _optional_id(
@@ -768,7 +791,4 @@ def _optional_id(
 
 
 def _required_id(holder: Mapping[str, Any], key: str, *, prefix: str = "") -> str:
-    value = _optional_id(holder, key, prefix=prefix)
-    if value is None:
-        raise MalformedMessageError(f"missing_{prefix}{key}")
-    return value
+    return _present(_optional_id(holder, key, prefix=prefix), f"missing_{prefix}{key}")
