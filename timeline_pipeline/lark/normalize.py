@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, TypeGuard
+from typing import Any, Final, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -59,6 +59,7 @@ _IDENTIFIER: Final = re.compile(rf"[\x21-\x2e\x30-\x7e]{{1,{MAX_IDENTIFIER_CHARS
 _PLACEHOLDER: Final = re.compile(r"@_user_[0-9]+|@_all")
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _LOCALE_PREFERENCE: Final = ("en_us", "zh_cn")
+_T = TypeVar("_T")
 
 
 class MalformedMessageError(ValueError):
@@ -713,13 +714,29 @@ def _optional_list(holder: Mapping[str, Any], key: str, *, reason: str | None = 
     return _list(value, reason or f"bad_{key}")
 
 
+def _checked(
+    value: object,
+    valid: Callable[[object], TypeGuard[_T]],
+    bad: str,
+    refuse: Callable[[str], Exception] = MalformedMessageError,
+) -> _T:
+    """A field that was sent: its value if `valid`, else the `bad` refusal."""
+    if not valid(value):
+        raise refuse(bad)
+    return value
+
+
+def _is_bool(value: object) -> TypeGuard[bool]:
+    return isinstance(value, bool)
+
+
+def _is_str(value: object) -> TypeGuard[str]:
+    return isinstance(value, str)
+
+
 def _optional_bool(holder: Mapping[str, Any], key: str) -> bool:
     value = holder.get(key)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise MalformedMessageError(f"bad_{key}")
-    return value
+    return False if value is None else _checked(value, _is_bool, f"bad_{key}")
 
 
 def _optional_raw_str(
@@ -727,11 +744,7 @@ def _optional_raw_str(
 ) -> str | None:
     """A string kept as sent (content, text), where whitespace may matter."""
     value = holder.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise MalformedMessageError(reason or f"bad_{prefix}{key}")
-    return value
+    return None if value is None else _checked(value, _is_str, reason or f"bad_{prefix}{key}")
 
 
 def _present(value: str | None, reason: str) -> str:
@@ -774,9 +787,7 @@ def read_identifier(value: object, key: str, refuse: Callable[[str], Exception])
     breaks `is_lark_identifier`; each path raises its own error with these codes."""
     if value is None or value == "":
         raise refuse(f"missing_{key}")
-    if not is_lark_identifier(value):
-        raise refuse(f"bad_{key}")
-    return value
+    return _checked(value, is_lark_identifier, f"bad_{key}", refuse)
 
 
 def _optional_id(
@@ -785,10 +796,8 @@ def _optional_id(
     value = holder.get(key)
     if value is None or value == "":
         return None
-    if not is_lark_identifier(value):
-        raise MalformedMessageError(reason or f"bad_{prefix}{key}")
-    return value
+    return _checked(value, is_lark_identifier, reason or f"bad_{prefix}{key}")
 
 
 def _required_id(holder: Mapping[str, Any], key: str, *, prefix: str = "") -> str:
-    return _present(_optional_id(holder, key, prefix=prefix), f"missing_{prefix}{key}")
+    return read_identifier(holder.get(key), f"{prefix}{key}", MalformedMessageError)
