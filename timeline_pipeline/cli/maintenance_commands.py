@@ -11,10 +11,12 @@ with one line on stderr.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import click
@@ -112,45 +114,61 @@ revision_option = click.option(
 )
 
 
-def limit_options(func: Callable[..., Any]) -> Callable[..., Any]:
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """A job's batch limits as given; `options()` checks them when the body is built."""
+
+    batch_size: int
+    delay_ms: int
+    lock_timeout_ms: int
+    statement_timeout_ms: int
+
+    def options(self) -> dict[str, int]:
+        if self.lock_timeout_ms > self.statement_timeout_ms:
+            fail("--lock-timeout-ms must not exceed --statement-timeout-ms")
+        return asdict(self)
+
+
+def limit_options(func: Callable[..., None]) -> Callable[..., None]:
+    """The four batch limits of `create` and `configure`, handed to the command as `limits`."""
+
+    @functools.wraps(func)
+    def command(
+        *,
+        batch_size: int,
+        delay_ms: int,
+        lock_timeout_ms: int,
+        statement_timeout_ms: int,
+        **rest: Any,
+    ) -> None:
+        func(limits=_Limits(batch_size, delay_ms, lock_timeout_ms, statement_timeout_ms), **rest)
+
     low, high = BATCH_SIZE_RANGE
-    func = click.option(
+    wrapped: Callable[..., None] = command
+    wrapped = click.option(
         "--statement-timeout-ms",
         type=click.IntRange(1, TIMEOUT_MS_MAX),
         required=True,
         help=f"SQL statement timeout of a batch (>= lock timeout, <= {TIMEOUT_MS_MAX}).",
-    )(func)
-    func = click.option(
+    )(wrapped)
+    wrapped = click.option(
         "--lock-timeout-ms",
         type=click.IntRange(1, TIMEOUT_MS_MAX),
         required=True,
         help="SQL lock timeout of a batch (1 .. statement timeout).",
-    )(func)
-    func = click.option(
+    )(wrapped)
+    wrapped = click.option(
         "--delay-ms",
         type=click.IntRange(*DELAY_MS_RANGE),
         required=True,
         help=f"Pause after each batch ({DELAY_MS_RANGE[0]} .. {DELAY_MS_RANGE[1]} ms).",
-    )(func)
+    )(wrapped)
     return click.option(
         "--batch-size",
         type=click.IntRange(low, high),
         required=True,
         help=f"Rows (or windows) per batch ({low} .. {high}).",
-    )(func)
-
-
-def _options(
-    batch_size: int, delay_ms: int, lock_timeout_ms: int, statement_timeout_ms: int
-) -> dict[str, int]:
-    if lock_timeout_ms > statement_timeout_ms:
-        fail("--lock-timeout-ms must not exceed --statement-timeout-ms")
-    return {
-        "batch_size": batch_size,
-        "delay_ms": delay_ms,
-        "lock_timeout_ms": lock_timeout_ms,
-        "statement_timeout_ms": statement_timeout_ms,
-    }
+    )(wrapped)
 
 
 @click.group("maintenance", cls=MaintenanceGroup)
@@ -177,10 +195,7 @@ def create(
     idempotency_key: str,
     apply: bool,
     parameters: str,
-    batch_size: int,
-    delay_ms: int,
-    lock_timeout_ms: int,
-    statement_timeout_ms: int,
+    limits: _Limits,
     port: int | None,
 ) -> None:
     """Create a job (a dry-run unless --apply); prints the job JSON."""
@@ -195,7 +210,7 @@ def create(
         "idempotency_key": idempotency_key,
         "apply": apply,
         "parameters": parsed,
-        "options": _options(batch_size, delay_ms, lock_timeout_ms, statement_timeout_ms),
+        "options": limits.options(),
     }
     _call(port, lambda transport: transport.create(body))
 
@@ -246,16 +261,13 @@ for _name in ("pause", "resume", "cancel"):
 def configure(
     job_id: str,
     revision: int,
-    batch_size: int,
-    delay_ms: int,
-    lock_timeout_ms: int,
-    statement_timeout_ms: int,
+    limits: _Limits,
     port: int | None,
 ) -> None:
     """Replace a job's limits; its cursor and parameters stay."""
     body = {
         "revision": revision,
-        "options": _options(batch_size, delay_ms, lock_timeout_ms, statement_timeout_ms),
+        "options": limits.options(),
     }
     _call(port, lambda transport: transport.post(job_id, "configure", body))
 
