@@ -35,13 +35,7 @@ def entry_out(view: EntryView) -> EntryOut:
 def summary_out(view: SummaryView | None) -> SummaryOut | None:
     if view is None:
         return None
-    return SummaryOut(
-        content=view.content,
-        source=view.source,
-        revision=view.revision,
-        etag=view.etag,
-        updated_at=view.updated_at,
-    )
+    return SummaryOut.model_validate(view, from_attributes=True)
 
 
 def evidence_item_out(row: EvidenceRow) -> EvidenceItemOut:

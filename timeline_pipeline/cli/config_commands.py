@@ -6,24 +6,16 @@ values, so it also works on a machine that is not set up yet.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
+from timeline_pipeline.cli.output import fail
 from timeline_pipeline.settings_reference import (
     ReferenceIncomplete,
     render_reference,
     replace_block,
 )
-
-EXIT_ERROR = 1
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_ERROR)
 
 
 @click.group("config")
@@ -51,7 +43,7 @@ def config_reference(target: Path | None) -> None:
         document = target.read_text(encoding="utf-8")
         target.write_text(replace_block(document, rendered), encoding="utf-8")
     except OSError as exc:
-        _fail(f"cannot update {target}: {exc.strerror or exc}")
+        fail(f"cannot update {target}: {exc.strerror or exc}")
     except ReferenceIncomplete as exc:
-        _fail(f"cannot update {target}: {exc}")
+        fail(f"cannot update {target}: {exc}")
     click.echo(f"updated the configuration reference in {target}")

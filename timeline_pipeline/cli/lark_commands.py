@@ -6,22 +6,25 @@ pusher that signs with a real encrypt key, has no business being reachable from 
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import click
 
+from timeline_pipeline.cli.output import refuse
 from timeline_pipeline.lark.simulator.events import (
     EventIdentity,
     card_action_event,
-    message_recalled_event,
+    item_recalled_event,
     message_receive_event,
     reaction_event,
 )
@@ -35,31 +38,62 @@ from timeline_pipeline.lark.simulator.runner import (
 )
 from timeline_pipeline.lark.simulator.store import ChatStore, StoreError
 
-EXIT_USAGE = 2
-
-
-def _refuse(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
-
 
 def _load_store(chats: Path) -> ChatStore:
     try:
         return ChatStore.load_jsonl(chats)
     except (OSError, StoreError) as exc:
-        _refuse(f"cannot load {chats}: {exc}")
+        refuse(f"cannot load {chats}: {exc}")
 
 
 def _check_receiver(receiver: str) -> None:
     if not is_loopback_host(urlsplit(receiver).hostname or ""):
-        _refuse(f"--receiver {receiver} is not a loopback URL")
+        refuse(f"--receiver {receiver} is not a loopback URL")
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+@dataclass(frozen=True, slots=True)
+class _OneEvent:
+    """Where and how a one-event command sends: the options every such command shares."""
+
+    receiver: str
+    identity: EventIdentity
+    event_id: str | None
+    encrypt_key: str | None
+    as_json: bool
+
+    def send(
+        self, payload: dict[str, Any], shown: Callable[[Any], Any] = lambda body: body
+    ) -> None:
+        """Send the signed event; print the answer; exit 1 unless the receiver said 200."""
+        answer = send_signed(self.receiver, payload, encrypt_key=self.encrypt_key or None)
+        if self.as_json:
+            click.echo(json.dumps(answer.body))
+        else:
+            click.echo(f"HTTP {answer.status}: {shown(answer.body)}")
+        if answer.status != 200:
+            sys.exit(1)
 
 
-def _one_event_options(command: _F) -> _F:
-    """The options of every command that sends one signed event and prints the answer."""
+def _one_event_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options of every command that sends one signed event and prints the answer: the
+    command gets them as one `_OneEvent` (`event`), its receiver checked first."""
+
+    @functools.wraps(command)
+    def run(
+        *,
+        receiver: str,
+        event_id: str | None,
+        encrypt_key: str | None,
+        verification_token: str,
+        app_id: str,
+        as_json: bool,
+        **options: Any,
+    ) -> None:
+        _check_receiver(receiver)
+        identity = EventIdentity(app_id=app_id, verification_token=verification_token)
+        command(_OneEvent(receiver, identity, event_id, encrypt_key, as_json), **options)
+
+    wrapped: Callable[..., None] = run
     for option in reversed(
         (
             click.option("--event-id", default=None, help="Reuse an event id (a redelivery)."),
@@ -73,31 +107,13 @@ def _one_event_options(command: _F) -> _F:
             ),
         )
     ):
-        command = option(command)
-    return command
+        wrapped = option(wrapped)
+    return wrapped
 
 
 def _toast(body: Any) -> Any:
     toast = (body.get("toast") or {}).get("content") if body else None
     return toast or body
-
-
-def _send_one(
-    receiver: str,
-    payload: dict[str, Any],
-    *,
-    encrypt_key: str | None,
-    as_json: bool,
-    shown: Callable[[Any], Any] = lambda body: body,
-) -> None:
-    """Send one signed event; print the answer; exit 1 unless the receiver said 200."""
-    answer = send_signed(receiver, payload, encrypt_key=encrypt_key or None)
-    if as_json:
-        click.echo(json.dumps(answer.body))
-    else:
-        click.echo(f"HTTP {answer.status}: {shown(answer.body)}")
-    if answer.status != 200:
-        sys.exit(1)
 
 
 @click.group(name="lark")
@@ -146,7 +162,7 @@ def simulate(
 ) -> None:
     """Serve the local Lark until interrupted; point LARK_BASE_URL at the printed URL."""
     if not is_loopback_host(host):
-        _refuse(f"--host {host} is not a loopback address; the local Lark binds loopback only")
+        refuse(f"--host {host} is not a loopback address; the local Lark binds loopback only")
     faults = SimulatorFaults(
         fail_page=fail_page,
         fail_page_attempts=fail_page_attempts,
@@ -193,14 +209,7 @@ def _events_for(store: ChatStore, identity: EventIdentity) -> list[dict[str, Any
             continue
         events.append(message_receive_event(item, identity))
         if item.get("deleted"):
-            events.append(
-                message_recalled_event(
-                    item["message_id"],
-                    item["chat_id"],
-                    identity,
-                    recall_time_ms=int(item.get("update_time") or item["create_time"]),
-                )
-            )
+            events.append(item_recalled_event(item, identity))
     return events
 
 
@@ -277,35 +286,29 @@ def push(
 @click.option("--form-value", "form_json", default=None, help="A form's values as JSON.")
 @_one_event_options
 def push_card_action(
-    receiver: str,
+    event: _OneEvent,
     message_id: str,
     chat_id: str,
     operator: str,
     value_json: str,
     option: str | None,
     form_json: str | None,
-    event_id: str | None,
-    encrypt_key: str | None,
-    verification_token: str,
-    app_id: str,
-    as_json: bool,
 ) -> None:
     """Send one signed card.action.trigger callback, as Lark does when someone clicks a card."""
-    _check_receiver(receiver)
     value = _json_object(value_json, "--value")
     payload = card_action_event(
-        EventIdentity(app_id=app_id, verification_token=verification_token),
+        event.identity,
         operator_open_id=operator,
         open_message_id=message_id,
         open_chat_id=chat_id,
         action_value=value,
-        event_id=event_id,
+        event_id=event.event_id,
     )
     if option is not None:
         payload["event"]["action"]["option"] = option
     if form_json is not None:
         payload["event"]["action"]["form_value"] = _json_object(form_json, "--form-value")
-    _send_one(receiver, payload, encrypt_key=encrypt_key, as_json=as_json, shown=_toast)
+    event.send(payload, shown=_toast)
 
 
 @lark_group.command("push-reaction")
@@ -318,36 +321,30 @@ def push_card_action(
 @click.option("--removed", is_flag=True, help="Send the reaction's removal (deleted_v1).")
 @_one_event_options
 def push_reaction(
-    receiver: str,
+    event: _OneEvent,
     message_id: str,
     operator: str,
     emoji_type: str,
     removed: bool,
-    event_id: str | None,
-    encrypt_key: str | None,
-    verification_token: str,
-    app_id: str,
-    as_json: bool,
 ) -> None:
     """Send one signed im.message.reaction.created_v1 (or deleted_v1) event, as Lark does
     when someone adds (or removes) an emoji reaction (docs/pins.md)."""
-    _check_receiver(receiver)
     payload = reaction_event(
-        EventIdentity(app_id=app_id, verification_token=verification_token),
+        event.identity,
         message_id=message_id,
         emoji_type=emoji_type,
         operator_open_id=operator,
         removed=removed,
-        event_id=event_id,
+        event_id=event.event_id,
     )
-    _send_one(receiver, payload, encrypt_key=encrypt_key, as_json=as_json)
+    event.send(payload)
 
 
 def _json_object(raw: str, option: str) -> dict[str, Any]:
     try:
         value = json.loads(raw)
     except ValueError:
-        _refuse(f"{option} is not JSON")
+        refuse(f"{option} is not JSON")
     if not isinstance(value, dict):
-        _refuse(f"{option} must be a JSON object")
+        refuse(f"{option} must be a JSON object")
     return value

@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any, TypedDict
 
 import click
 
@@ -36,21 +41,69 @@ def _registry(app: AppContext) -> Registry:
     return load_registry(default_days=configured_defaults(app.settings.timeline))
 
 
-workspace_option = click.option("--workspace", "workspace_id", help="Only this workspace.")
-descriptor_option = click.option(
-    "--descriptor",
-    "descriptor_key",
-    help="Only this descriptor (`<owner>.<table>`).",
-)
-as_of_option = click.option(
-    "--as-of", "as_of", help="Evaluate retention at this ISO 8601 instant (default: now)."
-)
-override_option = click.option(
-    "--retention-days-override",
-    "override",
-    type=int,
-    help="Retention days instead of each descriptor's default (within its min/max).",
-)
+class _ScopeArgs(TypedDict):
+    workspace_id: str | None
+    descriptor_key: str | None
+    as_of: datetime | None
+    retention_days_override: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What a dry-run or a run covers, as given; `args()` reads `--as-of` when it is called."""
+
+    workspace_id: str | None
+    descriptor_key: str | None
+    as_of: str | None
+    override: int | None
+
+    def args(self) -> _ScopeArgs:
+        return _ScopeArgs(
+            workspace_id=self.workspace_id,
+            descriptor_key=self.descriptor_key,
+            as_of=parse_iso8601(self.as_of, "--as-of"),
+            retention_days_override=self.override,
+        )
+
+
+def scope_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The scope options `dry-run` and `run` share, handed to the command as `scope`."""
+
+    @functools.wraps(command)
+    def run(
+        *,
+        workspace_id: str | None,
+        descriptor_key: str | None,
+        as_of: str | None,
+        override: int | None,
+        **rest: Any,
+    ) -> None:
+        command(scope=_Scope(workspace_id, descriptor_key, as_of, override), **rest)
+
+    wrapped: Callable[..., None] = run
+    for option in reversed(
+        (
+            click.option("--workspace", "workspace_id", help="Only this workspace."),
+            click.option(
+                "--descriptor",
+                "descriptor_key",
+                help="Only this descriptor (`<owner>.<table>`).",
+            ),
+            click.option(
+                "--as-of",
+                "as_of",
+                help="Evaluate retention at this ISO 8601 instant (default: now).",
+            ),
+            click.option(
+                "--retention-days-override",
+                "override",
+                type=int,
+                help="Retention days instead of each descriptor's default (within its min/max).",
+            ),
+        )
+    ):
+        wrapped = option(wrapped)
+    return wrapped
 
 
 @click.group("lifecycle")
@@ -79,32 +132,15 @@ def registry_check_command(app: AppContext, as_json: bool) -> None:
 
 
 @lifecycle_group.command("dry-run")
-@workspace_option
-@descriptor_option
-@as_of_option
-@override_option
+@scope_options
 @json_option
 @pass_app
-def dry_run_command(
-    app: AppContext,
-    workspace_id: str | None,
-    descriptor_key: str | None,
-    as_of: str | None,
-    override: int | None,
-    as_json: bool,
-) -> None:
+def dry_run_command(app: AppContext, scope: _Scope, as_json: bool) -> None:
     """Count rows eligible, held and purgeable per descriptor and workspace; changes nothing."""
-    moment = parse_iso8601(as_of, "--as-of")
+    args = scope.args()
     registry = _registry(app)
     with read_only(app.engine) as conn:
-        report = dry_run(
-            conn,
-            registry,
-            workspace_id=workspace_id,
-            descriptor_key=descriptor_key,
-            as_of=moment,
-            retention_days_override=override,
-        )
+        report = dry_run(conn, registry, **args)
 
     def human() -> None:
         click.echo(f"as of {report.as_of}")
@@ -125,10 +161,7 @@ def dry_run_command(
 
 
 @lifecycle_group.command("run")
-@workspace_option
-@descriptor_option
-@as_of_option
-@override_option
+@scope_options
 @click.option(
     "--archive-dir",
     type=click.Path(path_type=Path),
@@ -157,10 +190,7 @@ def dry_run_command(
 @pass_app
 def run_command(
     app: AppContext,
-    workspace_id: str | None,
-    descriptor_key: str | None,
-    as_of: str | None,
-    override: int | None,
+    scope: _Scope,
     archive_dir: Path | None,
     batch_limit: int | None,
     batch_delay_ms: int,
@@ -169,7 +199,7 @@ def run_command(
 ) -> None:
     """Archive (with --archive-dir) and purge aged-out rows in bounded batches; holds win."""
     configure_logging(json=True, level=log_level.upper())
-    moment = parse_iso8601(as_of, "--as-of")
+    args = scope.args()
     engine = PurgeEngine(
         app.engine,
         _registry(app),
@@ -178,12 +208,7 @@ def run_command(
         batch_delay_ms=batch_delay_ms,
         actor=_actor(),
     )
-    outcome = engine.run(
-        workspace_id=workspace_id,
-        descriptor_key=descriptor_key,
-        as_of=moment,
-        retention_days_override=override,
-    )
+    outcome = engine.run(**args)
 
     def human() -> None:
         click.echo(f"run {outcome.run_id} ({outcome.run_key}) {outcome.status}")

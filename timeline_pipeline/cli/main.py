@@ -6,7 +6,6 @@ newer code) ends as one line on stderr and a non-zero exit code, never a traceba
 
 from __future__ import annotations
 
-import sys
 from typing import Any, NoReturn
 
 import click
@@ -14,7 +13,15 @@ import psycopg
 from sqlalchemy.exc import DBAPIError, StatementError
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, json_option, jsonable, parse_iso8601
+from timeline_pipeline.cli.output import (
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    emit,
+    fail,
+    json_option,
+    jsonable,
+    parse_iso8601,
+)
 from timeline_pipeline.curation.curators import CuratorService
 from timeline_pipeline.db.engine import (
     DatabaseConfigError,
@@ -37,9 +44,6 @@ from timeline_pipeline.store.api_tokens import TokenNotFound
 from timeline_pipeline.store.workspaces import WorkspaceError
 
 """The actor audit events name for changes made from this command line."""
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_UNAVAILABLE = 3
 
 USER_ERRORS: tuple[type[Exception], ...] = (
     SettingsError,
@@ -51,11 +55,6 @@ USER_ERRORS: tuple[type[Exception], ...] = (
     Refused,
     UnsafeIdentifier,
 )
-
-
-def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
 
 
 def _database_failure(exc: DatabaseUnavailable) -> NoReturn:

@@ -11,14 +11,17 @@ with one line on stderr.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import click
 
+from timeline_pipeline.cli.output import fail
 from timeline_pipeline.maintenance.driver import (
     DEFAULT_RETRIES,
     EXIT_ERROR,
@@ -33,11 +36,6 @@ from timeline_pipeline.maintenance.http_client import HttpTransport
 from timeline_pipeline.maintenance.limits import BATCH_SIZE_RANGE, DELAY_MS_RANGE, TIMEOUT_MS_MAX
 
 
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_ERROR)
-
-
 class MaintenanceGroup(click.Group):
     """Usage mistakes exit 1 like every other failure of the driver (2 means "budget ran
     out"), with one line on stderr."""
@@ -46,7 +44,7 @@ class MaintenanceGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
-            _fail(exc.format_message())
+            fail(exc.format_message())
 
 
 def _emit(job: dict[str, Any]) -> None:
@@ -72,9 +70,9 @@ def _port(port: int | None) -> int:
     try:
         configured = parse_port(os.environ.get("MAINTENANCE_PORT"))
     except ListenerRefused as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if configured is None:
-        _fail("give --port or set MAINTENANCE_PORT to the listener's port")
+        fail("give --port or set MAINTENANCE_PORT to the listener's port")
     return configured
 
 
@@ -85,7 +83,7 @@ def _answer(reply: Reply, emit: Callable[[dict[str, Any]], None] = _emit) -> dic
         return job
     if job is not None:
         _emit(job)
-    _fail(f"{reply.message} (HTTP {reply.status}, {reply.code or 'error'})")
+    fail(f"{reply.message} (HTTP {reply.status}, {reply.code or 'error'})")
 
 
 def _call(
@@ -97,7 +95,7 @@ def _call(
     try:
         return _answer(request(transport), emit)
     except TransportError as exc:
-        _fail(
+        fail(
             f"no answer from the maintenance listener on 127.0.0.1 ({exc}); check that serve "
             "runs with MAINTENANCE_PORT, and read `status` before retrying a mutation"
         )
@@ -116,45 +114,61 @@ revision_option = click.option(
 )
 
 
-def limit_options(func: Callable[..., Any]) -> Callable[..., Any]:
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """A job's batch limits as given; `options()` checks them when the body is built."""
+
+    batch_size: int
+    delay_ms: int
+    lock_timeout_ms: int
+    statement_timeout_ms: int
+
+    def options(self) -> dict[str, int]:
+        if self.lock_timeout_ms > self.statement_timeout_ms:
+            fail("--lock-timeout-ms must not exceed --statement-timeout-ms")
+        return asdict(self)
+
+
+def limit_options(func: Callable[..., None]) -> Callable[..., None]:
+    """The four batch limits of `create` and `configure`, handed to the command as `limits`."""
+
+    @functools.wraps(func)
+    def command(
+        *,
+        batch_size: int,
+        delay_ms: int,
+        lock_timeout_ms: int,
+        statement_timeout_ms: int,
+        **rest: Any,
+    ) -> None:
+        func(limits=_Limits(batch_size, delay_ms, lock_timeout_ms, statement_timeout_ms), **rest)
+
     low, high = BATCH_SIZE_RANGE
-    func = click.option(
+    wrapped: Callable[..., None] = command
+    wrapped = click.option(
         "--statement-timeout-ms",
         type=click.IntRange(1, TIMEOUT_MS_MAX),
         required=True,
         help=f"SQL statement timeout of a batch (>= lock timeout, <= {TIMEOUT_MS_MAX}).",
-    )(func)
-    func = click.option(
+    )(wrapped)
+    wrapped = click.option(
         "--lock-timeout-ms",
         type=click.IntRange(1, TIMEOUT_MS_MAX),
         required=True,
         help="SQL lock timeout of a batch (1 .. statement timeout).",
-    )(func)
-    func = click.option(
+    )(wrapped)
+    wrapped = click.option(
         "--delay-ms",
         type=click.IntRange(*DELAY_MS_RANGE),
         required=True,
         help=f"Pause after each batch ({DELAY_MS_RANGE[0]} .. {DELAY_MS_RANGE[1]} ms).",
-    )(func)
+    )(wrapped)
     return click.option(
         "--batch-size",
         type=click.IntRange(low, high),
         required=True,
         help=f"Rows (or windows) per batch ({low} .. {high}).",
-    )(func)
-
-
-def _options(
-    batch_size: int, delay_ms: int, lock_timeout_ms: int, statement_timeout_ms: int
-) -> dict[str, int]:
-    if lock_timeout_ms > statement_timeout_ms:
-        _fail("--lock-timeout-ms must not exceed --statement-timeout-ms")
-    return {
-        "batch_size": batch_size,
-        "delay_ms": delay_ms,
-        "lock_timeout_ms": lock_timeout_ms,
-        "statement_timeout_ms": statement_timeout_ms,
-    }
+    )(wrapped)
 
 
 @click.group("maintenance", cls=MaintenanceGroup)
@@ -181,25 +195,22 @@ def create(
     idempotency_key: str,
     apply: bool,
     parameters: str,
-    batch_size: int,
-    delay_ms: int,
-    lock_timeout_ms: int,
-    statement_timeout_ms: int,
+    limits: _Limits,
     port: int | None,
 ) -> None:
     """Create a job (a dry-run unless --apply); prints the job JSON."""
     try:
         parsed = json.loads(parameters)
     except json.JSONDecodeError:
-        _fail("--parameters is not valid JSON")
+        fail("--parameters is not valid JSON")
     if not isinstance(parsed, dict):
-        _fail("--parameters must be a JSON object")
+        fail("--parameters must be a JSON object")
     body = {
         "type": job_type,
         "idempotency_key": idempotency_key,
         "apply": apply,
         "parameters": parsed,
-        "options": _options(batch_size, delay_ms, lock_timeout_ms, statement_timeout_ms),
+        "options": limits.options(),
     }
     _call(port, lambda transport: transport.create(body))
 
@@ -220,7 +231,7 @@ def status(job_id: str, markdown: bool, port: int | None) -> None:
     job = _call(port, lambda transport: transport.get(job_id), emit=lambda _job: None)
     report = (job.get("result") or {}).get("preview")
     if not isinstance(report, dict):
-        _fail(f"job {job_id} has no preview report (a completed window_rerun dry-run has one)")
+        fail(f"job {job_id} has no preview report (a completed window_rerun dry-run has one)")
     from timeline_pipeline.maintenance.preview_report import markdown as render
 
     click.echo(render(report), nl=False)
@@ -250,16 +261,13 @@ for _name in ("pause", "resume", "cancel"):
 def configure(
     job_id: str,
     revision: int,
-    batch_size: int,
-    delay_ms: int,
-    lock_timeout_ms: int,
-    statement_timeout_ms: int,
+    limits: _Limits,
     port: int | None,
 ) -> None:
     """Replace a job's limits; its cursor and parameters stay."""
     body = {
         "revision": revision,
-        "options": _options(batch_size, delay_ms, lock_timeout_ms, statement_timeout_ms),
+        "options": limits.options(),
     }
     _call(port, lambda transport: transport.post(job_id, "configure", body))
 
@@ -301,7 +309,7 @@ def run(
     try:
         report = driver.run(job_id, Budget(max_batches, max_seconds, max_retries, resume))
     except KeyboardInterrupt:
-        _fail("interrupted: no request is in flight any more; read `status` before continuing")
+        fail("interrupted: no request is in flight any more; read `status` before continuing")
     finally:
         transport.close()
     if sys.stderr.isatty():

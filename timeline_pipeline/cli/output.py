@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
+    """Every command's error exit: one `error: ...` line on stderr, then the exit code."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def refuse(message: str) -> NoReturn:
+    """A usage error (exit 2): what was asked cannot be done as given."""
+    fail(message, EXIT_USAGE)
 
 
 def jsonable(value: Any) -> Any:

@@ -12,23 +12,16 @@ runs: `timeline-pipeline --help` stays fast.
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, json_option
+from timeline_pipeline.cli.output import emit, fail, json_option
 from timeline_pipeline.db.migrate import current_revision, head_revision
 
-EXIT_ERROR: Final = 1
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_ERROR)
 
 
 def _print_human(report: dict[str, Any]) -> None:
@@ -98,18 +91,18 @@ def reconcile(
     settings = app.settings
     refusal = manual_refusal(settings.timeline)
     if refusal is not None:
-        _fail(refusal)
+        fail(refusal)
     head = head_revision()
     current = current_revision(app.engine)
     if current != head:
-        _fail(f"schema is at {current or 'empty'}, code expects {head}: run `db upgrade` first")
+        fail(f"schema is at {current or 'empty'}, code expects {head}: run `db upgrade` first")
     now = datetime.now(UTC)
     try:
         with connection(app.engine) as conn:
             targets = manual_targets(conn, settings.timeline, now, workspace_id, chat_id)
         client = build_client(settings.timeline, settings.runtime)
     except (ReconcileRefused, LarkNotConfigured) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     reconciler = Reconciler(
         app.engine, client, settings.timeline, app_id=settings.runtime.lark_app_id
     )
@@ -119,4 +112,4 @@ def reconcile(
     data = report.as_dict()
     emit(as_json, data, lambda: _print_human(data))
     if report.failures:
-        _fail(report.failure_summary())
+        fail(report.failure_summary())

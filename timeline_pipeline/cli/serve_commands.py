@@ -11,16 +11,16 @@ command runs: every other `timeline-pipeline` command stays fast.
 from __future__ import annotations
 
 import sys
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
+from timeline_pipeline.cli.output import fail
 from timeline_pipeline.db.migrate import current_revision, head_revision
 from timeline_pipeline.http.server import DEFAULT_GRACEFUL_TIMEOUT_SECONDS, server_config
 
 GIL_SWITCH_INTERVAL_SECONDS: Final = 0.001
-EXIT_ERROR: Final = 1
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 
 
@@ -72,11 +72,11 @@ def serve(
     head = head_revision()
     current = current_revision(app.engine)
     if current != head:
-        _fail(f"schema is at {current or 'empty'}, code expects {head}: run `db upgrade` first")
+        fail(f"schema is at {current or 'empty'}, code expects {head}: run `db upgrade` first")
     try:
         application = create_app(settings, app.engine, card_worker=card_worker)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     # After importing the receiver: lark-oapi installs its own handler at import, which this drops.
     configure_logging(json=as_json, level=log_level.upper())
     route_uncaught_exceptions()
@@ -147,8 +147,3 @@ def _maintenance_listener(application: Any, app: AppContext, graceful_timeout: i
     )
     service = JobService(app.engine, registry, metrics=metrics)
     return start_listener(service, raw_port, graceful_timeout=graceful_timeout)
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_ERROR)

@@ -16,16 +16,15 @@ command fail (exit 1) instead of silently winning.
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, json_option, jsonable, parse_iso8601
+from timeline_pipeline.cli.output import emit, fail, json_option, jsonable, parse_iso8601
 from timeline_pipeline.curation.export import render_markdown
 from timeline_pipeline.curation.rules import (
     CATEGORIES,
@@ -41,12 +40,6 @@ __all__ = ["timeline_group"]
 
 ACTOR = "cli"
 MIN_TITLE_WIDTH = 20
-EXIT_ERROR = 1
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_ERROR)
 
 
 class CurationGroup(click.Group):
@@ -57,7 +50,7 @@ class CurationGroup(click.Group):
         try:
             return super().invoke(ctx)
         except Refused as exc:
-            _fail(str(exc))
+            fail(str(exc))
 
 
 @click.group("timeline", cls=CurationGroup)
@@ -211,7 +204,7 @@ def timeline_export(
     try:
         output.write_text(document, encoding="utf-8")
     except OSError as exc:
-        _fail(f"cannot write {output}: {exc.strerror or exc}")
+        fail(f"cannot write {output}: {exc.strerror or exc}")
     click.echo(f"wrote {len(view.entries)} entries to {output}", err=True)
 
 
@@ -382,13 +375,13 @@ def timeline_summary(
         try:
             raw = file_.read_bytes()
         except OSError as exc:
-            _fail(f"cannot read {file_}: {exc.strerror or exc}")
+            fail(f"cannot read {file_}: {exc.strerror or exc}")
         if len(raw) > SUMMARY_MAX_CHARS * 4:
-            _fail(f"{file_} is too large for a summary ({SUMMARY_MAX_CHARS} characters at most)")
+            fail(f"{file_} is too large for a summary ({SUMMARY_MAX_CHARS} characters at most)")
         try:
             content = raw.decode("utf-8")
         except UnicodeDecodeError:
-            _fail(f"{file_} is not UTF-8 text")
+            fail(f"{file_} is not UTF-8 text")
     assert content is not None
     summary = CurationService(app.engine).write_summary(
         workspace_id,

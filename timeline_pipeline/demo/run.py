@@ -33,7 +33,7 @@ from timeline_pipeline.ingest.eligibility import AUTOMATIC
 from timeline_pipeline.lark.client_factory import build_client
 from timeline_pipeline.lark.simulator.events import (
     EventIdentity,
-    message_recalled_event,
+    item_recalled_event,
     message_receive_event,
 )
 from timeline_pipeline.lark.simulator.pusher import EventPusher, PushReport
@@ -113,14 +113,7 @@ def _events(scenario: Scenario, identity: EventIdentity) -> list[dict[str, Any]]
     events: list[dict[str, Any]] = []
     for item in scenario.messages:
         if item.get("deleted"):
-            events.append(
-                message_recalled_event(
-                    item["message_id"],
-                    item["chat_id"],
-                    identity,
-                    recall_time_ms=int(item["update_time"]),
-                )
-            )
+            events.append(item_recalled_event(item, identity))
         else:
             events.append(message_receive_event(item, identity))
     return events

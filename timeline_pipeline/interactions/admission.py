@@ -248,7 +248,20 @@ class CardCallbacks:
         if written is None:
             raise _Moved
         try:
-            admission_id = self._insert(conn, card, callback, admissible, now)
+            admission_id = admissions.admit(
+                conn,
+                request_id=card.id,
+                workspace_id=card.workspace_id,
+                event_id=callback.event_id,
+                decision_key=admissible.decision_key(card.id),
+                entry_id=admissible.entry_id,
+                entry_revision=admissible.entry_revision,
+                action=admissible.action,
+                value=admissible.value,
+                actor_open_id=callback.operator,
+                now=now,
+                limit=self._settings.review_card_admission_limit_per_workspace,
+            )
         except AdmissionLimitReached:
             raise CallbackRefused(Refusal.ADMISSION_LIMIT) from None  # rolls the card back
         if admission_id is None:
@@ -269,29 +282,6 @@ class CardCallbacks:
             },
             ADMITTED,
             admission_id=admission_id,
-        )
-
-    def _insert(
-        self,
-        conn: Connection,
-        card: CardRow,
-        callback: CardCallback,
-        admissible: Admissible,
-        now: datetime,
-    ) -> int | None:
-        return admissions.admit(
-            conn,
-            request_id=card.id,
-            workspace_id=card.workspace_id,
-            event_id=callback.event_id,
-            decision_key=admissible.decision_key(card.id),
-            entry_id=admissible.entry_id,
-            entry_revision=admissible.entry_revision,
-            action=admissible.action,
-            value=admissible.value,
-            actor_open_id=callback.operator,
-            now=now,
-            limit=self._settings.review_card_admission_limit_per_workspace,
         )
 
     def _duplicate(

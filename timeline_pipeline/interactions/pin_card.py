@@ -10,14 +10,16 @@ admission draw any stored card with: a pin's card here, a review card by `cards.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Concatenate, Final, ParamSpec
 
 from timeline_pipeline.domain.card_requests import CardRequest, Decisions, PinNote
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
 from timeline_pipeline.interactions.cards import action_value, describe, render_card
 
 CATEGORY_ACTION: Final = CardAction.CATEGORY
+_P = ParamSpec("_P")
 
 
 def headline(note: PinNote, category: str) -> str:
@@ -37,7 +39,7 @@ def render_pin_card(
     status: str,
     expires_at: datetime,
     workspace_id: str,
-    link_base_url: str,
+    link_base_url: str = "",
 ) -> dict[str, Any]:
     """The whole card; with `token` None (expired) it shows the pin, no control."""
     assert request.pin is not None
@@ -88,24 +90,15 @@ def render_pin_card(
     }
 
 
-def draw_card(
-    request: CardRequest,
-    decisions: Decisions,
-    *,
-    token: str | None,
-    status: str,
-    expires_at: datetime,
-    workspace_id: str,
-    link_base_url: str = "",
-) -> dict[str, Any]:
-    """Any stored card, drawn whole: a pin's reply card or a review card."""
-    draw = render_pin_card if request.pin is not None else render_card
-    return draw(
-        request,
-        decisions,
-        token=token,
-        status=status,
-        expires_at=expires_at,
-        workspace_id=workspace_id,
-        link_base_url=link_base_url,
-    )
+def _by_kind(
+    review: Callable[Concatenate[CardRequest, _P], dict[str, Any]],
+    pin: Callable[Concatenate[CardRequest, _P], dict[str, Any]],
+) -> Callable[Concatenate[CardRequest, _P], dict[str, Any]]:
+    def draw(request: CardRequest, /, *args: _P.args, **kwargs: _P.kwargs) -> dict[str, Any]:
+        """Any stored card, drawn whole: a pin's reply card or a review card."""
+        return (pin if request.pin is not None else review)(request, *args, **kwargs)
+
+    return draw
+
+
+draw_card = _by_kind(render_card, render_pin_card)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, TypeGuard
+from typing import Any, Final, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -59,6 +59,7 @@ _IDENTIFIER: Final = re.compile(rf"[\x21-\x2e\x30-\x7e]{{1,{MAX_IDENTIFIER_CHARS
 _PLACEHOLDER: Final = re.compile(r"@_user_[0-9]+|@_all")
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _LOCALE_PREFERENCE: Final = ("en_us", "zh_cn")
+_T = TypeVar("_T")
 
 
 class MalformedMessageError(ValueError):
@@ -646,14 +647,25 @@ def epoch_millis(value: object) -> datetime | None:
     return moment
 
 
-def _millis(value: object, field: str) -> datetime:
-    """Lark sends epoch milliseconds as strings (sometimes ints); anything else is refused."""
+def read_time(
+    value: object, key: str, refuse: Callable[[str], Exception], *, absent: datetime | None
+) -> datetime:
+    """A time field of a message or event: `absent` when not sent (None refuses it as
+    `missing_<key>`), `bad_<key>` when `epoch_millis` cannot read it. Each path raises its own
+    error with these codes (docs/design.md §2, docs/pins.md)."""
     if value is None or value == "":
-        raise MalformedMessageError(f"missing_{field}")
+        if absent is None:
+            raise refuse(f"missing_{key}")
+        return absent
     moment = epoch_millis(value)
     if moment is None:
-        raise MalformedMessageError(f"bad_{field}")
+        raise refuse(f"bad_{key}")
     return moment
+
+
+def _millis(value: object, field: str) -> datetime:
+    """Lark sends epoch milliseconds as strings (sometimes ints); anything else is refused."""
+    return read_time(value, field, MalformedMessageError, absent=None)
 
 
 # --- typed field access ---------------------------------------------------------------------
@@ -702,13 +714,29 @@ def _optional_list(holder: Mapping[str, Any], key: str, *, reason: str | None = 
     return _list(value, reason or f"bad_{key}")
 
 
+def _checked(
+    value: object,
+    valid: Callable[[object], TypeGuard[_T]],
+    bad: str,
+    refuse: Callable[[str], Exception] = MalformedMessageError,
+) -> _T:
+    """A field that was sent: its value if `valid`, else the `bad` refusal."""
+    if not valid(value):
+        raise refuse(bad)
+    return value
+
+
+def _is_bool(value: object) -> TypeGuard[bool]:
+    return isinstance(value, bool)
+
+
+def _is_str(value: object) -> TypeGuard[str]:
+    return isinstance(value, str)
+
+
 def _optional_bool(holder: Mapping[str, Any], key: str) -> bool:
     value = holder.get(key)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise MalformedMessageError(f"bad_{key}")
-    return value
+    return False if value is None else _checked(value, _is_bool, f"bad_{key}")
 
 
 def _optional_raw_str(
@@ -716,18 +744,18 @@ def _optional_raw_str(
 ) -> str | None:
     """A string kept as sent (content, text), where whitespace may matter."""
     value = holder.get(key)
+    return None if value is None else _checked(value, _is_str, reason or f"bad_{prefix}{key}")
+
+
+def _present(value: str | None, reason: str) -> str:
+    """A required field's value, or the `missing_...` refusal when it is absent."""
     if value is None:
-        return None
-    if not isinstance(value, str):
-        raise MalformedMessageError(reason or f"bad_{prefix}{key}")
+        raise MalformedMessageError(reason)
     return value
 
 
 def _required_raw_str(holder: Mapping[str, Any], key: str, *, prefix: str = "") -> str:
-    value = _optional_raw_str(holder, key, prefix=prefix)
-    if value is None:
-        raise MalformedMessageError(f"missing_{prefix}{key}")
-    return value
+    return _present(_optional_raw_str(holder, key, prefix=prefix), f"missing_{prefix}{key}")
 
 
 def _optional_str(holder: Mapping[str, Any], key: str, *, reason: str | None = None) -> str | None:
@@ -744,9 +772,7 @@ def _required_str(
     """`name` lets both shapes report one code although they spell the key differently."""
     label = name or key
     value = _optional_str(holder, key, reason=reason or f"bad_{label}")
-    if value is None:
-        raise MalformedMessageError(reason or f"missing_{label}")
-    return value
+    return _present(value, reason or f"missing_{label}")
 
 
 def is_lark_identifier(value: object) -> TypeGuard[str]:
@@ -756,19 +782,22 @@ def is_lark_identifier(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _IDENTIFIER.fullmatch(value) is not None
 
 
+def read_identifier(value: object, key: str, refuse: Callable[[str], Exception]) -> str:
+    """A required id of an event: `missing_<key>` when absent or blank, `bad_<key>` when it
+    breaks `is_lark_identifier`; each path raises its own error with these codes."""
+    if value is None or value == "":
+        raise refuse(f"missing_{key}")
+    return _checked(value, is_lark_identifier, f"bad_{key}", refuse)
+
+
 def _optional_id(
     holder: Mapping[str, Any], key: str, *, prefix: str = "", reason: str | None = None
 ) -> str | None:
     value = holder.get(key)
     if value is None or value == "":
         return None
-    if not is_lark_identifier(value):
-        raise MalformedMessageError(reason or f"bad_{prefix}{key}")
-    return value
+    return _checked(value, is_lark_identifier, reason or f"bad_{prefix}{key}")
 
 
 def _required_id(holder: Mapping[str, Any], key: str, *, prefix: str = "") -> str:
-    value = _optional_id(holder, key, prefix=prefix)
-    if value is None:
-        raise MalformedMessageError(f"missing_{prefix}{key}")
-    return value
+    return read_identifier(holder.get(key), f"{prefix}{key}", MalformedMessageError)

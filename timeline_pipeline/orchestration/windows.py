@@ -345,36 +345,36 @@ def _released(context: dg.AssetExecutionContext) -> bool:
 # --- the discovery sensor ----------------------------------------------------------------------
 
 
-def dagster_run_lookup(instance: dg.DagsterInstance) -> RunLookup:
-    """Which run keys have runs, and whether those runs have finished (one query per 100)."""
+def _tagged_run_lookup(instance: dg.DagsterInstance, tag: str, *, every: bool) -> RunLookup:
+    """Which values of `tag` have runs, and whether any (or, with `every`, all) of them
+    finished: one query per 100 values."""
 
-    def lookup(run_keys: Sequence[str]) -> Mapping[str, bool]:
+    def lookup(values: Sequence[str]) -> Mapping[str, bool]:
         found: dict[str, bool] = {}
-        for start in range(0, len(run_keys), 100):
-            batch = list(run_keys[start : start + 100])
-            for run in instance.get_runs(filters=dg.RunsFilter(tags={RUN_KEY_TAG: batch})):
-                key = run.tags.get(RUN_KEY_TAG)
-                if key is not None:
-                    found[key] = found.get(key, False) or run.status in _FINISHED
+        for start in range(0, len(values), 100):
+            batch = list(values[start : start + 100])
+            for run in instance.get_runs(filters=dg.RunsFilter(tags={tag: batch})):
+                value = run.tags.get(tag)
+                if value is None:
+                    continue
+                finished = run.status in _FINISHED
+                if every:
+                    found[value] = found.get(value, True) and finished
+                else:
+                    found[value] = found.get(value, False) or finished
         return found
 
     return lookup
+
+
+def dagster_run_lookup(instance: dg.DagsterInstance) -> RunLookup:
+    """Which run keys have runs, and whether those runs have finished (one query per 100)."""
+    return _tagged_run_lookup(instance, RUN_KEY_TAG, every=False)
 
 
 def request_group_lookup(instance: dg.DagsterInstance) -> RunLookup:
     """Which request groups have runs, and whether all of them finished (one query per 100)."""
-
-    def lookup(groups: Sequence[str]) -> Mapping[str, bool]:
-        found: dict[str, bool] = {}
-        for start in range(0, len(groups), 100):
-            batch = list(groups[start : start + 100])
-            for run in instance.get_runs(filters=dg.RunsFilter(tags={TAG_REQUEST: batch})):
-                group = run.tags.get(TAG_REQUEST)
-                if group is not None:
-                    found[group] = found.get(group, True) and run.status in _FINISHED
-        return found
-
-    return lookup
+    return _tagged_run_lookup(instance, TAG_REQUEST, every=True)
 
 
 _ALIVE = {dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED}

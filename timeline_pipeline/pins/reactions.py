@@ -16,7 +16,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
-from timeline_pipeline.lark.normalize import epoch_millis, is_lark_identifier
+from timeline_pipeline.lark.normalize import read_identifier, read_time
 
 _EMOJI: Final = re.compile(r"[\x21-\x7e]{1,64}")
 
@@ -58,21 +58,12 @@ class Reaction:
 
 
 def _identifier(value: object, key: str) -> str:
-    if value is None or value == "":
-        raise MalformedReaction(f"missing_{key}")
-    if not is_lark_identifier(value):
-        raise MalformedReaction(f"bad_{key}")
-    return value
+    return read_identifier(value, key, MalformedReaction)
 
 
 def _action_time(value: object, now: datetime) -> datetime:
     """Epoch milliseconds as Lark sends them (a string); absent means now."""
-    if value is None or value == "":
-        return now
-    moment = epoch_millis(value)
-    if moment is None:
-        raise MalformedReaction("bad_action_time")
-    return moment
+    return read_time(value, "action_time", MalformedReaction, absent=now)
 
 
 def read_reaction(event: Mapping[str, Any], *, removed: bool, now: datetime) -> Reaction:

@@ -302,7 +302,7 @@ class PinService:
         )
         if moved is None:
             return DUPLICATE  # an older reaction delivered late
-        self._restore(conn, workspace.id, existing.entry_id, reaction.operator)
+        self._set_hidden(conn, workspace.id, existing.entry_id, reaction.operator, hidden=False)
         return None
 
     def _entry(
@@ -313,7 +313,7 @@ class PinService:
         fingerprint = pin_fingerprint(reaction.message_id)
         found = entries.get_by_fingerprint(conn, workspace.id, fingerprint)
         if found is not None:
-            self._restore(conn, workspace.id, found.id, reaction.operator)
+            self._set_hidden(conn, workspace.id, found.id, reaction.operator, hidden=False)
             return found.id
         title, detail = entry_text(row.content, str(row.metadata.get("message_type") or ""))
         view = self._curation.add(
@@ -330,18 +330,6 @@ class PinService:
             conn=conn,
         )
         return view.id
-
-    def _restore(self, conn: Connection, workspace_id: str, entry_id: int, operator: str) -> None:
-        entry = entries.get_entry(conn, workspace_id, entry_id)
-        if entry is not None and entry.status == "hidden":
-            self._curation.transition(
-                workspace_id,
-                entry_id,
-                Action.RESTORE,
-                expected_revision=entry.revision,
-                actor=actor_of(operator),
-                conn=conn,
-            )
 
     def _queue_reply(
         self,
@@ -407,22 +395,28 @@ class PinService:
                     reasons[DUPLICATE] += 1
                     continue
                 if chat_pins.pinned_count(conn, pin.workspace_id, pin.message_id) == 0:
-                    self._hide(conn, pin.workspace_id, pin.entry_id, reaction.operator)
+                    self._set_hidden(
+                        conn, pin.workspace_id, pin.entry_id, reaction.operator, hidden=True
+                    )
                 unpinned.append(pin.workspace_id)
         return PinResult(unpinned=tuple(unpinned), reasons=reasons, chat_id=pins[0].chat_id)
 
-    def _hide(self, conn: Connection, workspace_id: str, entry_id: int, operator: str) -> None:
-        """Hidden, not deleted: the entry stays for traceability (docs/pins.md)."""
+    def _set_hidden(
+        self, conn: Connection, workspace_id: str, entry_id: int, operator: str, *, hidden: bool
+    ) -> None:
+        """Hide the pin's entry (its last pin went) or restore it (pinned again), unless it
+        already is so. Hidden, not deleted: the entry stays for traceability (docs/pins.md)."""
         entry = entries.get_entry(conn, workspace_id, entry_id)
-        if entry is not None and entry.status != "hidden":
-            self._curation.transition(
-                workspace_id,
-                entry_id,
-                Action.HIDE,
-                expected_revision=entry.revision,
-                actor=actor_of(operator),
-                conn=conn,
-            )
+        if entry is None or (entry.status == "hidden") == hidden:
+            return
+        self._curation.transition(
+            workspace_id,
+            entry_id,
+            Action.HIDE if hidden else Action.RESTORE,
+            expected_revision=entry.revision,
+            actor=actor_of(operator),
+            conn=conn,
+        )
 
     @staticmethod
     def _evidence(

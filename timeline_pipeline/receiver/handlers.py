@@ -27,9 +27,9 @@ from timeline_pipeline.lark.normalize import (
     MalformedMessageError,
     NormalizedLarkMessage,
     UnsupportedMessageTypeError,
-    epoch_millis,
-    is_lark_identifier,
     normalize_event_message,
+    read_identifier,
+    read_time,
 )
 from timeline_pipeline.pins.reactions import MalformedReaction, Reaction, read_reaction
 from timeline_pipeline.receiver import event_types
@@ -301,20 +301,14 @@ def _main_reason(skipped: Counter[str]) -> str:
     return min(skipped.items(), key=lambda item: (-item[1], item[0]))[0]
 
 
+def _bad_request(reason: str) -> Rejected:
+    return Rejected(400, reason)
+
+
 def _identifier(event: Mapping[str, Any], key: str) -> str:
-    value = event.get(key)
-    if value is None or value == "":
-        raise Rejected(400, f"missing_{key}")
-    if not is_lark_identifier(value):
-        raise Rejected(400, f"bad_{key}")
-    return value
+    return read_identifier(event.get(key), key, _bad_request)
 
 
 def _recall_time(value: object, now: datetime) -> datetime:
     """Epoch milliseconds as Lark sends them; absent means "now" (the recall just happened)."""
-    if value is None or value == "":
-        return now
-    moment = epoch_millis(value)
-    if moment is None:
-        raise Rejected(400, "bad_recall_time")
-    return moment
+    return read_time(value, "recall_time", _bad_request, absent=now)

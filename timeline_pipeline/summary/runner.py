@@ -128,16 +128,8 @@ class SummaryReport:
 
 
 def summary_entry(row: EntryRow) -> SummaryEntry:
-    return SummaryEntry(
-        id=row.id,
-        occurred_at=row.occurred_at,
-        title=row.title,
-        detail=row.detail,
-        category=row.category,
-        status=row.status,
-        source=row.source,
-        human_edited=row.human_edited,
-    )
+    """The entry's fields a summarizer reads, by their names (docs/design.md §8)."""
+    return SummaryEntry.model_validate(row, from_attributes=True)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

@@ -7,13 +7,13 @@ and served from memory by `serve` itself: nothing is fetched from anywhere else 
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any, Final
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from timeline_pipeline.web.static import StaticFile
 
 __all__ = ["HTMX_FILE", "StaticFile", "render", "static_file", "static_url"]
 
@@ -45,13 +45,6 @@ def render(template: str, **context: Any) -> str:
     return _environment().get_template(template).render(**context)
 
 
-@dataclass(frozen=True, slots=True)
-class StaticFile:
-    body: bytes
-    media_type: str
-    etag: str
-
-
 @cache
 def static_file(name: str) -> StaticFile | None:
     """A file of the package's static folder by its plain name, else None (no paths)."""
@@ -64,8 +57,7 @@ def static_file(name: str) -> StaticFile | None:
     entry = resources.files("timeline_pipeline.ui").joinpath("static", name)
     if not entry.is_file():
         return None
-    body = entry.read_bytes()
-    return StaticFile(body, media_type, f'"{hashlib.sha256(body).hexdigest()[:16]}"')
+    return StaticFile.of(entry.read_bytes(), media_type)
 
 
 def static_url(name: str) -> str:

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import overload
 
 from timeline_pipeline.domain.states import BACKLOG_WINDOW_STATUSES, WINDOW_STATUSES, WindowStatus
 
@@ -66,6 +67,22 @@ class WorkspaceHealth:
         return sum(self.windows.get(status, 0) for status in BACKLOG_WINDOW_STATUSES)
 
 
+class _Total:
+    """A count of `PipelineHealth`: the sum of the workspaces' count of the same name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, health: None, owner: type | None = None) -> _Total: ...
+    @overload
+    def __get__(self, health: PipelineHealth, owner: type | None = None) -> int: ...
+    def __get__(self, health: PipelineHealth | None, owner: type | None = None) -> _Total | int:
+        if health is None:
+            return self  # read on the class, as a property answers itself
+        return sum(int(getattr(workspace, self._name)) for workspace in health.workspaces)
+
+
 @dataclass(frozen=True)
 class PipelineHealth:
     """The whole pipeline at `measured_at`.
@@ -89,6 +106,16 @@ class PipelineHealth:
     stale_windows: Sequence[ListedWindow] = ()
     failed_windows: Sequence[ListedWindow] = ()
 
+    # Pipeline-wide counts: each the sum over the workspaces of their count of the same name.
+    backlog = _Total()
+    stale_processing = _Total()
+    failed_exhausted = _Total()
+    retried_windows = _Total()
+    window_retries = _Total()
+    chats_never_collected = _Total()
+    late_evidence_windows = _Total()
+    late_evidence = _Total()
+
     @property
     def windows_by_status(self) -> dict[str, int]:
         total: Counter[str] = Counter()
@@ -97,40 +124,8 @@ class PipelineHealth:
         return {status: total.get(status, 0) for status in WINDOW_STATUSES}
 
     @property
-    def backlog(self) -> int:
-        return sum(workspace.backlog for workspace in self.workspaces)
-
-    @property
-    def stale_processing(self) -> int:
-        return sum(workspace.stale_processing for workspace in self.workspaces)
-
-    @property
     def failed(self) -> int:
         return self.windows_by_status[WindowStatus.FAILED]
-
-    @property
-    def failed_exhausted(self) -> int:
-        return sum(workspace.failed_exhausted for workspace in self.workspaces)
-
-    @property
-    def retried_windows(self) -> int:
-        return sum(workspace.retried_windows for workspace in self.workspaces)
-
-    @property
-    def window_retries(self) -> int:
-        return sum(workspace.window_retries for workspace in self.workspaces)
-
-    @property
-    def chats_never_collected(self) -> int:
-        return sum(workspace.chats_never_collected for workspace in self.workspaces)
-
-    @property
-    def late_evidence_windows(self) -> int:
-        return sum(workspace.late_evidence_windows for workspace in self.workspaces)
-
-    @property
-    def late_evidence(self) -> int:
-        return sum(workspace.late_evidence for workspace in self.workspaces)
 
     @property
     def oldest_uncovered_age(self) -> timedelta | None:

@@ -11,8 +11,6 @@ this origin only (docs/http.md; docs/exposure.md says who should reach it at all
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Annotated, Any, Final
@@ -24,6 +22,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from timeline_pipeline.api.errors import ERROR_RESPONSES
 from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.params import API_PREFIX, API_VERSION, OPENAPI_PATH
+from timeline_pipeline.web.static import StaticFile, static_response
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 
@@ -59,21 +58,13 @@ _ASSETS: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class _Asset:
-    body: bytes
-    media_type: str
-    etag: str
-
-
 @cache
-def _asset(name: str) -> _Asset | None:
+def _asset(name: str) -> StaticFile | None:
     found = _ASSETS.get(name)
     if found is None:
         return None
     package, path, media_type = found
-    body = resources.files(package).joinpath(path).read_bytes()
-    return _Asset(body, media_type, f'"{hashlib.sha256(body).hexdigest()[:16]}"')
+    return StaticFile.of(resources.files(package).joinpath(path).read_bytes(), media_type)
 
 
 def _asset_url(name: str) -> str:
@@ -124,14 +115,4 @@ def docs() -> HTMLResponse:
 
 @router.get("/docs/assets/{name}", include_in_schema=False)
 def docs_asset(name: Annotated[str, Path(max_length=64)], request: Request) -> Response:
-    asset = _asset(name)
-    if asset is None:
-        return Response("not found", status_code=404, media_type="text/plain")
-    headers = {
-        "ETag": asset.etag,
-        "Cache-Control": "public, max-age=31536000, immutable",
-        "X-Content-Type-Options": "nosniff",
-    }
-    if request.headers.get("if-none-match") == asset.etag:
-        return Response(status_code=304, headers=headers)
-    return Response(asset.body, media_type=asset.media_type, headers=headers)
+    return static_response(_asset(name), request)

@@ -7,7 +7,7 @@ changes. Handlers are plain `def` (thread pool).
 No `from __future__ import annotations`: FastAPI reads the handlers' annotations.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated
 
@@ -30,6 +30,7 @@ from timeline_pipeline.api.params import (
 from timeline_pipeline.api.presenters import entry_out
 from timeline_pipeline.curation.rules import Action, entry_etag_prefix
 from timeline_pipeline.curation.service import CurationService, NewEntry
+from timeline_pipeline.curation.timeline import EntryView
 from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.web.deps import CurationServiceDep
 
@@ -71,8 +72,31 @@ def get_entry(
 ) -> EntryOut:
     with curation_errors():
         view = service.entry(workspace_id, entry_id)
+    return _with_etag(view, response)
+
+
+def _with_etag(view: EntryView, response: Response) -> EntryOut:
     response.headers["ETag"] = view.etag
     return entry_out(view)
+
+
+def _change(
+    service: CurationService,
+    workspace_id: str,
+    entry_id: int,
+    revision: int | None,
+    if_match: str | None,
+    response: Response,
+    write: Callable[[int | None], EntryView],
+) -> EntryOut:
+    """A change based on a named revision (the body's or `If-Match`'s): `write` gets the one to
+    check, and a 409 carries the entry as it is now."""
+    check, expected = expected_revision(
+        revision, if_match, entry_etag_prefix(entry_id), required=True
+    )
+    with _current_on_conflict(service, workspace_id, entry_id), curation_errors():
+        view = write(expected if check else None)
+    return _with_etag(view, response)
 
 
 def _transition(
@@ -84,19 +108,17 @@ def _transition(
     if_match: str | None,
     response: Response,
 ) -> EntryOut:
-    check, revision = expected_revision(
-        body.revision if body else None, if_match, entry_etag_prefix(entry_id), required=True
+    return _change(
+        service,
+        workspace_id,
+        entry_id,
+        body.revision if body else None,
+        if_match,
+        response,
+        lambda expected: service.transition(
+            workspace_id, entry_id, action, expected_revision=expected, actor=ACTOR
+        ),
     )
-    with _current_on_conflict(service, workspace_id, entry_id), curation_errors():
-        view = service.transition(
-            workspace_id,
-            entry_id,
-            action,
-            expected_revision=revision if check else None,
-            actor=ACTOR,
-        )
-    response.headers["ETag"] = view.etag
-    return entry_out(view)
 
 
 def _add_transition_route(action: Action) -> None:
@@ -145,22 +167,20 @@ def edit_entry(
     service: CurationServiceDep,
     if_match: IfMatch = None,
 ) -> EntryOut:
-    check, revision = expected_revision(
-        body.revision, if_match, entry_etag_prefix(entry_id), required=True
-    )
     changes = body.model_dump(exclude_unset=True, exclude={"revision"})
     if "category" in changes and changes["category"] is not None:
         changes["category"] = str(changes["category"])
-    with _current_on_conflict(service, workspace_id, entry_id), curation_errors():
-        view = service.edit(
-            workspace_id,
-            entry_id,
-            changes,
-            expected_revision=revision if check else None,
-            actor=ACTOR,
-        )
-    response.headers["ETag"] = view.etag
-    return entry_out(view)
+    return _change(
+        service,
+        workspace_id,
+        entry_id,
+        body.revision,
+        if_match,
+        response,
+        lambda expected: service.edit(
+            workspace_id, entry_id, changes, expected_revision=expected, actor=ACTOR
+        ),
+    )
 
 
 @router.post(

@@ -51,19 +51,8 @@ HoldId = Annotated[str, Path(max_length=64, pattern=r"^hold_[0-9a-f]{1,59}$")]
 
 
 def _out(hold: HoldRow) -> HoldOut:
-    return HoldOut(
-        id=hold.id,
-        workspace_id=hold.workspace_id,
-        descriptor_key=hold.descriptor_key,
-        status=hold.status,
-        reason=hold.reason,
-        review_at=hold.review_at,
-        created_at=hold.created_at,
-        created_by=hold.created_by,
-        released_at=hold.released_at,
-        released_by=hold.released_by,
-        release_reason=hold.release_reason,
-    )
+    """The hold's fields of the same names; the idempotency keys and hashes stay inside."""
+    return HoldOut.model_validate(hold, from_attributes=True)
 
 
 @contextmanager

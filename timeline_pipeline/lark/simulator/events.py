@@ -41,6 +41,7 @@ __all__ = [
     "SignedRequest",
     "card_action_event",
     "event_id_of",
+    "item_recalled_event",
     "message_id_of",
     "message_recalled_event",
     "message_receive_event",
@@ -153,6 +154,17 @@ def message_recalled_event(
         "recall_type": recall_type,
     }
     return _envelope(EVENT_MESSAGE_RECALLED, event, identity, event_id)
+
+
+def item_recalled_event(item: Mapping[str, Any], identity: EventIdentity) -> dict[str, Any]:
+    """The recall of a recalled list item, at its last update (its creation when it has none):
+    what `lark push` and the demo send for a `deleted` message (docs/cli.md)."""
+    return message_recalled_event(
+        item["message_id"],
+        item["chat_id"],
+        identity,
+        recall_time_ms=int(item.get("update_time") or item["create_time"]),
+    )
 
 
 def card_action_event(

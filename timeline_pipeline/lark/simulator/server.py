@@ -209,6 +209,12 @@ def create_app(state: SimulatorState) -> FastAPI:
         if chat_id and chat_id in state.faults.permission_denied_chats:
             raise LarkError(CODE_BOT_NOT_IN_CHAT, "Bot is not in the chat")
 
+    def stored(message_id: str) -> dict[str, Any]:
+        message = state.store.get(message_id)
+        if message is None:
+            raise LarkError(CODE_INVALID_PARAM, "message not found")
+        return message
+
     @app.post("/open-apis/auth/v3/tenant_access_token/internal")
     async def tenant_token(request: Request) -> JSONResponse:
         body = await _json_body(request)
@@ -255,9 +261,7 @@ def create_app(state: SimulatorState) -> FastAPI:
     async def reply_message(message_id: str, request: Request) -> JSONResponse:
         app_id = authorize(request)
         body = await _json_body(request)
-        parent = state.store.get(message_id)
-        if parent is None:
-            raise LarkError(CODE_INVALID_PARAM, "message not found")
+        parent = stored(message_id)
         deny_if_blocked(parent["chat_id"])
         msg_type = body.get("msg_type")
         if not isinstance(msg_type, str):
@@ -277,9 +281,7 @@ def create_app(state: SimulatorState) -> FastAPI:
     async def get_message(message_id: str, request: Request) -> JSONResponse:
         """One message in the list's item shape, under `items` as Lark answers it."""
         authorize(request)
-        message = state.store.get(message_id)
-        if message is None:
-            raise LarkError(CODE_INVALID_PARAM, "message not found")
+        message = stored(message_id)
         deny_if_blocked(message["chat_id"])
         return lark_reply({"items": [message]})
 
@@ -287,9 +289,7 @@ def create_app(state: SimulatorState) -> FastAPI:
     async def patch_message(message_id: str, request: Request) -> JSONResponse:
         app_id = authorize(request)
         body = await _json_body(request)
-        message = state.store.get(message_id)
-        if message is None:
-            raise LarkError(CODE_INVALID_PARAM, "message not found")
+        message = stored(message_id)
         sender = message.get("sender") or {}
         if sender.get("sender_type") != "app" or sender.get("id") != app_id:
             raise LarkError(CODE_NOT_SENDER, "Bot is NOT the sender of the message")
