@@ -23,7 +23,7 @@ from typing import Any
 from bench.quality.gold import Split, load_gold_set
 from timeline_pipeline.synthesis.category_features import category_features
 from timeline_pipeline.synthesis.category_model import MODEL_FILE
-from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.contract import Category
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "timeline_pipeline_tests" / "data" / "gold"

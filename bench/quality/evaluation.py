@@ -15,14 +15,14 @@ from bench.quality.gold import ExpectedFact, NegativeExample
 from bench.window import WINDOW
 from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
-from timeline_pipeline.synthesis.models import (
+from timeline_pipeline.synthesis.contract import (
     Category,
     DraftEntry,
     EvidenceItem,
     SynthesisChunk,
     Synthesizer,
 )
-from timeline_pipeline.synthesis.tokens import estimate_total_tokens
+from timeline_pipeline.synthesis.token_estimate import estimate_total_tokens
 
 __all__ = [
     "CategoryScore",

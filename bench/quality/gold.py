@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from timeline_pipeline.lark.normalize import normalize_list_item, semantic_content
-from timeline_pipeline.synthesis.models import Category, EvidenceItem
+from timeline_pipeline.synthesis.contract import Category, EvidenceItem
 
 __all__ = [
     "NEGATIVES_FILE",

@@ -68,10 +68,13 @@ from timeline_pipeline.demo_data import (
     load_negative_examples,
 )
 from timeline_pipeline.synthesis.chunking import ChunkLimits
-from timeline_pipeline.synthesis.models import Category, Synthesizer
+from timeline_pipeline.synthesis.contract import Category, Synthesizer
 from timeline_pipeline.synthesis.prompt import SYSTEM_PROMPT, tool_input_schema
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
-from timeline_pipeline.synthesis.tokens import estimate_evidence_tokens, estimate_text_tokens
+from timeline_pipeline.synthesis.token_estimate import (
+    estimate_evidence_tokens,
+    estimate_text_tokens,
+)
 
 GOLD_ROOT = Path(__file__).resolve().parents[2] / "timeline_pipeline_tests" / "data" / "gold"
 DEMO_NAME = "demo_incident_chat"

@@ -25,7 +25,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from timeline_pipeline.api.models import ErrorOut, UnprocessableOut
+from timeline_pipeline.api.schemas import ErrorOut, UnprocessableOut
 from timeline_pipeline.curation.errors import EntryNotFound, SummaryNotFound
 from timeline_pipeline.db.engine import DatabaseUnavailable
 from timeline_pipeline.domain.errors import InvalidInput, InvalidTransition, Refused, StaleRevision

@@ -11,7 +11,7 @@ from fastapi import Header, Query, status
 from pydantic import WithJsonSchema
 
 from timeline_pipeline.api.errors import problem
-from timeline_pipeline.api.models import ErrorOut
+from timeline_pipeline.api.schemas import ErrorOut
 from timeline_pipeline.curation.rules import revision_from_if_match
 from timeline_pipeline.domain.errors import InvalidInput, StaleRevision
 from timeline_pipeline.web.cursors import CursorCodec, InvalidCursor

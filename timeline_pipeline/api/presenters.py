@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from timeline_pipeline.api.models import EntryOut, EvidenceItemOut, EvidenceLinkOut, SummaryOut
+from timeline_pipeline.api.schemas import EntryOut, EvidenceItemOut, EvidenceLinkOut, SummaryOut
 from timeline_pipeline.curation.links import evidence_link
 from timeline_pipeline.curation.timeline import EntryView, SummaryView
 from timeline_pipeline.domain.evidence import EvidenceRow

@@ -25,7 +25,7 @@ from enum import StrEnum
 
 from timeline_pipeline.domain.entries import EntrySource, EntryStatus
 from timeline_pipeline.domain.errors import InvalidInput, InvalidTransition, StaleRevision
-from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.contract import Category
 
 __all__ = [
     "CATEGORIES",

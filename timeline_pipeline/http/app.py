@@ -41,7 +41,7 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
 from timeline_pipeline.api.router import api_router
-from timeline_pipeline.http import health
+from timeline_pipeline.http import healthz
 from timeline_pipeline.http.resources import ServeResources, build_resources
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.receiver import router as lark_events
@@ -100,7 +100,7 @@ def create_app(
 
 def _include_routers(app: FastAPI) -> None:
     app.include_router(lark_events.router)  # POST /lark/events
-    app.include_router(health.router)  # GET /healthz, GET /metrics
+    app.include_router(healthz.router)  # GET /healthz, GET /metrics
     app.include_router(api_router)  # the timeline API, GET /api/openapi.json
     app.include_router(ui_router)  # the timeline page, /ui
 

@@ -19,7 +19,7 @@ from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.settings import Settings
-from timeline_pipeline.synthesis.models import Synthesizer
+from timeline_pipeline.synthesis.contract import Synthesizer
 
 __all__ = ["preview_metadata", "rerun_service"]
 

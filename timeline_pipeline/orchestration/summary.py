@@ -40,8 +40,8 @@ from timeline_pipeline.orchestration.resources import (
 )
 from timeline_pipeline.orchestration.windows import dagster_run_lookup
 from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_timeline_settings
+from timeline_pipeline.summary.contract import Summarizer
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
-from timeline_pipeline.summary.models import Summarizer
 from timeline_pipeline.summary.runner import (
     ScanPosition,
     SummaryOutcome,

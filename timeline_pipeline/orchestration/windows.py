@@ -52,7 +52,7 @@ from timeline_pipeline.orchestration.resources import (
     TimelineSettingsResource,
 )
 from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_timeline_settings
-from timeline_pipeline.synthesis.models import Synthesizer
+from timeline_pipeline.synthesis.contract import Synthesizer
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
 from timeline_pipeline.synthesis_run.synthesizers import build_synthesizer
 from timeline_pipeline.windows.batches import (

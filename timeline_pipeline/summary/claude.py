@@ -20,7 +20,7 @@ from anthropic.types import ToolParam
 from pydantic import BaseModel, ConfigDict, Field
 
 from timeline_pipeline.llm.forced_tool import ForcedToolCaller, ToolErrors
-from timeline_pipeline.summary.models import (
+from timeline_pipeline.summary.contract import (
     InvalidSummaryOutput,
     SummaryInput,
     SummaryRejected,

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from timeline_pipeline.summary.models import SummaryEntry, SummaryInput, SummaryResult
+from timeline_pipeline.summary.contract import SummaryEntry, SummaryInput, SummaryResult
 
 __all__ = ["DeterministicSummarizer"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
-from timeline_pipeline.summary.models import SummaryEntry, SummaryInput
+from timeline_pipeline.summary.contract import SummaryEntry, SummaryInput
 
 __all__ = ["MAX_SUMMARY_ENTRIES", "Decision", "WindowFacts", "decide", "summary_input"]
 

@@ -36,7 +36,7 @@ from timeline_pipeline.store import window_states
 from timeline_pipeline.store.entries import visible_entries, visible_entry_counts
 from timeline_pipeline.store.summaries import get_summary, summary_sources, write_ai_summary
 from timeline_pipeline.store.window_states import SummaryWindow, windows_awaiting_summary
-from timeline_pipeline.summary.models import Summarizer, SummaryEntry, SummaryError
+from timeline_pipeline.summary.contract import Summarizer, SummaryEntry, SummaryError
 from timeline_pipeline.summary.policy import (
     MAX_SUMMARY_ENTRIES,
     Decision,

@@ -12,7 +12,7 @@ import math
 import re
 
 from timeline_pipeline.synthesis import lexicon
-from timeline_pipeline.synthesis.models import EvidenceItem
+from timeline_pipeline.synthesis.contract import EvidenceItem
 from timeline_pipeline.synthesis.text import casual_spelling, clean_text
 
 __all__ = ["category_features"]

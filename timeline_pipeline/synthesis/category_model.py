@@ -22,7 +22,7 @@ from importlib import resources
 from typing import Any
 
 from timeline_pipeline.synthesis.category_features import category_features
-from timeline_pipeline.synthesis.models import Category, EvidenceItem
+from timeline_pipeline.synthesis.contract import Category, EvidenceItem
 
 __all__ = ["MODEL_FILE", "CategoryModel", "default_category_model"]
 

@@ -11,13 +11,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from timeline_pipeline.synthesis.contract import EvidenceItem, SynthesisChunk
 from timeline_pipeline.synthesis.grouping import (
     DEFAULT_PROXIMITY_GAP,
     group_evidence,
     select_context,
 )
-from timeline_pipeline.synthesis.models import EvidenceItem, SynthesisChunk
-from timeline_pipeline.synthesis.tokens import (
+from timeline_pipeline.synthesis.token_estimate import (
     MESSAGE_OVERHEAD_TOKENS,
     estimate_evidence_tokens,
     max_text_chars_for,

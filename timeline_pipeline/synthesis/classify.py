@@ -13,7 +13,7 @@ from enum import Enum
 
 from timeline_pipeline.synthesis import lexicon
 from timeline_pipeline.synthesis.category_model import CategoryModel
-from timeline_pipeline.synthesis.models import Category, EvidenceItem
+from timeline_pipeline.synthesis.contract import Category, EvidenceItem
 from timeline_pipeline.synthesis.text import (
     casual_spelling,
     cjk_count,

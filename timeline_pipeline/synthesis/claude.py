@@ -13,7 +13,7 @@ from typing import Any
 import structlog
 
 from timeline_pipeline.llm.forced_tool import ForcedToolCaller, ToolErrors, validated
-from timeline_pipeline.synthesis.models import (
+from timeline_pipeline.synthesis.contract import (
     DraftEntry,
     InvalidSynthesisOutput,
     SynthesisChunk,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
-from timeline_pipeline.synthesis.models import ConversationGroup, EvidenceItem
-from timeline_pipeline.synthesis.tokens import estimate_evidence_tokens
+from timeline_pipeline.synthesis.contract import ConversationGroup, EvidenceItem
+from timeline_pipeline.synthesis.token_estimate import estimate_evidence_tokens
 
 __all__ = ["DEFAULT_PROXIMITY_GAP", "group_evidence", "select_context"]
 

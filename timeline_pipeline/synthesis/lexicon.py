@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.contract import Category
 
 __all__ = [
     "ACKNOWLEDGED_ROLE",

@@ -13,7 +13,7 @@ from typing import Any
 from anthropic.types import ToolParam
 from pydantic import BaseModel, ConfigDict, Field
 
-from timeline_pipeline.synthesis.models import Category, EvidenceItem, SynthesisChunk
+from timeline_pipeline.synthesis.contract import Category, EvidenceItem, SynthesisChunk
 
 __all__ = [
     "CONTEXT_HEADER",

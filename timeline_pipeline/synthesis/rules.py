@@ -23,7 +23,7 @@ from timeline_pipeline.synthesis.classify import (
     Reading,
     read_message,
 )
-from timeline_pipeline.synthesis.models import (
+from timeline_pipeline.synthesis.contract import (
     Category,
     ConversationGroup,
     DraftEntry,

@@ -33,7 +33,7 @@ from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence
 from timeline_pipeline.synthesis.chunking import plan_chunks
-from timeline_pipeline.synthesis.models import (
+from timeline_pipeline.synthesis.contract import (
     EvidenceItem,
     InvalidSynthesisOutput,
     SynthesisChunk,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from timeline_pipeline.domain.entries import DraftWrite, EvidenceRef
 from timeline_pipeline.domain.evidence import EvidenceRow
 from timeline_pipeline.domain.window_keys import WindowRef
-from timeline_pipeline.synthesis.models import (
+from timeline_pipeline.synthesis.contract import (
     FINGERPRINT_SCOPE,
     DraftEntry,
     EvidenceItem,

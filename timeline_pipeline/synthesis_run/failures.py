@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from timeline_pipeline.synthesis.models import SynthesisChunk
+from timeline_pipeline.synthesis.contract import SynthesisChunk
 
 __all__ = ["MAX_DIAGNOSTIC_CHARS", "ChunkFailure", "bounded"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from timeline_pipeline.domain.window_keys import decode_window_cursor
-from timeline_pipeline.synthesis.models import EvidenceItem
+from timeline_pipeline.synthesis.contract import EvidenceItem
 
 __all__ = [
     "MAX_LISTED_EVIDENCE_IDS",

@@ -32,7 +32,7 @@ from timeline_pipeline.domain.window_keys import WindowRef, encode_window_cursor
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import sync_states, window_states
-from timeline_pipeline.synthesis.models import (
+from timeline_pipeline.synthesis.contract import (
     EvidenceItem,
     SynthesisChunk,
     SynthesisResult,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from timeline_pipeline.llm.setup import claude_setup
 from timeline_pipeline.settings import Settings
-from timeline_pipeline.synthesis.models import Synthesizer
+from timeline_pipeline.synthesis.contract import Synthesizer
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 
 __all__ = ["build_synthesizer"]

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from timeline_pipeline.api import models
+from timeline_pipeline.api import schemas
 from timeline_pipeline.store import api_tokens
 from timeline_pipeline_tests.api.conftest import Served, bearer
 from timeline_pipeline_tests.curation.support import IMPACT, ROLLBACK, W1, say, synthesize
@@ -38,7 +38,7 @@ times = st.datetimes(timezones=st.timezones()).map(lambda t: t.isoformat()) | st
     ["2026-11-29T10:00:00Z", "2026-11-29T10:00:00", "0001-01-01T00:00:00+05:00", "not a time"]
 )
 RESPONSE_MODELS: dict[str, type[BaseModel]] = {
-    name: getattr(models, name)
+    name: getattr(schemas, name)
     for name in (
         "CuratorOut",
         "CuratorsOut",

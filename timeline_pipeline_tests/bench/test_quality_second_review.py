@@ -17,7 +17,7 @@ from bench.quality.gold import (
     load_second_reviews,
 )
 from bench.quality.run import Row, _agreement, _agreement_rows
-from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.contract import Category
 
 GOLD = Path(__file__).resolve().parents[1] / "data" / "gold"
 

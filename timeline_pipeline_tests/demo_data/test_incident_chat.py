@@ -26,7 +26,7 @@ from timeline_pipeline.demo_data import (
 )
 from timeline_pipeline.lark.normalize import normalize_list_item
 from timeline_pipeline.lark.simulator.store import RECALLED_CONTENT, ChatStore
-from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.contract import Category
 from tools import generate_demo_chat as generate
 
 MAX_TEXT_CHARS = 4000

@@ -23,7 +23,7 @@ from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.interactions import planner
-from timeline_pipeline.interactions.health import review_card_figures
+from timeline_pipeline.interactions.card_figures import review_card_figures
 from timeline_pipeline.interactions.planner import PlanPass, plan_flagged_cards
 from timeline_pipeline.interactions.worker import CardWorker
 from timeline_pipeline.observability.metrics import ReviewCardMetrics

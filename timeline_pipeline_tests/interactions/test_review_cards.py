@@ -243,7 +243,7 @@ def test_decisions_beyond_the_workspace_admission_limit_are_refused_until_the_wo
 def test_the_health_figures_count_pending_cards_and_the_callback_backlog(engine: Engine) -> None:
     from datetime import UTC, datetime
 
-    from timeline_pipeline.interactions.health import review_card_figures
+    from timeline_pipeline.interactions.card_figures import review_card_figures
 
     with harness(engine) as h:
         card_id, ids = _ready(h, 2)

@@ -32,7 +32,7 @@ from timeline_pipeline.maintenance.preview_report import markdown
 from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.store import entries, sync_states
-from timeline_pipeline.synthesis.models import DraftEntry, SynthesisChunk, SynthesisResult
+from timeline_pipeline.synthesis.contract import DraftEntry, SynthesisChunk, SynthesisResult
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run.runner import WindowRunner
 from timeline_pipeline_tests.curation.support import (

@@ -12,7 +12,7 @@ import pytest
 from timeline_pipeline.llm.forced_tool import build_claude_client
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.summary.claude import TOOL_NAME, ClaudeSummarizer
-from timeline_pipeline.summary.models import (
+from timeline_pipeline.summary.contract import (
     InvalidSummaryOutput,
     SummaryEntry,
     SummaryInput,

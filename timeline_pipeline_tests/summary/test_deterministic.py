@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from timeline_pipeline.summary.contract import SummaryEntry, SummaryInput
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
-from timeline_pipeline.summary.models import SummaryEntry, SummaryInput
 
 T = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from timeline_pipeline.summary.models import SummaryEntry
+from timeline_pipeline.summary.contract import SummaryEntry
 from timeline_pipeline.summary.policy import Decision, WindowFacts, decide, summary_input
 
 T = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)

@@ -11,8 +11,8 @@ from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.store import summaries as store
+from timeline_pipeline.summary.contract import SummaryInput, SummaryResult, SummaryUnavailable
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
-from timeline_pipeline.summary.models import SummaryInput, SummaryResult, SummaryUnavailable
 from timeline_pipeline.summary.policy import Decision
 from timeline_pipeline.summary.runner import SummaryOutcome, SummaryRunner, plan_summary_requests
 from timeline_pipeline_tests.curation.support import (

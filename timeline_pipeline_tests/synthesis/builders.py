@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from timeline_pipeline.synthesis.models import EvidenceItem
+from timeline_pipeline.synthesis.contract import EvidenceItem
 from timeline_pipeline_tests.support.windows import WINDOW
 
 WINDOW_START = datetime(2025, 3, 14, 2, 10, tzinfo=UTC)

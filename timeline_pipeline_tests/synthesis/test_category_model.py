@@ -16,7 +16,7 @@ from bench.quality.gold import Split, load_splits
 from timeline_pipeline.synthesis.category_features import category_features
 from timeline_pipeline.synthesis.category_model import CategoryModel, default_category_model
 from timeline_pipeline.synthesis.classify import MessageKind, read_message
-from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.contract import Category
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline_tests.synthesis.builders import WINDOW_END, WINDOW_START, evidence
 from tools.fit_category_model import OUTPUT, fit, same_model

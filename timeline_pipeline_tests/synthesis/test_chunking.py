@@ -16,8 +16,8 @@ from timeline_pipeline.synthesis.chunking import (
     plan_chunks,
     split_evidence,
 )
-from timeline_pipeline.synthesis.models import EvidenceItem
-from timeline_pipeline.synthesis.tokens import (
+from timeline_pipeline.synthesis.contract import EvidenceItem
+from timeline_pipeline.synthesis.token_estimate import (
     MESSAGE_OVERHEAD_TOKENS,
     estimate_evidence_tokens,
     estimate_text_tokens,

@@ -15,7 +15,7 @@ from timeline_pipeline.llm.forced_tool import build_claude_client, is_transient
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
 from timeline_pipeline.synthesis.claude import PROMPT_VERSION, ClaudeSynthesizer
-from timeline_pipeline.synthesis.models import (
+from timeline_pipeline.synthesis.contract import (
     Category,
     InvalidSynthesisOutput,
     SynthesisChunk,

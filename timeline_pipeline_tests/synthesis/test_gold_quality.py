@@ -37,7 +37,7 @@ from timeline_pipeline.demo_data import (
     load_messages,
     load_negative_examples,
 )
-from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.contract import Category
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 
 GOLD = Path(__file__).resolve().parents[1] / "data" / "gold"

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from timeline_pipeline.synthesis.contract import EvidenceItem
 from timeline_pipeline.synthesis.grouping import group_evidence, select_context
-from timeline_pipeline.synthesis.models import EvidenceItem
-from timeline_pipeline.synthesis.tokens import estimate_evidence_tokens
+from timeline_pipeline.synthesis.token_estimate import estimate_evidence_tokens
 from timeline_pipeline_tests.synthesis.builders import WINDOW_END, WINDOW_START, evidence
 
 FIVE_MINUTES = timedelta(minutes=5)

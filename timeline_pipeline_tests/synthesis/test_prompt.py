@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
-from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.contract import Category
 from timeline_pipeline.synthesis.prompt import (
     CONTEXT_HEADER,
     EVIDENCE_HEADER,

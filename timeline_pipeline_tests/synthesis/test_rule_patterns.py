@@ -16,7 +16,7 @@ import pytest
 from timeline_pipeline.synthesis.category_model import default_category_model
 from timeline_pipeline.synthesis.chunking import plan_chunks
 from timeline_pipeline.synthesis.classify import MessageKind, impact_aspect, read_message
-from timeline_pipeline.synthesis.models import Category, EvidenceItem, SynthesisChunk
+from timeline_pipeline.synthesis.contract import Category, EvidenceItem, SynthesisChunk
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis.text import keep_sentences, make_title
 from timeline_pipeline_tests.synthesis.builders import WINDOW_END, WINDOW_START, evidence

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from timeline_pipeline.synthesis.chunking import plan_chunks
 from timeline_pipeline.synthesis.classify import MessageKind, read_message
-from timeline_pipeline.synthesis.models import Category, EvidenceItem, SynthesisChunk
+from timeline_pipeline.synthesis.contract import Category, EvidenceItem, SynthesisChunk
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline_tests.synthesis.builders import WINDOW_END, WINDOW_START, evidence
 

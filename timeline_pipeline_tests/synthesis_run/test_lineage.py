@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from timeline_pipeline.domain.window_keys import encode_window_cursor
-from timeline_pipeline.synthesis.models import EvidenceItem
+from timeline_pipeline.synthesis.contract import EvidenceItem
 from timeline_pipeline.synthesis_run.lineage import (
     aggregate_hash,
     in_order,

@@ -24,14 +24,14 @@ from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, evidence, sync_states, window_states
 from timeline_pipeline.synthesis.claude import ClaudeSynthesizer
-from timeline_pipeline.synthesis.models import (
+from timeline_pipeline.synthesis.contract import (
     InvalidSynthesisOutput,
     SynthesisChunk,
     SynthesisResult,
     SynthesisUnavailable,
 )
 from timeline_pipeline.synthesis.rules import RULES_PROMPT_VERSION, RuleSynthesizer
-from timeline_pipeline.synthesis.tokens import estimate_total_tokens
+from timeline_pipeline.synthesis.token_estimate import estimate_total_tokens
 from timeline_pipeline.synthesis_run.bounds import chunk_limits
 from timeline_pipeline.synthesis_run.lineage import aggregate_hash
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport

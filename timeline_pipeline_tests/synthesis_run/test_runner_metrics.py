@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from sqlalchemy import Engine
 
-from timeline_pipeline.synthesis.models import InvalidSynthesisOutput
+from timeline_pipeline.synthesis.contract import InvalidSynthesisOutput
 from timeline_pipeline.synthesis_run.runner import RunStatus
 from timeline_pipeline_tests.synthesis_run.test_runner import REF, Recording, chat, runner
 

@@ -16,8 +16,8 @@ from fastapi import APIRouter, Path, Request, Response, status
 from timeline_pipeline.api.auth import AuthorizedWorkspace, request_actor
 from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors, problem
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.models import CuratorOut, CuratorsOut
 from timeline_pipeline.api.params import doc
+from timeline_pipeline.api.schemas import CuratorOut, CuratorsOut
 from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
 from timeline_pipeline.web.deps import CuratorServiceDep

@@ -16,7 +16,6 @@ from fastapi import APIRouter, Body, HTTPException, Path, Response, status
 from timeline_pipeline.api.auth import AuthorizedWorkspace
 from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.models import MAX_ID, EntryCreate, EntryEdit, EntryOut, RevisionIn
 from timeline_pipeline.api.params import (
     ACTOR,
     API_PREFIX,
@@ -28,6 +27,7 @@ from timeline_pipeline.api.params import (
     expected_revision,
 )
 from timeline_pipeline.api.presenters import entry_out
+from timeline_pipeline.api.schemas import MAX_ID, EntryCreate, EntryEdit, EntryOut, RevisionIn
 from timeline_pipeline.curation.rules import Action, entry_etag_prefix
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.curation.timeline import EntryView

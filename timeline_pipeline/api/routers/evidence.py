@@ -9,10 +9,10 @@ from fastapi import APIRouter
 from timeline_pipeline.api.auth import AuthorizedWorkspace
 from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.models import EvidencePage
 from timeline_pipeline.api.params import DEFAULT_LIMIT, DOC_400, MAX_LIMIT, After, Limit
 from timeline_pipeline.api.params import decode_cursor as decode
 from timeline_pipeline.api.presenters import evidence_item_out
+from timeline_pipeline.api.schemas import EvidencePage
 from timeline_pipeline.web.deps import CursorsDep, EvidenceServiceDep
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)

@@ -21,8 +21,8 @@ from fastapi import APIRouter, Depends, Header, Path, Request, Response, status
 from timeline_pipeline.api.auth import request_actor, workspace_guard
 from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors, problem
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.models import HoldCreateIn, HoldOut, HoldReleaseIn
 from timeline_pipeline.api.params import doc
+from timeline_pipeline.api.schemas import HoldCreateIn, HoldOut, HoldReleaseIn
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.lifecycle.holds import (

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Response
 from timeline_pipeline.api.auth import AuthorizedWorkspace
 from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.models import SummaryIn, SummaryOut
 from timeline_pipeline.api.params import ACTOR, DOC_409, IfMatch, doc, expected_revision
 from timeline_pipeline.api.presenters import summary_out
+from timeline_pipeline.api.schemas import SummaryIn, SummaryOut
 from timeline_pipeline.curation.rules import summary_etag_prefix
 from timeline_pipeline.web.deps import CurationServiceDep
 

@@ -12,10 +12,10 @@ from fastapi import APIRouter, Query
 from timeline_pipeline.api.auth import AuthorizedWorkspace
 from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.models import EntryStatus, TimelineOut
 from timeline_pipeline.api.params import DEFAULT_LIMIT, DOC_400, MAX_LIMIT, After, Limit
 from timeline_pipeline.api.params import decode_cursor as decode
 from timeline_pipeline.api.presenters import entry_out, summary_out
+from timeline_pipeline.api.schemas import EntryStatus, TimelineOut
 from timeline_pipeline.domain.entries import VISIBLE_STATUSES
 from timeline_pipeline.web.deps import CurationServiceDep, CursorsDep
 

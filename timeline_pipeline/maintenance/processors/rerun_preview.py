@@ -35,9 +35,9 @@ from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, rerun_previews
 from timeline_pipeline.store.rerun_previews import PRIOR, PROPOSAL, PreviewRow
-from timeline_pipeline.synthesis.models import Synthesizer
+from timeline_pipeline.synthesis.contract import Synthesizer
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
-from timeline_pipeline.synthesis.tokens import estimate_total_tokens
+from timeline_pipeline.synthesis.token_estimate import estimate_total_tokens
 from timeline_pipeline.synthesis_run import draft_matching, draft_writes
 from timeline_pipeline.synthesis_run.core import (
     ModelUnavailable,

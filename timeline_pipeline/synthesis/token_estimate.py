@@ -29,7 +29,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from timeline_pipeline.synthesis.models import EvidenceItem
+from timeline_pipeline.synthesis.contract import EvidenceItem
 
 __all__ = [
     "CHARS_PER_TOKEN",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from timeline_pipeline.synthesis.tokens import (
+from timeline_pipeline.synthesis.token_estimate import (
     MESSAGE_OVERHEAD_TOKENS,
     estimate_evidence_tokens,
     estimate_text_tokens,

@@ -19,7 +19,7 @@ from timeline_pipeline.curation.rules import (
     SUMMARY_MAX_CHARS,
     TITLE_MAX_CHARS,
 )
-from timeline_pipeline.synthesis.models import Category
+from timeline_pipeline.synthesis.contract import Category
 
 __all__ = [
     "EntryCreate",

@@ -8,8 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from pydantic import ValidationError
 
-from timeline_pipeline.synthesis.grouping import group_evidence
-from timeline_pipeline.synthesis.models import (
+from timeline_pipeline.synthesis.contract import (
     FINGERPRINT_SCOPE,
     Category,
     DraftEntry,
@@ -21,6 +20,7 @@ from timeline_pipeline.synthesis.models import (
     normalize_title,
     validate_entries,
 )
+from timeline_pipeline.synthesis.grouping import group_evidence
 from timeline_pipeline_tests.synthesis.builders import WINDOW_END, WINDOW_START, evidence
 
 
