@@ -10,25 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-AI_TEXT_TYPES: Final = frozenset({"text", "post"})
-"""Only human prose is worth a model call; everything else is context or noise."""
-
-STORED_ONLY_TYPES: Final = frozenset(
-    {
-        "image",
-        "file",
-        "media",
-        "audio",
-        "sticker",
-        "interactive",
-        "system",
-        "share_chat",
-        "merge_forward",
-    }
-)
-"""Kept as evidence for traceability (and for reconciliation), never sent to the model."""
-
-SUPPORTED_MESSAGE_TYPES: Final = AI_TEXT_TYPES | STORED_ONLY_TYPES
+from timeline_pipeline.domain.message_types import AI_TEXT_TYPES
 
 SENDER_TYPES: Final = frozenset({"user", "app", "anonymous", "unknown"})
 

@@ -21,8 +21,8 @@ from typing import Any, Final, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from timeline_pipeline.domain.message_types import SUPPORTED_MESSAGE_TYPES
 from timeline_pipeline.lark.message_policy import (
-    SUPPORTED_MESSAGE_TYPES,
     VOLATILE_METADATA_KEYS,
     is_ai_eligible,
     redacted_metadata,

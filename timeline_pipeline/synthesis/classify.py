@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from timeline_pipeline.domain.message_types import AI_TEXT_TYPES
 from timeline_pipeline.synthesis import lexicon
 from timeline_pipeline.synthesis.category_model import CategoryModel
 from timeline_pipeline.synthesis.contract import Category, EvidenceItem
@@ -39,7 +40,6 @@ __all__ = [
 DEFAULT_MIN_SCORE = 2.5
 """A single strong cue (about 3) passes; a lone weak cue or bare technical jargon does not."""
 
-_TEXT_TYPES = frozenset({"text", "post"})
 _ACK_TOKEN = re.compile(r"[^\w+']+")
 _MAX_ACK_WORDS = 6
 _MAX_CLAIM_WORDS = 10
@@ -347,7 +347,7 @@ def read_message(
     vocabulary's decision.
     """
     noise = Reading(item=item, kind=MessageKind.NOISE)
-    if item.message_type not in _TEXT_TYPES or lexicon.BOT_NOTIFICATION.search(item.text):
+    if item.message_type not in AI_TEXT_TYPES or lexicon.BOT_NOTIFICATION.search(item.text):
         return noise
     cleaned = clean_text(item.text)
     words = word_count(cleaned)

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from timeline_pipeline.lark.message_policy import (
+from timeline_pipeline.domain.message_types import (
     AI_TEXT_TYPES,
-    IDENTITY_METADATA_KEYS,
     STORED_ONLY_TYPES,
     SUPPORTED_MESSAGE_TYPES,
+)
+from timeline_pipeline.lark.message_policy import (
+    IDENTITY_METADATA_KEYS,
     is_ai_eligible,
     is_self_message,
     redacted_metadata,
     sender_kind,
 )
+from timeline_pipeline.synthesis.classify import MessageKind, read_message
+from timeline_pipeline_tests.synthesis.builders import evidence
 
 APP_ID = "cli_timeline_bot"
 
@@ -144,3 +148,25 @@ def test_policy_type_sets_partition_the_supported_types() -> None:
         "parent_id",
         "message_type",
     }
+
+
+@pytest.mark.parametrize("message_type", sorted(SUPPORTED_MESSAGE_TYPES))
+def test_the_rules_read_as_talk_exactly_the_types_that_may_reach_the_model(
+    message_type: str,
+) -> None:
+    # One set (domain/message_types.py) for the model's eligibility and the rule synthesizer:
+    # a fact in a type the model may read is a fact to the rules too, and any other type is
+    # noise to both.
+    item = evidence(
+        1, "we rolled back the deploy of payments-api to v41", message_type=message_type
+    )
+    kind = read_message(item).kind
+    eligible = is_ai_eligible(
+        message_type=message_type,
+        sender_type="user",
+        sender_id="ou_alice",
+        deleted=False,
+        text=item.text,
+        app_id=None,
+    )
+    assert (kind is not MessageKind.NOISE) == eligible == (message_type in AI_TEXT_TYPES)
