@@ -33,7 +33,12 @@ from timeline_pipeline.curation.rules import (
 )
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.curation.timeline import EntryView, SummaryView, TimelineView
-from timeline_pipeline.domain.entries import ENTRY_STATUSES, VISIBLE_STATUSES
+from timeline_pipeline.domain.entries import (
+    ENTRY_STATUSES,
+    VISIBLE_STATUSES,
+    EntrySource,
+    SummarySource,
+)
 from timeline_pipeline.domain.errors import Refused
 
 __all__ = ["timeline_group"]
@@ -76,8 +81,8 @@ revision_option = click.option(
 
 
 def _source_mark(entry: EntryView) -> str:
-    if entry.source == "human":
-        return "human"
+    if entry.source == EntrySource.HUMAN:
+        return EntrySource.HUMAN.value
     return f"{entry.source}*" if entry.human_edited else entry.source
 
 
@@ -116,7 +121,7 @@ def render_table(view: TimelineView, width: int) -> list[str]:
 def _summary_lines(summary: SummaryView | None) -> list[str]:
     if summary is None:
         return ["Summary: none yet."]
-    origin = "human" if summary.source == "human" else "generated"
+    origin = "human" if summary.source == SummarySource.HUMAN else "generated"
     return [f"Summary ({origin}, revision {summary.revision}):", *summary.content.splitlines()]
 
 

@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 
 from timeline_pipeline.db.types import BigIntId, JSONType, UTCDateTime
+from timeline_pipeline.domain.entries import EntrySource, EntryStatus, SummarySource
 from timeline_pipeline.domain.interactions import AdmissionStatus, CardStatus, DeliveryStatus
 from timeline_pipeline.domain.maintenance import (
     OPEN_MAINTENANCE_STATUSES,
@@ -46,7 +47,7 @@ WORKSPACE_STATUSES = ("firing", "recovered", "archived")
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+    return f"{column} IN ({', '.join(repr(str(v)) for v in values)})"
 
 
 def _workspace_fk(*, primary_key: bool = False) -> Column[str]:
@@ -249,8 +250,8 @@ workspace_timeline_entries = Table(
     ),
     Column("metadata_json", JSONType, nullable=False),
     *_timestamps(),
-    CheckConstraint(_in("source", ("ai", "human", "rule")), name="source"),
-    CheckConstraint(_in("status", ("draft", "confirmed", "hidden")), name="status"),
+    CheckConstraint(_in("source", tuple(EntrySource)), name="source"),
+    CheckConstraint(_in("status", tuple(EntryStatus)), name="status"),
     UniqueConstraint("workspace_id", "fingerprint"),
     Index(None, "workspace_id", "occurred_at", "id"),
 )
@@ -298,7 +299,7 @@ workspace_timeline_summaries = Table(
     _revision(),
     Column("metadata_json", JSONType, nullable=False),
     *_timestamps(),
-    CheckConstraint(_in("source", ("ai", "human")), name="source"),
+    CheckConstraint(_in("source", tuple(SummarySource)), name="source"),
     Index(None, "workspace_id", "updated_at", "id"),
 )
 

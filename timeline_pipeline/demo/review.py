@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.demo.live import identity, live_receiver, send
+from timeline_pipeline.domain.entries import EntryStatus
 from timeline_pipeline.interactions.cards import VALUE_ACTION, VALUE_ENTRY
 from timeline_pipeline.lark.simulator.events import card_action_event
 from timeline_pipeline.lark.simulator.store import ChatStore
@@ -82,7 +83,7 @@ def confirm_from_chat(
         review.worker.close()
     with engine.connect() as conn:
         entry = entries.get(conn, entry_id)
-    if entry is not None and entry.status == "confirmed":
+    if entry is not None and entry.status == EntryStatus.CONFIRMED:
         result.confirmed_entry = entry_id
     log = store.card_log(card.message_id)
     result.card_redrawn = log[-1]["kind"] == "patched" and "Confirmed by" in str(log[-1]["card"])

@@ -35,8 +35,8 @@ class EntrySource(StrEnum):
     """Who wrote an entry: the model, the rule synthesizer or a person (a pin or an edit)."""
 
     AI = "ai"
-    RULE = "rule"
     HUMAN = "human"
+    RULE = "rule"
 
 
 class SummarySource(StrEnum):

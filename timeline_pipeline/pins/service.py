@@ -32,6 +32,7 @@ from timeline_pipeline.curation.rules import CATEGORIES, DETAIL_MAX_CHARS, TITLE
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.domain.card_requests import KIND_CHAT_PIN, CardEntry, CardRequest, PinNote
+from timeline_pipeline.domain.entries import EntryStatus
 from timeline_pipeline.domain.evidence import EvidenceRow
 from timeline_pipeline.domain.keys import (
     SOURCE_LARK,
@@ -407,7 +408,7 @@ class PinService:
         """Hide the pin's entry (its last pin went) or restore it (pinned again), unless it
         already is so. Hidden, not deleted: the entry stays for traceability (docs/pins.md)."""
         entry = entries.get_entry(conn, workspace_id, entry_id)
-        if entry is None or (entry.status == "hidden") == hidden:
+        if entry is None or (entry.status == EntryStatus.HIDDEN) == hidden:
             return
         self._curation.transition(
             workspace_id,

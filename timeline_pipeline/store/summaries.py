@@ -18,6 +18,7 @@ from sqlalchemy.engine import Row
 from timeline_pipeline.db.rows import json_object, record_of
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
 from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.domain.entries import SummarySource
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
 
@@ -76,7 +77,7 @@ def write_ai_summary(
     stmt = insert_for(conn, su).values(
         workspace_id=workspace_id,
         content=content,
-        source="ai",
+        source=SummarySource.AI,
         revision=1,
         metadata_json=dict(metadata),
         created_at=now,
@@ -90,7 +91,7 @@ def write_ai_summary(
             "revision": su.c.revision + 1,
             "updated_at": stmt.excluded.updated_at,
         },
-        where=su.c.source == "ai",
+        where=su.c.source == SummarySource.AI,
     ).returning(su.c.workspace_id)
     if conn.execute(stmt).first() is None:
         return None
@@ -119,7 +120,7 @@ def write_human_summary(
             .values(
                 workspace_id=workspace_id,
                 content=content,
-                source="human",
+                source=SummarySource.HUMAN,
                 revision=1,
                 metadata_json=meta,
                 created_at=now,
@@ -134,7 +135,7 @@ def write_human_summary(
             .where(su.c.workspace_id == workspace_id, su.c.revision == expected_revision)
             .values(
                 content=content,
-                source="human",
+                source=SummarySource.HUMAN,
                 metadata_json=meta,
                 revision=su.c.revision + 1,
                 updated_at=now,

@@ -15,6 +15,7 @@ from typing import Protocol
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from timeline_pipeline.curation.rules import SUMMARY_MAX_CHARS
+from timeline_pipeline.domain.entries import EntrySource, EntryStatus
 
 __all__ = [
     "InvalidSummaryOutput",
@@ -47,7 +48,11 @@ class SummaryEntry(BaseModel):
     @property
     def curated(self) -> bool:
         """A person vouched for it: confirmed, written or edited by a curator."""
-        return self.status == "confirmed" or self.source == "human" or self.human_edited
+        return (
+            self.status == EntryStatus.CONFIRMED
+            or self.source == EntrySource.HUMAN
+            or self.human_edited
+        )
 
 
 class SummaryInput(BaseModel):

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from timeline_pipeline.domain.entries import EntryStatus, SummarySource
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
 from timeline_pipeline.summary.contract import SummaryEntry, SummaryInput
 
@@ -63,7 +64,7 @@ def decide(window: WindowFacts, summary_source: str | None, *, enabled: bool = T
         return Decision.NOT_TERMINAL
     if window.summary_attempted:
         return Decision.ALREADY_ATTEMPTED
-    if summary_source == "human":
+    if summary_source == SummarySource.HUMAN:
         return Decision.HUMAN_SUMMARY
     if window.entries_created + window.entries_updated == 0 or window.visible_entries == 0:
         return Decision.NO_VISIBLE_CHANGE
@@ -80,7 +81,7 @@ def summary_input(
     earliest first, because they are what reviewers vouched for; the remaining room goes to
     the newest drafts, because the latest state matters most in a live incident.
     """
-    visible = [e for e in entries if e.status != "hidden"]
+    visible = [e for e in entries if e.status != EntryStatus.HIDDEN]
     ordered = sorted(visible, key=lambda e: (e.occurred_at, e.id))
     if len(ordered) <= max_entries:
         return SummaryInput(workspace_id=workspace_id, entries=ordered)

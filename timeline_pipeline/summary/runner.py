@@ -31,7 +31,7 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, Engine
 
-from timeline_pipeline.domain.entries import EntryRow
+from timeline_pipeline.domain.entries import EntryRow, SummarySource
 from timeline_pipeline.store import window_states
 from timeline_pipeline.store.entries import visible_entries, visible_entry_counts
 from timeline_pipeline.store.summaries import get_summary, summary_sources, write_ai_summary
@@ -234,7 +234,7 @@ class SummaryRunner:
         report.omitted = given.omitted
         report.summarizer = self.summarizer.name
         report.prompt_version = self.summarizer.prompt_version
-        if current is not None and current.source == "human":
+        if current is not None and current.source == SummarySource.HUMAN:
             report.outcome = SummaryOutcome.HUMAN_SUMMARY
             return report
         if (

@@ -15,7 +15,14 @@ from datetime import UTC, datetime
 from timeline_pipeline.curation.export import CATEGORY_LABELS
 from timeline_pipeline.curation.rules import CATEGORIES
 from timeline_pipeline.curation.timeline import EntryView, SummaryView
-from timeline_pipeline.domain.entries import ENTRY_STATUSES, EntryRow
+from timeline_pipeline.domain.entries import (
+    ENTRY_STATUSES,
+    VISIBLE_STATUSES,
+    EntryRow,
+    EntrySource,
+    EntryStatus,
+    SummarySource,
+)
 from timeline_pipeline.domain.evidence import EvidenceRow
 
 __all__ = [
@@ -33,7 +40,11 @@ __all__ = [
     "timeline_version",
 ]
 
-STATUS_LABELS = {"draft": "Draft", "confirmed": "Confirmed", "hidden": "Hidden"}
+STATUS_LABELS: dict[str, str] = {
+    EntryStatus.DRAFT: "Draft",
+    EntryStatus.CONFIRMED: "Confirmed",
+    EntryStatus.HIDDEN: "Hidden",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +54,7 @@ class Filters:
 
     @property
     def is_default(self) -> bool:
-        return self.statuses == ("draft", "confirmed") and self.category is None
+        return self.statuses == VISIBLE_STATUSES and self.category is None
 
     def query(self) -> list[tuple[str, str]]:
         pairs = [("status", status) for status in self.statuses]
@@ -54,7 +65,7 @@ class Filters:
 
 def parse_filters(statuses: Sequence[str], category: str | None) -> Filters:
     """Known values only, in a fixed order; unknown ones are dropped, none means the default."""
-    chosen = tuple(s for s in ENTRY_STATUSES if s in set(statuses)) or ("draft", "confirmed")
+    chosen = tuple(s for s in ENTRY_STATUSES if s in set(statuses)) or VISIBLE_STATUSES
     return Filters(chosen, category if category in CATEGORIES else None)
 
 
@@ -64,13 +75,13 @@ def category_options() -> list[tuple[str, str]]:
 
 def source_label(source: str, status: str, human_edited: bool) -> str:
     """Where an entry's words come from: AI draft, AI, Rule, Human or Human-edited."""
-    if source == "human":
+    if source == EntrySource.HUMAN:
         return "Human"
     if human_edited:
         return "Human-edited"
-    if source == "rule":
+    if source == EntrySource.RULE:
         return "Rule"
-    return "AI draft" if status == "draft" else "AI"
+    return "AI draft" if status == EntryStatus.DRAFT else "AI"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +105,9 @@ class EntryCard:
 
 
 def _actions(status: str) -> tuple[str, ...]:
-    if status == "draft":
+    if status == EntryStatus.DRAFT:
         return ("confirm", "hide")
-    if status == "confirmed":
+    if status == EntryStatus.CONFIRMED:
         return ("hide",)
     return ("restore",)
 
@@ -136,7 +147,7 @@ def summary_panel(view: SummaryView | None) -> SummaryPanel:
     if view is None:
         return SummaryPanel(None, (), None, None, None)
     paragraphs = tuple(p.strip() for p in view.content.split("\n\n") if p.strip())
-    origin = "Written by a curator" if view.source == "human" else "Generated"
+    origin = "Written by a curator" if view.source == SummarySource.HUMAN else "Generated"
     updated = view.updated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return SummaryPanel(view.content, paragraphs, origin, view.revision, updated)
 

@@ -83,10 +83,8 @@ def _reason(entry: EntryRow) -> str:
     """Why synthesis leaves the entry's text alone: who decided on it."""
     if entry.source not in domain_entries.MACHINE_SOURCES:
         return "human"
-    if entry.status == "hidden":
-        return "hidden"
-    if entry.status == "confirmed":
-        return "confirmed"
+    if entry.status in (EntryStatus.HIDDEN, EntryStatus.CONFIRMED):
+        return entry.status.value
     return "human_edited"
 
 
