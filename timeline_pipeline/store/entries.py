@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, false, func, select, tuple_
 from sqlalchemy.engine import Row
 
+from timeline_pipeline.db.rows import json_object, record_of
 from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
@@ -76,22 +77,13 @@ _SAME_EVIDENCE_SCAN = 50
 
 
 def _to_entry(row: Row[Any], evidence_ids: Sequence[int] = ()) -> EntryRow:
-    return EntryRow(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        occurred_at=row.occurred_at,
-        title=row.title,
-        detail=row.detail,
-        category=row.category,
+    return record_of(
+        EntryRow,
+        row,
         source=EntrySource(row.source),
         status=EntryStatus(row.status),
-        fingerprint=row.fingerprint,
         human_edited=bool(row.human_edited),
-        revision=row.revision,
-        window_state_id=row.window_state_id,
-        metadata=dict(row.metadata_json or {}),
-        created_at=row.created_at,
-        updated_at=row.updated_at,
+        metadata=json_object(row.metadata_json),
         evidence_ids=tuple(evidence_ids),
     )
 

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, select
 from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.cas import compare_and_set_from
-from timeline_pipeline.db.rows import by_source_key
+from timeline_pipeline.db.rows import by_source_key, json_object, record_of
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
@@ -30,32 +30,16 @@ MAX_ERROR_CHARS = 1000
 
 
 def to_state(row: Row[Any]) -> SyncState:
-    return SyncState(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        source=row.source,
-        source_type=row.source_type,
-        source_key=row.source_key,
-        status=row.status,
-        attempt_count=row.attempt_count,
-        revision=row.revision,
-        processing_started_at=row.processing_started_at,
-        last_seen_updated_at=row.last_seen_updated_at,
-        last_seen_cursor=row.last_seen_cursor,
-        last_seen_content_hash=row.last_seen_content_hash,
-        metadata=dict(row.metadata_json or {}),
-        scope_key=row.scope_key,
-        processor_version=row.processor_version,
-        window_start=row.window_start,
-        window_end=row.window_end,
-        lease_owner=row.lease_owner,
-        next_attempt_at=row.next_attempt_at,
+    """A state by its column names (`db/rows.py`); only the decoded and defaulted columns are
+    spelled out."""
+    return record_of(
+        SyncState,
+        row,
+        metadata=json_object(row.metadata_json),
         summary_attempted=bool(row.summary_attempted),
-        last_error=row.last_error,
         deferral_count=int(row.deferral_count or 0),
         deferred=bool(row.deferred),
         unclaimed_runs=int(row.unclaimed_runs or 0),
-        window_seconds=row.window_seconds,
     )
 
 
