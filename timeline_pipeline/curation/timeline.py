@@ -5,8 +5,9 @@ and the Markdown export, so the three can never disagree about what the timeline
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
@@ -77,6 +78,16 @@ class TimelineView:
     title: str | None = field(default=None)
 
 
+V = TypeVar("V", EntryView, SummaryView)
+
+
+def _by_name(view: type[V], source: object, **given: Any) -> V:
+    """A view from the stored record's attributes of the same names (a view adds to a record,
+    it never renames it); `given` for what the record does not hold."""
+    names = [f.name for f in fields(view) if f.name not in given]
+    return view(**{name: getattr(source, name) for name in names}, **given)
+
+
 def _link(bound: BoundEvidence) -> EvidenceLink:
     # A recalled message no longer opens in Lark; the id stays, for traceability.
     url = (
@@ -93,21 +104,11 @@ def entry_views(conn: Connection, rows: Sequence[EntryRow]) -> list[EntryView]:
     assert all(row.workspace_id == workspace_id for row in rows)
     bound = bound_evidence(conn, workspace_id, [row.id for row in rows])
     return [
-        EntryView(
-            id=row.id,
-            workspace_id=row.workspace_id,
-            occurred_at=row.occurred_at,
-            title=row.title,
-            detail=row.detail,
-            category=row.category,
-            source=row.source,
-            status=row.status,
-            human_edited=row.human_edited,
-            revision=row.revision,
+        _by_name(
+            EntryView,
+            row,
             etag=entry_etag(row.id, row.revision),
             evidence=tuple(_link(b) for b in bound[row.id]),
-            created_at=row.created_at,
-            updated_at=row.updated_at,
         )
         for row in rows
     ]
@@ -116,11 +117,4 @@ def entry_views(conn: Connection, rows: Sequence[EntryRow]) -> list[EntryView]:
 def summary_view(row: SummaryRow | None) -> SummaryView | None:
     if row is None:
         return None
-    return SummaryView(
-        workspace_id=row.workspace_id,
-        content=row.content,
-        source=row.source,
-        revision=row.revision,
-        etag=summary_etag(row.workspace_id, row.revision),
-        updated_at=row.updated_at,
-    )
+    return _by_name(SummaryView, row, etag=summary_etag(row.workspace_id, row.revision))
