@@ -26,7 +26,6 @@ from timeline_pipeline.orchestration.collection import collection_defs
 from timeline_pipeline.orchestration.health import health_defs
 from timeline_pipeline.orchestration.lifecycle import lifecycle_defs
 from timeline_pipeline.orchestration.maintenance import maintenance_defs
-from timeline_pipeline.orchestration.queue_limits import queue_limits_defs
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.scale_out import (
     DEFAULT_QUEUE,
@@ -36,6 +35,7 @@ from timeline_pipeline.orchestration.scale_out import (
     executor_choice,
     scale_out_defs,
 )
+from timeline_pipeline.orchestration.settings_checks import settings_checks_defs
 from timeline_pipeline.orchestration.summary import SummarizerResource, summary_defs
 from timeline_pipeline.orchestration.windows import SynthesizerResource, window_defs
 from timeline_pipeline.settings import DEFAULT_DATABASE_URL
@@ -83,7 +83,7 @@ defs = dg.Definitions.merge(
     window_defs(synthesizer=synthesizer, synthesis_executor=synthesis_executor),
     summary_defs(summarizer=summarizer),
     health_defs(),
-    queue_limits_defs(),
+    settings_checks_defs(),
     lifecycle_defs(),
     maintenance_defs(),
     *scale_out,

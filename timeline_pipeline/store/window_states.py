@@ -393,6 +393,13 @@ class WindowPoll:
     latest_end: datetime | None = None
     """That window's end."""
 
+    @property
+    def latest(self) -> tuple[timedelta, datetime] | None:
+        """The last-made window's size and end, as `window_size_conflict` reads them."""
+        if self.latest_seconds is None or self.latest_end is None:
+            return None
+        return timedelta(seconds=self.latest_seconds), self.latest_end
+
 
 def poll_unfinished_windows(conn: Connection, *, max_attempts: int, limit: int) -> WindowPoll:
     """The highest evidence id, every unfinished window state and the size of the latest

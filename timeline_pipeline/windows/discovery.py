@@ -289,10 +289,9 @@ class DiscoveryTick:
                 conn, max_attempts=limits.max_attempts, limit=UNFINISHED_LIMIT
             )
         max_id, unfinished = poll.max_evidence_id, poll.unfinished
-        latest = None
-        if poll.latest_seconds is not None and poll.latest_end is not None:
-            latest = (timedelta(seconds=poll.latest_seconds), poll.latest_end)
-        refused = window_size_conflict(limits.window, unfinished, latest, self.now, limits.lookback)
+        refused = window_size_conflict(
+            limits.window, unfinished, poll.latest, self.now, limits.lookback
+        )
         if refused is not None:
             # Nothing is written and the cursor stays: the tick resumes where it was once the
             # sizes agree (docs/changing.md, "A 15-minute window").

@@ -226,9 +226,9 @@ def window_size_conflict(
     """Why discovery must make no window of the configured size now, or None (docs/changing.md,
     "A 15-minute window").
 
-    A window's key holds only its start and runs read its end from the setting, so a window
-    made at one size and run at another is stretched, and windows of a new size next to
-    finished ones of the old size overlap them. So a change of `synthesisWindow` is refused
+    A window's key holds only its start: a run reads a made window by its recorded size, but
+    windows of a new size next to unfinished or recent ones of the old size overlap them and
+    read their messages again. So a change of `synthesisWindow` is refused
     while a window of another size is unfinished (`unfinished`: set it back to drain them), or
     while the last-made window of the default namespace (`latest`: its size and end) has
     another size and ends within `lookback`, where evidence can still arrive. One line, naming
