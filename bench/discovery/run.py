@@ -50,6 +50,7 @@ from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.windows import evaluate_discovery
+from timeline_pipeline.windows.batches import TAG_WINDOWS
 
 MAX_ROWS = 2_000_000
 TARGET_RATIO = 2.0
@@ -338,6 +339,15 @@ class SizeRun:
         return self.now + timedelta(minutes=5, seconds=seconds)
 
 
+def windows_requested(result: dg.SensorResult) -> int:
+    """The windows a tick's run requests cover: a run of one window names its partition, a
+    batch run a range whose size is its `timeline/windows` tag (docs/scaling.md)."""
+    return sum(
+        1 if request.partition_key is not None else int(request.tags[TAG_WINDOWS])
+        for request in result.run_requests or []
+    )
+
+
 def measure(sizes: list[int], workspaces: int, uncovered: int, repeat: int) -> list[SizeFigures]:
     """Every size loaded first, then each phase ticked on the sizes in turn."""
     with contextlib.ExitStack() as stack:
@@ -369,8 +379,8 @@ def measure(sizes: list[int], workspaces: int, uncovered: int, repeat: int) -> l
                     warm_ms=round(warm_ms, 1),
                     idle_ms=round(idle_ms, 2),
                     idle_statements=len(seen),
-                    cold_requests=len(cold_result.run_requests or []),
-                    warm_requests=len(warm_result.run_requests or []),
+                    cold_requests=windows_requested(cold_result),
+                    warm_requests=windows_requested(warm_result),
                     uncovered=run.uncovered,
                 )
             )

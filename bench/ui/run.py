@@ -96,7 +96,12 @@ def load(engine: Engine, entries: int, rows: int, now: datetime) -> None:
         ]
         entry_ids = conn.execute(insert(en).returning(en.c.id), entry_rows).scalars().all()
         bindings = [
-            {"entry_id": entry_id, "evidence_id": ids[n * per_entry + k], "created_at": now}
+            {
+                "workspace_id": WORKSPACE,
+                "entry_id": entry_id,
+                "evidence_id": ids[n * per_entry + k],
+                "created_at": now,
+            }
             for n, entry_id in enumerate(entry_ids)
             for k in range(per_entry)
         ]

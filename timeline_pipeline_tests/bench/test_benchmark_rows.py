@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bench.discovery.run import SizeFigures
+import dagster as dg
+
+from bench.discovery.run import SizeFigures, windows_requested
 from bench.discovery.run import rows as discovery_rows
 from bench.ingest.run import Figures as IngestFigures
 from bench.ingest.run import WrkFigures as IngestWrkFigures
@@ -12,6 +14,7 @@ from bench.ingest.run import rows as ingest_rows
 from bench.reconcile.run import Figures as ReconcileFigures
 from bench.reconcile.run import rows as reconcile_rows
 from bench.table import BenchRow
+from timeline_pipeline.windows.batches import RANGE_END_TAG, RANGE_START_TAG, TAG_WINDOWS
 
 
 def by_figure(rows: list[BenchRow], start: str) -> BenchRow:
@@ -200,3 +203,14 @@ def test_discovery_compares_the_largest_history_with_the_smallest() -> None:
     assert by_figure(worse, "cold tick").met is False  # exactly 2x is not < 2x
     assert by_figure(worse, "statements in an idle tick").met is False
     assert by_figure(worse, "windows requested").met is False
+
+
+def test_discovery_counts_the_windows_a_batch_run_covers_not_its_run_requests() -> None:
+    # A sensor tick asks for closed windows in batch runs over a partition range (docs/scaling.md):
+    # counting run requests would report 2 of 5 windows and fail a tick that found them all.
+    batch = dg.RunRequest(
+        run_key="batch", tags={RANGE_START_TAG: "a", RANGE_END_TAG: "d", TAG_WINDOWS: "4"}
+    )
+    retry = dg.RunRequest(run_key="retry", partition_key="e")
+    assert windows_requested(dg.SensorResult(run_requests=[batch, retry])) == 5
+    assert windows_requested(dg.SensorResult(skip_reason="nothing closed")) == 0
