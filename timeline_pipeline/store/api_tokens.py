@@ -6,9 +6,7 @@ Tokens are 256-bit random values, so a plain SHA-256 is enough to make a leaked 
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,6 +14,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import api_tokens
+from timeline_pipeline.security.credentials import hash_secret, new_secret
 from timeline_pipeline.store import workspaces
 
 TOKEN_PREFIX = "tlp_"  # noqa: S105 - a public prefix, not a secret
@@ -66,10 +65,6 @@ class Grant:
     """Who acts: the token's id, written into the audit trail as `token:<id>`."""
 
 
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
 def _scopes(text: str | None) -> tuple[str, ...]:
     return tuple((text or "").split())
 
@@ -81,7 +76,7 @@ def create(
     if unknown or not scopes:
         raise UnknownScope(f"--scope: unknown or no scope {unknown} (known: {', '.join(SCOPES)})")
     workspaces.require(conn, workspace_id)
-    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = TOKEN_PREFIX + new_secret()
     chosen = tuple(s for s in SCOPES if s in set(scopes))
     issued = IssuedToken(
         id=f"tok_{uuid.uuid4().hex[:16]}",
@@ -94,7 +89,7 @@ def create(
         api_tokens.insert().values(
             id=issued.id,
             workspace_id=workspace_id,
-            token_hash=hash_token(token),
+            token_hash=hash_secret(token),
             created_at=issued.created_at,
             scopes=" ".join(chosen),
         )
@@ -163,9 +158,9 @@ def authorize_scoped(conn: Connection, token: str, workspace_id: str) -> Grant |
             api_tokens.c.workspace_id,
             api_tokens.c.token_hash,
             api_tokens.c.scopes,
-        ).where(api_tokens.c.token_hash == hash_token(token), api_tokens.c.revoked_at.is_(None))
+        ).where(api_tokens.c.token_hash == hash_secret(token), api_tokens.c.revoked_at.is_(None))
     ).first()
-    if row is None or not hmac.compare_digest(row.token_hash, hash_token(token)):
+    if row is None or not hmac.compare_digest(row.token_hash, hash_secret(token)):
         return None
     if row.workspace_id != workspace_id:
         return False

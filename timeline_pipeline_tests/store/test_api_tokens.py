@@ -4,6 +4,7 @@ import pytest
 from sqlalchemy import Engine, select
 
 from timeline_pipeline.db.schema import api_tokens as api_tokens_table
+from timeline_pipeline.security.credentials import hash_secret
 from timeline_pipeline.store import api_tokens
 from timeline_pipeline.store.api_tokens import TokenNotFound
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
@@ -22,7 +23,7 @@ def test_a_token_authorizes_its_workspace_only_and_is_stored_hashed(engine: Engi
         assert api_tokens.authorize(conn, "not-a-token", "inc-1") is None
         stored = conn.execute(select(api_tokens_table)).one()
     assert issued.token not in stored
-    assert stored.token_hash == api_tokens.hash_token(issued.token)
+    assert stored.token_hash == hash_secret(issued.token)
 
 
 def test_a_revoked_token_no_longer_authorizes(engine: Engine) -> None:
