@@ -5,15 +5,15 @@ and the Markdown export, so the three can never disagree about what the timeline
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
 from timeline_pipeline.curation.links import evidence_link
 from timeline_pipeline.curation.rules import entry_etag, summary_etag
 from timeline_pipeline.domain.entries import EntryRow
+from timeline_pipeline.domain.records import record_of
 from timeline_pipeline.store.entries import BoundEvidence, bound_evidence
 from timeline_pipeline.store.summaries import SummaryRow
 
@@ -78,16 +78,6 @@ class TimelineView:
     title: str | None = field(default=None)
 
 
-V = TypeVar("V", EntryView, SummaryView)
-
-
-def _by_name(view: type[V], source: object, **given: Any) -> V:
-    """A view from the stored record's attributes of the same names (a view adds to a record,
-    it never renames it); `given` for what the record does not hold."""
-    names = [f.name for f in fields(view) if f.name not in given]
-    return view(**{name: getattr(source, name) for name in names}, **given)
-
-
 def _link(bound: BoundEvidence) -> EvidenceLink:
     # A recalled message no longer opens in Lark; the id stays, for traceability.
     url = (
@@ -104,7 +94,7 @@ def entry_views(conn: Connection, rows: Sequence[EntryRow]) -> list[EntryView]:
     assert all(row.workspace_id == workspace_id for row in rows)
     bound = bound_evidence(conn, workspace_id, [row.id for row in rows])
     return [
-        _by_name(
+        record_of(
             EntryView,
             row,
             etag=entry_etag(row.id, row.revision),
@@ -117,4 +107,4 @@ def entry_views(conn: Connection, rows: Sequence[EntryRow]) -> list[EntryView]:
 def summary_view(row: SummaryRow | None) -> SummaryView | None:
     if row is None:
         return None
-    return _by_name(SummaryView, row, etag=summary_etag(row.workspace_id, row.revision))
+    return record_of(SummaryView, row, etag=summary_etag(row.workspace_id, row.revision))

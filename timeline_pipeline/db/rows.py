@@ -1,45 +1,19 @@
-"""Result rows to the frozen records the stores return, and the lookups stores share.
+"""What stores share to read rows: a JSON column as a dict, and the lookup by source key.
 
-A store's record names its fields after its table's columns, so a record is built from a row by
-field name: only what differs from the column is spelled out (a JSON column decoded to a dict,
-an integer flag made a bool, a value parsed into an enum). One mapping rule for every store, so a
-column added to a table and its record reaches callers without a hand-written copy to update
-(README, "Package layout").
+A store builds its record from a row by field name with `domain.records.record_of`: its record
+names its fields after its table's columns, so only what differs from the column is spelled out
+(a JSON column decoded with `json_object`, an integer flag made a bool, a value parsed into an
+enum).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from sqlalchemy import Connection, Table, select
 from sqlalchemy.engine import Row
 
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
-__all__ = ["by_source_key", "json_object", "record_of"]
-
-R = TypeVar("R", bound="DataclassInstance")
-
-
-@cache
-def _field_names(cls: type[DataclassInstance]) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
-
-
-def record_of(cls: type[R], row: Any, **converted: Any) -> R:
-    """`cls` built from `row`: each field takes the column of its name, unless `converted`
-    gives its value. A field with no column and no converted value keeps its default; a
-    converted name that is no field of `cls` is a TypeError."""
-    columns = row._mapping
-    copied = {
-        name: columns[name]
-        for name in _field_names(cls)
-        if name not in converted and name in columns
-    }
-    return cls(**copied, **converted)
+__all__ = ["by_source_key", "json_object"]
 
 
 def json_object(value: Any) -> dict[str, Any]:

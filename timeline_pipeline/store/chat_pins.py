@@ -17,11 +17,11 @@ from sqlalchemy import Connection, func, select
 from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.cas import compare_and_set_from
-from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import timeline_chat_pins as pins
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
+from timeline_pipeline.domain.records import record_of
 
 PINNED: Final = "pinned"
 UNPINNED: Final = "unpinned"

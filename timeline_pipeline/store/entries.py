@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, false, func, select, tuple_
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.rows import json_object, record_of
+from timeline_pipeline.db.rows import json_object
 from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
@@ -38,6 +38,7 @@ from timeline_pipeline.domain.entries import (
 )
 from timeline_pipeline.domain.lifecycle import ChildLink, ParentLink, RequiredIndex, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
+from timeline_pipeline.domain.records import record_of
 from timeline_pipeline.store.window_states import SummaryWindow
 
 __all__ = [

@@ -37,7 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.rows import by_source_key, json_object, record_of
+from timeline_pipeline.db.rows import by_source_key, json_object
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.upsert import insert_for_dialect
 from timeline_pipeline.domain.evidence import (
@@ -51,6 +51,7 @@ from timeline_pipeline.domain.evidence import (
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE
 from timeline_pipeline.domain.lifecycle import ChildLink, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
+from timeline_pipeline.domain.records import record_of
 
 
 @cache

@@ -21,7 +21,6 @@ from sqlalchemy.engine import Row
 from sqlalchemy.orm import aliased
 
 from timeline_pipeline.db.cas import compare_and_set_each, compare_and_set_from
-from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import interaction_admissions as ia
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.interactions import (
@@ -31,6 +30,7 @@ from timeline_pipeline.domain.interactions import (
 )
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RequiredIndex, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
+from timeline_pipeline.domain.records import record_of
 
 _WORKING = [s.value for s in WORKING_ADMISSION_STATUSES]
 _LOCK_NAMESPACE = 0x7470_0A01

@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy import Connection, func, or_, select
 
 from timeline_pipeline.db.cas import compare_and_set_from
-from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import legal_holds as lh
 from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.domain.records import record_of
 
 ACTIVE = "active"
 RELEASED = "released"

@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import lifecycle_runs as lr
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass, Scope
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
+from timeline_pipeline.domain.records import record_of
 
 COUNTERS = ("scanned", "held", "archived", "purged", "redacted", "batches")
 

@@ -19,11 +19,12 @@ from sqlalchemy.engine import Row
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from timeline_pipeline.db.cas import compare_and_set_from
-from timeline_pipeline.db.rows import json_object, record_of
+from timeline_pipeline.db.rows import json_object
 from timeline_pipeline.db.schema import maintenance_jobs as mj
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass, Scope
 from timeline_pipeline.domain.lifecycle_declare import declare
 from timeline_pipeline.domain.maintenance import OPEN_MAINTENANCE_STATUSES
+from timeline_pipeline.domain.records import record_of
 
 LOCK_NOT_AVAILABLE = "55P03"
 

@@ -23,10 +23,11 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, func, select
 
-from timeline_pipeline.db.rows import json_object, record_of
+from timeline_pipeline.db.rows import json_object
 from timeline_pipeline.db.schema import window_rerun_previews as pv
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
+from timeline_pipeline.domain.records import record_of
 
 __all__ = [
     "DESCRIPTOR",

@@ -15,12 +15,13 @@ from typing import Any
 from sqlalchemy import Connection, select
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.rows import json_object, record_of
+from timeline_pipeline.db.rows import json_object
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.entries import SummarySource
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
+from timeline_pipeline.domain.records import record_of
 
 __all__ = [
     "SummaryRow",

@@ -20,10 +20,11 @@ from sqlalchemy import Connection, select
 from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.cas import compare_and_set_from
-from timeline_pipeline.db.rows import by_source_key, json_object, record_of
+from timeline_pipeline.db.rows import by_source_key, json_object
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
+from timeline_pipeline.domain.records import record_of
 from timeline_pipeline.domain.sync_states import SyncState
 
 MAX_ERROR_CHARS = 1000

@@ -15,11 +15,11 @@ from typing import Any
 
 from sqlalchemy import Connection, Table, select
 
-from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import ui_sessions as ses
 from timeline_pipeline.db.schema import ui_signin_links as links
 from timeline_pipeline.domain.lifecycle import ChildLink, RequiredIndex, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
+from timeline_pipeline.domain.records import record_of
 from timeline_pipeline.security.credentials import hash_secret, new_secret
 from timeline_pipeline.store import workspaces
 

@@ -13,7 +13,6 @@ from sqlalchemy import Connection, Select, func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 
-from timeline_pipeline.db.rows import record_of
 from timeline_pipeline.db.schema import WORKSPACE_STATUSES
 from timeline_pipeline.db.schema import workspace_collaboration_resources as res
 from timeline_pipeline.db.schema import workspace_curators as cur
@@ -25,6 +24,7 @@ from timeline_pipeline.domain.keys import (
     check_lark_id,
     check_workspace_id,
 )
+from timeline_pipeline.domain.records import record_of
 from timeline_pipeline.domain.workspaces import ChatBinding, Workspace
 from timeline_pipeline.store import checkpoints, evidence, window_states
 

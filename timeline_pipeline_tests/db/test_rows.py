@@ -1,6 +1,6 @@
-"""Records built from result rows by field name (`db/rows.py`): a column of a field's name is
-copied, a converted value wins, a field with no column keeps its default, and a converted name
-that is no field is refused."""
+"""Records built from result rows by field name (`domain/records.py`, as the stores use it): a
+column of a field's name is copied, a converted value wins, a field with no column keeps its
+default, and a converted name that is no field is refused."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from timeline_pipeline.db.rows import json_object, record_of
+from timeline_pipeline.db.rows import json_object
+from timeline_pipeline.domain.records import record_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +47,14 @@ def test_json_object_copies_the_mapping() -> None:
     copied = json_object(stored)
     assert copied == stored and copied is not stored
     assert json_object(None) == {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    id: int
+    count: int = 0
+    """A field named like a method of a result row (`Row.count`)."""
+
+
+def test_a_row_is_read_by_column_so_a_row_method_never_stands_in_for_one() -> None:
+    assert record_of(_Counted, _row()) == _Counted(id=7, count=0)
