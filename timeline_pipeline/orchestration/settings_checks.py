@@ -23,13 +23,12 @@ from timeline_pipeline.db.engine import connection
 from timeline_pipeline.orchestration.health import HEALTH_KEY
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.store import window_states
+from timeline_pipeline.windows.discovery import UNFINISHED_LIMIT
 from timeline_pipeline.windows.planning import window_size_conflict
 from timeline_pipeline.windows.queue_limits import queue_limit_problems
 
 QUEUE_LIMITS_CHECK = "run_queue_enforces_concurrency_settings"
 WINDOW_SIZE_CHECK = "window_size_accepted"
-UNFINISHED_READ = 10_000
-"""Unfinished windows read for the size rule at most, as the sensor's own poll."""
 
 
 @dg.asset_check(
@@ -83,7 +82,7 @@ def window_size_accepted(
     settings = timeline_settings.timeline
     with connection(database.engine) as conn:
         poll = window_states.poll_unfinished_windows(
-            conn, max_attempts=settings.synthesis_window_max_attempts, limit=UNFINISHED_READ
+            conn, max_attempts=settings.synthesis_window_max_attempts, limit=UNFINISHED_LIMIT
         )
     refused = window_size_conflict(
         settings.synthesis_window,

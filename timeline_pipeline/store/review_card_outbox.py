@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Connection, func, select, true
+from sqlalchemy import Connection, and_, func, select, true
 
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.store.sync_states import to_state
+
+AWAITING_CARD = and_(ss.c.review_card_pending == true(), ss.c.status.in_(TERMINAL_WINDOW_STATUSES))
+"""A finished window whose card is still to be planned (a window flagged and then replayed is
+left out while it runs: its card is planned from the drafts it ends with)."""
 
 
 def windows_awaiting_card(
@@ -27,9 +31,7 @@ def windows_awaiting_card(
     A keyset read on the (review_card_pending, id) index. A flagged window that runs again (an
     operator's replay) is left out while it runs: its card is planned from the drafts it ends
     with, as when the card was planned with the finish."""
-    stmt = select(ss).where(
-        ss.c.review_card_pending == true(), ss.c.status.in_(TERMINAL_WINDOW_STATUSES)
-    )
+    stmt = select(ss).where(AWAITING_CARD)
     if after is not None:
         stmt = stmt.where(ss.c.id > after)
     rows = conn.execute(stmt.order_by(ss.c.id).limit(limit))
@@ -43,13 +45,7 @@ def take_card_flag(conn: Connection, state_id: int) -> bool:
     The revision is left alone: the flag is no transition of the window, and a run that read
     the window must not lose its compare-and-set to the card worker."""
     result = conn.execute(
-        ss.update()
-        .where(
-            ss.c.id == state_id,
-            ss.c.review_card_pending == true(),
-            ss.c.status.in_(TERMINAL_WINDOW_STATUSES),
-        )
-        .values(review_card_pending=False)
+        ss.update().where(ss.c.id == state_id, AWAITING_CARD).values(review_card_pending=False)
     )
     return result.rowcount == 1
 
@@ -58,9 +54,5 @@ def awaiting_card(conn: Connection) -> tuple[int, datetime | None]:
     """How many finished windows still wait for their card to be planned, and when the longest
     waiting one last changed (its finish, unless something touched it since): one read of the
     (review_card_pending, id) index's flagged range, for the health asset."""
-    row = conn.execute(
-        select(func.count(), func.min(ss.c.updated_at)).where(
-            ss.c.review_card_pending == true(), ss.c.status.in_(TERMINAL_WINDOW_STATUSES)
-        )
-    ).one()
+    row = conn.execute(select(func.count(), func.min(ss.c.updated_at)).where(AWAITING_CARD)).one()
     return int(row[0]), row[1]

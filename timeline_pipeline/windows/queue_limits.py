@@ -50,6 +50,10 @@ def _per_value(limit: Mapping[str, Any]) -> bool:
     return isinstance(value, Mapping) and bool(value.get("applyLimitPerUniqueValue"))
 
 
+def _shape(per_value: bool) -> str:
+    return "per unique value" if per_value else "in all"
+
+
 def queue_limit_problems(
     tag_limits: Sequence[Mapping[str, Any]] | None,
     *,
@@ -67,7 +71,6 @@ def queue_limit_problems(
     problems = []
     for expected in expected_limits(synthesis=synthesis, per_workspace=per_workspace):
         found = [limit for limit in tag_limits if limit.get("key") == expected.key]
-        shape = "per unique value" if expected.per_value else "in all"
         if not found:
             problems.append(
                 f"no run queue limit on tag {expected.key}: {expected.setting} is not enforced"
@@ -79,12 +82,10 @@ def queue_limit_problems(
             if _per_value(limit) == expected.per_value and limit.get("limit") == expected.limit
         ]
         if not matching:
-            seen = ", ".join(
-                f"{limit.get('limit')} {'per unique value' if _per_value(limit) else 'in all'}"
-                for limit in found
-            )
+            seen = ", ".join(f"{limit.get('limit')} {_shape(_per_value(limit))}" for limit in found)
+            wanted = f"{expected.limit} {_shape(expected.per_value)}"
             problems.append(
-                f"run queue limit on tag {expected.key} is {seen}, not {expected.limit} {shape} "
+                f"run queue limit on tag {expected.key} is {seen}, not {wanted} "
                 f"as {expected.setting} needs"
             )
     if default_pool_limit is not None and default_pool_limit != synthesis:
