@@ -19,6 +19,7 @@ from timeline_pipeline.lark.normalize import normalize_list_item, semantic_conte
 from timeline_pipeline.synthesis.contract import Category, EvidenceItem
 
 __all__ = [
+    "LANGUAGES_FILE",
     "NEGATIVES_FILE",
     "SECOND_REVIEW_FILE",
     "SPLITS_FILE",
@@ -27,6 +28,7 @@ __all__ = [
     "NegativeExample",
     "Split",
     "load_gold_set",
+    "load_languages",
     "load_second_reviews",
     "load_splits",
     "load_transcript",
@@ -37,6 +39,8 @@ MAX_TEXT_CHARS = 4000
 SPLITS_FILE = "splits.json"
 SECOND_REVIEW_FILE = "second_review.json"
 """Another reviewer's timeline of the same chat, written without seeing `expected.json`."""
+LANGUAGES_FILE = "languages.json"
+"""Transcript name to the language its chat is written in: `en`, `mixed` or `zh`."""
 NEGATIVES_FILE = "negatives.json"
 """Optional: messages of the chat that must not be drafted as an entry of a kind on their own."""
 
@@ -182,6 +186,17 @@ def load_splits(root: Path) -> dict[str, Split]:
         return {}
     raw = json.loads(path.read_text(encoding="utf-8"))
     return {str(name): Split(value) for name, value in raw.items()}
+
+
+def load_languages(root: Path) -> dict[str, str]:
+    """`<root>/languages.json`: transcript name to `en`, `mixed` (Chinese and English in one
+    chat) or `zh`; a transcript it does not name is English. Figures are reported per language
+    as well as per split, since a vocabulary can serve one language and fail another."""
+    path = root / LANGUAGES_FILE
+    if not path.is_file():
+        return {}
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return {str(name): str(value) for name, value in raw.items()}
 
 
 def load_gold_set(root: Path, *, split: Split | None = None) -> list[GoldTranscript]:

@@ -24,6 +24,10 @@ A set's negative examples (`negatives.json` in a gold directory, `negative_examp
 the demo) are messages that must not become an entry of a kind on their own, such as an
 acknowledgement drafted as a decision; each set reports how many were drafted (target: none).
 
+The tuning and held-out halves are also reported per language (`languages.json` in the gold
+directory: `en`, `mixed` Chinese and English in one chat, `zh`), since a vocabulary can serve one
+language and miss another; the issue's bar is each language within 0.05 of English.
+
 A second reviewer's timeline of some transcripts (`second_review.json`, written without seeing
 the expected one) is scored with the same matcher: how far two careful reviewers agree is the
 baseline the synthesizer's figures are set against, in the same run.
@@ -37,7 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -58,6 +62,7 @@ from bench.quality.gold import (
     GoldTranscript,
     Split,
     load_gold_set,
+    load_languages,
     load_second_reviews,
     transcript_from_records,
 )
@@ -95,6 +100,11 @@ LABELS = {
     "demo": "demo chat",
 }
 """How a set is named in the bench rows."""
+
+LANGUAGES: tuple[str, ...] = ("en", "mixed", "zh")
+"""The languages the gold set's chats are written in (`languages.json`), in report order."""
+BY_LANGUAGE_SETS = ("tuning", "held_out")
+"""The halves reported per language: the tuned set and the demo are English only."""
 
 SETS: tuple[tuple[str, str], ...] = (
     ("tuned", "TUNED (the rules were developed against these from the start)"),
@@ -206,6 +216,26 @@ def _overall(rows: Sequence[Row], label: str) -> Row:
         negatives=sum(r.negatives for r in rows),
         negatives_drafted=sum(r.negatives_drafted for r in rows),
     )
+
+
+def by_language(set_rows: Sequence[Row], languages: Mapping[str, str]) -> dict[str, Row]:
+    """A set's overall row per language, for the languages it has transcripts in."""
+    found: dict[str, Row] = {}
+    for language in LANGUAGES:
+        part = [r for r in set_rows[:-1] if languages.get(r.transcript, "en") == language]
+        if part:
+            count = f"{len(part)} transcript{'s' if len(part) != 1 else ''}"
+            found[language] = _overall(part, f"{language} ({count})")
+    return found
+
+
+def _print_languages(title: str, per_language: Mapping[str, Row]) -> None:
+    print(f"  per language ({title}):  language  expected/produced/hit  prec recall")
+    for r in per_language.values():
+        print(
+            f"    {r.transcript:<20}{r.expected:>4}{r.produced:>4}{r.matched:>4}"
+            f"{r.precision:>7.2f}{r.recall:>7.2f}"
+        )
 
 
 def _print_table(title: str, rows: Sequence[Row]) -> None:
@@ -377,6 +407,7 @@ def rows(
     rules: dict[str, list[Row]],
     claude: dict[str, list[Row]] | None,
     agreements: Sequence[Agreement] = (),
+    languages: Mapping[str, str] | None = None,
 ) -> list[BenchRow]:
     """Quality against the bars the tests hold, readability of the demo timeline, the rules
     beside a second reviewer, the Claude path on the same gold, and model calls and prompt
@@ -390,6 +421,11 @@ def rows(
     table: list[BenchRow] = []
     for name, set_rows in rules.items():
         table.extend(_quality_rows("rules ", _set_label(name, set_rows), set_rows[-1], bars[name]))
+    for name in BY_LANGUAGE_SETS:
+        if name in rules and languages is not None:
+            for overall in by_language(rules[name], languages).values():
+                label = f"{LABELS[name]}, {overall.transcript}"
+                table.extend(_quality_rows("rules ", label, overall, None))
     for name, set_rows in rules.items():
         overall = set_rows[-1]
         if overall.negatives:
@@ -529,10 +565,16 @@ def main(argv: list[str] | None = None) -> int:
         None if claude_synthesizer is None else _measure(sets, claude_synthesizer, window, limits)
     )
     agreements = _agreement(sets, load_second_reviews(args.gold), rules)
-    table = rows(rules, claude, agreements)
+    languages = load_languages(args.gold)
+    table = rows(rules, claude, agreements, languages)
     if args.json:
         report = {
             "rules": _report(rules),
+            "rules_by_language": {
+                name: {lang: asdict(r) for lang, r in by_language(rules[name], languages).items()}
+                for name in BY_LANGUAGE_SETS
+                if name in rules
+            },
             "second_review": [asdict(a) for a in agreements],
             "claude": None if claude is None else _report(claude),
             "rows": [row.to_json() for row in table],
@@ -542,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, title in SETS:
             if name in rules:
                 _print_table(f"RULES, {title}", rules[name])
+                if name in BY_LANGUAGE_SETS:
+                    _print_languages(name, by_language(rules[name], languages))
                 print()
         if agreements:
             _print_agreement(agreements)
