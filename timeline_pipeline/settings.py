@@ -14,7 +14,7 @@ import contextlib
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
@@ -23,6 +23,7 @@ from pydantic import (
     PlainSerializer,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel, to_snake
@@ -34,6 +35,7 @@ from pydantic_settings import (
 )
 
 from timeline_pipeline.durations import DurationError, format_duration, parse_duration
+from timeline_pipeline.i18n.locales import check_time_zone
 
 YAML_SECTION = "services.workspace.timeline.lark"
 ENV_PREFIX = "TIMELINE_LARK_"
@@ -273,6 +275,21 @@ class LarkTimelineSettings(BaseSettings):
     pin_emoji_type: str = Field(default="Pin", min_length=1, max_length=64, pattern=r"^[!-~]+$")
     """The Lark `reaction_type.emoji_type` that pins (Lark's pushpin by default); every other
     reaction is ignored."""
+
+    # Language and time (docs/i18n.md); each overridable per workspace.
+    locale: Literal["auto", "en", "zh-CN"] = "auto"
+    """The language of everything a person reads (summary, review cards, pin replies, the
+    timeline page, the export): `en`, `zh-CN`, or `auto`, the majority script of the
+    workspace's messages. Overridden per workspace by `workspace set-locale`."""
+    time_zone: str = Field(default="UTC", min_length=1, max_length=64)
+    """The IANA time zone (`Asia/Shanghai`) in which a person reads times; stored times stay
+    UTC. Overridden per workspace by `workspace set-time-zone`."""
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        check_time_zone(value)
+        return value
 
     @model_validator(mode="after")
     def _check_relations(self) -> LarkTimelineSettings:

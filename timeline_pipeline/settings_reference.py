@@ -11,7 +11,7 @@ from __future__ import annotations
 import types
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
-from typing import Any, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import SecretStr
@@ -47,6 +47,7 @@ TIMELINE_GROUPS: tuple[tuple[str, str], ...] = (
     ("lark_page_size", "Lark OpenAPI client"),
     ("review_cards_enabled", "Review cards"),
     ("pin_from_chat_enabled", "Pins from the chat"),
+    ("locale", "Language and time"),
 )
 """Headings by the first field of each group: a field belongs to the group above it in
 `settings.py`, so a new key lands under the heading of the block it was written in."""
@@ -71,6 +72,8 @@ def _type_name(annotation: Any) -> str:
         members = [arg for arg in get_args(annotation) if arg is not type(None)]
         if len(members) == 1:
             return _type_name(members[0])
+    if origin is Literal:
+        return "one of " + ", ".join(f"`{value}`" for value in get_args(annotation))
     if origin is list:
         (item,) = get_args(annotation)
         return f"list of {_type_name(item)}s"

@@ -37,6 +37,7 @@ from timeline_pipeline.db.migrate import MigrationError, current_revision, head_
 from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.domain.keys import InvalidKey
 from timeline_pipeline.domain.lifecycle import UnsafeIdentifier
+from timeline_pipeline.i18n.locales import LOCALE_CHOICES
 from timeline_pipeline.maintenance.endpoint import cli_actor
 from timeline_pipeline.settings import SettingsError
 from timeline_pipeline.store import workspaces as workspace_store
@@ -203,6 +204,17 @@ def workspace() -> None:
 )
 @click.option("--created-at", help="ISO 8601 creation time (default: now).")
 @click.option("--title", help="Human-readable title.")
+@click.option(
+    "--locale",
+    type=click.Choice(LOCALE_CHOICES),
+    help="Language of its summary, cards, replies, page and export (default: the locale setting).",
+)
+@click.option(
+    "--time-zone",
+    "time_zone",
+    help="IANA time zone its times are shown in, e.g. Asia/Shanghai (default: the timeZone "
+    "setting); stored times stay UTC.",
+)
 @json_option
 @pass_app
 def workspace_create(
@@ -212,13 +224,22 @@ def workspace_create(
     status: str,
     created_at: str | None,
     title: str | None,
+    locale: str | None,
+    time_zone: str | None,
     as_json: bool,
 ) -> None:
     """Create a workspace."""
     created = parse_iso8601(created_at, "--created-at")
     with transaction(app.engine) as conn:
         made = workspace_store.create(
-            conn, workspace_id, type_=type_, status=status, created_at=created, title=title
+            conn,
+            workspace_id,
+            type_=type_,
+            status=status,
+            created_at=created,
+            title=title,
+            locale=locale,
+            time_zone=time_zone,
         )
     emit(as_json, made, lambda: click.echo(f"created workspace {made.id} ({made.status})"))
 
@@ -309,6 +330,9 @@ def _register_subcommands() -> None:
     from timeline_pipeline.cli.timeline_commands import timeline_group
     from timeline_pipeline.cli.token_commands import token_group
     from timeline_pipeline.cli.ui_commands import ui_group
+    from timeline_pipeline.cli.workspace_language_commands import register
+
+    register(workspace)
 
     cli.add_command(config_group)
     cli.add_command(demo)

@@ -85,6 +85,10 @@ workspaces = Table(
     Column("status", String(16), nullable=False),
     Column("title", String(512), nullable=True),
     *_timestamps(),
+    # How a person reads the workspace (docs/i18n.md); NULL follows the `locale` and `timeZone`
+    # settings. Migration 0016_workspace_language.
+    Column("locale", String(8), nullable=True),
+    Column("time_zone", String(64), nullable=True),
     CheckConstraint(_in("status", WORKSPACE_STATUSES), name="status"),
 )
 

@@ -20,6 +20,10 @@ class Workspace:
     title: str | None
     created_at: datetime
     updated_at: datetime
+    locale: str | None = None
+    """`en`, `zh-CN` or `auto`; None follows the `locale` setting (docs/i18n.md)."""
+    time_zone: str | None = None
+    """An IANA zone name; None follows the `timeZone` setting."""
 
 
 @dataclass(frozen=True, slots=True)

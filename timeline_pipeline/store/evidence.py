@@ -493,6 +493,22 @@ def latest_eligible_at(
     )
 
 
+def language_sample(conn: Connection, workspace_id: str, *, limit: int) -> list[str]:
+    """The texts of the workspace's first `limit` eligible, not redacted messages: what an
+    `auto` locale reads the chat's majority script from (docs/i18n.md). The first ones, not the
+    newest, so that a workspace's language settles once its chat has that many messages.
+    Read in memory only, never logged."""
+    rows = conn.execute(
+        select(ev.c.content)
+        .where(
+            ev.c.workspace_id == workspace_id, ev.c.ai_eligible == true(), ev.c.deleted == false()
+        )
+        .order_by(ev.c.occurred_at, ev.c.id)
+        .limit(limit)
+    )
+    return [str(content) for (content,) in rows]
+
+
 def first_eligible_at(
     workspace_id: ColumnElement[Any],
     scope_key: ColumnElement[Any],

@@ -26,6 +26,7 @@ from timeline_pipeline.domain.keys import (
 )
 from timeline_pipeline.domain.records import record_of
 from timeline_pipeline.domain.workspaces import ChatBinding, Workspace
+from timeline_pipeline.i18n.locales import check_locale_choice, check_time_zone
 from timeline_pipeline.store import checkpoints, evidence, window_states
 
 
@@ -63,8 +64,11 @@ def create(
     status: str = "firing",
     created_at: datetime | None = None,
     title: str | None = None,
+    locale: str | None = None,
+    time_zone: str | None = None,
 ) -> Workspace:
     check_workspace_id(workspace_id)
+    _check_language(locale, time_zone)
     if status not in WORKSPACE_STATUSES:
         raise WorkspaceError(
             f"invalid status {status!r}: expected one of {', '.join(WORKSPACE_STATUSES)}"
@@ -86,6 +90,8 @@ def create(
                     type=type_,
                     status=status,
                     title=title,
+                    locale=locale,
+                    time_zone=time_zone,
                     created_at=created,
                     updated_at=now,
                 )
@@ -121,6 +127,42 @@ def set_status(conn: Connection, workspace_id: str, status: str) -> Workspace:
         ws.update()
         .where(ws.c.id == workspace_id)
         .values(status=status, updated_at=datetime.now(UTC))
+    )
+    if result.rowcount != 1:
+        raise WorkspaceNotFound(f"workspace {workspace_id!r} does not exist")
+    return require(conn, workspace_id)
+
+
+def _check_language(locale: str | None, time_zone: str | None) -> None:
+    try:
+        if locale is not None:
+            check_locale_choice(locale)
+        if time_zone is not None:
+            check_time_zone(time_zone)
+    except ValueError as exc:
+        raise WorkspaceError(str(exc)) from None
+
+
+_UNCHANGED: Any = object()
+
+
+def set_language(
+    conn: Connection,
+    workspace_id: str,
+    *,
+    locale: str | None = _UNCHANGED,
+    time_zone: str | None = _UNCHANGED,
+) -> Workspace:
+    """Set the workspace's locale and/or time zone (None: follow the setting again)."""
+    values: dict[str, Any] = {}
+    if locale is not _UNCHANGED:
+        _check_language(locale, None)
+        values["locale"] = locale
+    if time_zone is not _UNCHANGED:
+        _check_language(None, time_zone)
+        values["time_zone"] = time_zone
+    result = conn.execute(
+        ws.update().where(ws.c.id == workspace_id).values(**values, updated_at=datetime.now(UTC))
     )
     if result.rowcount != 1:
         raise WorkspaceNotFound(f"workspace {workspace_id!r} does not exist")

@@ -1,0 +1,68 @@
+"""Every string a person reads is in every catalog, and every catalog entry is still used.
+
+The msgids are extracted from the sources with Babel, by the method map of
+`timeline_pipeline.i18n.catalogs.EXTRACTION`, exactly as a translator's `pybabel extract` would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from babel.messages.extract import extract_from_dir
+from babel.messages.pofile import read_po
+
+import timeline_pipeline
+from timeline_pipeline.i18n.catalogs import EXTRACTION, Domain, catalog_path, translations
+from timeline_pipeline.i18n.locales import Locale
+
+PACKAGE = Path(timeline_pipeline.__file__).parent
+TRANSLATED = [locale for locale in Locale if locale is not Locale.EN]
+JINJA = "jinja2.ext:babel_extract"
+
+
+def _extracted(domain: Domain) -> set[str]:
+    method_map = [
+        (pattern, JINJA if method == "jinja2" else method) for pattern, method in EXTRACTION[domain]
+    ]
+    found: set[str] = set()
+    for _file, _line, message, _comments, _context in extract_from_dir(
+        str(PACKAGE), method_map=method_map
+    ):
+        found.update([message] if isinstance(message, str) else [m for m in message if m])
+    return found
+
+
+def _catalog_ids(domain: Domain, locale: Locale) -> dict[str, object]:
+    with catalog_path(domain, locale).open("rb") as source:
+        catalog = read_po(source, locale=locale.babel_name)
+    return {
+        str(message.id if isinstance(message.id, str) else message.id[0]): message.string
+        for message in catalog
+        if message.id
+    }
+
+
+@pytest.mark.parametrize("locale", TRANSLATED, ids=str)
+@pytest.mark.parametrize("domain", list(Domain), ids=str)
+def test_every_string_the_code_uses_is_translated(domain: Domain, locale: Locale) -> None:
+    catalog = _catalog_ids(domain, locale)
+    missing = sorted(_extracted(domain) - set(catalog))
+    assert not missing, f"{catalog_path(domain, locale)} misses {missing}"
+    untranslated = sorted(msgid for msgid, text in catalog.items() if not text)
+    assert not untranslated, f"{catalog_path(domain, locale)} leaves {untranslated} empty"
+
+
+@pytest.mark.parametrize("locale", TRANSLATED, ids=str)
+@pytest.mark.parametrize("domain", list(Domain), ids=str)
+def test_no_catalog_keeps_a_string_the_code_no_longer_uses(domain: Domain, locale: Locale) -> None:
+    stale = sorted(set(_catalog_ids(domain, locale)) - _extracted(domain))
+    assert not stale, f"{catalog_path(domain, locale)} keeps unused {stale}"
+
+
+def test_a_catalog_translates_and_english_is_the_source() -> None:
+    assert translations(Domain.LABELS, Locale.ZH_CN).gettext("Root cause") == "根因"
+    assert translations(Domain.LABELS, Locale.EN).gettext("Root cause") == "Root cause"
+    assert translations(Domain.LABELS, Locale.ZH_CN).gettext("never in a catalog") == (
+        "never in a catalog"
+    )
