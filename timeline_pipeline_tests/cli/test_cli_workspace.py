@@ -114,3 +114,65 @@ def test_curators_are_added_once_and_removed_and_a_non_curator_is_one_line(run) 
     assert code != 0
     assert len(err.strip().splitlines()) == 1
     assert "at most 128" in err
+
+
+def test_a_workspace_made_with_a_language_and_zone_shows_them(run) -> None:  # type: ignore[no-untyped-def]
+    code, _, _ = run(
+        "workspace", "create", "--id", "inc-zh", "--locale", "zh-CN", "--time-zone", "Asia/Shanghai"
+    )
+    assert code == 0
+    code, out, _ = run("workspace", "show", "inc-zh", "--json")
+    assert code == 0
+    shown = json.loads(out)
+    assert (shown["locale"], shown["locale_from"], shown["effective_locale"]) == (
+        "zh-CN",
+        "workspace",
+        "zh-CN",
+    )
+    assert (shown["time_zone"], shown["time_zone_from"]) == ("Asia/Shanghai", "workspace")
+    code, out, _ = run("workspace", "show", "inc-zh")
+    assert code == 0 and "locale: zh-CN (workspace) -> zh-CN" in out
+    assert "time zone: Asia/Shanghai (workspace)" in out
+
+
+def test_set_locale_and_time_zone_and_back_to_the_settings(run) -> None:  # type: ignore[no-untyped-def]
+    assert run("workspace", "create", "--id", "inc-1")[0] == 0
+    code, out, _ = run("workspace", "show", "inc-1", "--json")
+    assert json.loads(out)["locale"] == "auto" and json.loads(out)["time_zone"] == "UTC"
+    assert run("workspace", "set-locale", "--workspace", "inc-1", "--locale", "zh-CN")[0] == 0
+    code, _, _ = run(
+        "workspace", "set-time-zone", "--workspace", "inc-1", "--time-zone", "Asia/Tokyo"
+    )
+    assert code == 0
+    shown = json.loads(run("workspace", "show", "inc-1", "--json")[1])
+    assert (shown["effective_locale"], shown["time_zone"]) == ("zh-CN", "Asia/Tokyo")
+    assert run("workspace", "set-locale", "--workspace", "inc-1", "--locale", "default")[0] == 0
+    assert (
+        run("workspace", "set-time-zone", "--workspace", "inc-1", "--time-zone", "default")[0] == 0
+    )
+    shown = json.loads(run("workspace", "show", "inc-1", "--json")[1])
+    assert (shown["locale_from"], shown["time_zone"], shown["time_zone_from"]) == (
+        "setting",
+        "UTC",
+        "setting",
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("workspace", "set-time-zone", "--workspace", "inc-1", "--time-zone", "Mars/Base"),
+        ("workspace", "set-locale", "--workspace", "inc-1", "--locale", "fr"),
+        ("workspace", "set-locale", "--workspace", "nope", "--locale", "en"),
+        ("workspace", "create", "--id", "inc-2", "--time-zone", "UTC+8"),
+        ("workspace", "show", "nope"),
+    ],
+)
+def test_bad_language_input_is_one_line_and_changes_nothing(run, args) -> None:  # type: ignore[no-untyped-def]
+    assert run("workspace", "create", "--id", "inc-1", "--time-zone", "Asia/Shanghai")[0] == 0
+    code, _, err = run(*args)
+    assert code != 0
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    shown = json.loads(run("workspace", "show", "inc-1", "--json")[1])
+    assert (shown["locale_from"], shown["time_zone"]) == ("setting", "Asia/Shanghai")
+    assert run("workspace", "show", "inc-2")[0] != 0
