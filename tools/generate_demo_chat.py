@@ -1,13 +1,11 @@
-"""Write the demo incident chat and its expected timeline, deterministically.
+"""Write the bundled demo chats and their expected timelines, deterministically.
 
     python -m tools.generate_demo_chat [--out DIRECTORY]
 
-The story is hand-written below as one linear script in chat order (thread replies included, at
-the moment they were sent); this module only adds what a real export would carry: message and
-thread ids, millisecond timestamps with human-looking gaps (from a seeded generator), mention
-placeholders, sender envelopes, the edit and the recall. Run it again and the files come out
-byte for byte the same. Anchors (`at`) pin the key moments, so the pacing between them can be
-tuned without moving the story.
+Writes the English chat (this module's story) and the Chinese one (`tools/demo_chat_zh.py`),
+three files each (timeline_pipeline/demo_data's docstring says what they are). The machinery that
+turns a story into Lark list items is `tools/demo_chat_script.py`; run this again and the files
+come out byte for byte the same.
 
 The expected timeline is written against script labels, not ids, and is resolved on output: it
 was set down from the incident commander's point of view, before any synthesizer was tuned on it.
@@ -18,44 +16,50 @@ written the same way; they were added after the demo showed the synthesizer draf
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-import random
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from timeline_pipeline.demo_data import (
-    CHAT_FILE,
-    CHAT_ID,
-    EXPECTED_FACTS_FILE,
-    NEGATIVE_EXAMPLES_FILE,
-    chat_path,
+from timeline_pipeline.demo_data import CHATS, DemoChat, chat_path
+from tools import demo_chat_script as script
+from tools.demo_chat_script import (
+    BOTS,
+    DEPLOY_BOT,
+    INCIDENT_BOT,
+    MONITOR_BOT,
+    TENANT_KEY,
+    ChatSpec,
+    Expected,
+    Negative,
+    Script,
+    code,
+    link,
 )
-from timeline_pipeline.lark.simulator.store import RECALLED_CONTENT
+from tools.demo_chat_zh import CHINESE
 
 __all__ = [
+    "BOTS",
+    "CHINESE",
+    "DEPLOY_BOT",
+    "ENGLISH",
+    "INCIDENT_BOT",
+    "MONITOR_BOT",
     "SEED",
+    "SPECS",
     "START",
+    "TENANT_KEY",
     "build",
     "expected_facts",
     "main",
     "negative_examples",
+    "open_id",
     "render",
     "write",
 ]
 
 SEED: Final = 20261129
 START: Final = datetime(2026, 11, 29, 8, 0, 0, tzinfo=UTC)
-TENANT_KEY: Final = "2e7a91c4d05b38f6"
-
-MONITOR_BOT: Final = "cli_monitor_bot"
-DEPLOY_BOT: Final = "cli_deploy_bot"
-INCIDENT_BOT: Final = "cli_incident_bot"
-BOTS: Final = frozenset({MONITOR_BOT, DEPLOY_BOT, INCIDENT_BOT})
 
 PEOPLE: Final = {
     "priya": "Priya Natarajan",  # SRE on call, first responder, ops lead
@@ -68,271 +72,14 @@ PEOPLE: Final = {
     "daniel": "Daniel Kim",  # checkout product manager, comms and status page
 }
 
-_MENTION: Final = re.compile(r"@([a-z]+)\b")
 _RUNBOOK: Final = "https://runbooks.internal.shopwave.io/checkout"
 _GRAFANA: Final = "https://grafana.internal.shopwave.io/d"
-
-
-def _hex(*parts: object, length: int) -> str:
-    digest = hashlib.sha256(":".join(str(part) for part in (SEED, *parts)).encode()).hexdigest()
-    return digest[:length]
-
-
-def open_id(person: str) -> str:
-    return f"ou_{_hex('person', person, length=32)}"
 
 
 # --- the script ------------------------------------------------------------------------------
 
 
-@dataclass
-class _Draft:
-    label: str
-    sender: str
-    msg_type: str
-    content: dict[str, Any]
-    mentions: tuple[str, ...]
-    offset_ms: int
-    reply_to: str | None
-    root: str | None
-    in_thread: bool
-    edited_after_ms: int | None
-    recalled_after_ms: int | None
-
-
-class _Mentions:
-    """Turns `@person` in script text into Lark's `@_user_N` placeholders, in order of use."""
-
-    def __init__(self) -> None:
-        self.people: list[str] = []
-
-    def _key(self, person: str) -> str:
-        if person not in self.people:
-            self.people.append(person)
-        return f"@_user_{self.people.index(person) + 1}"
-
-    def text(self, text: str) -> str:
-        def replace(match: re.Match[str]) -> str:
-            person = match.group(1)
-            return self._key(person) if person in PEOPLE else match.group(0)
-
-        return _MENTION.sub(replace, text)
-
-    def elements(self, text: str) -> list[dict[str, Any]]:
-        """A post paragraph: text runs with `at` elements where people are mentioned."""
-        elements: list[dict[str, Any]] = []
-        position = 0
-        for match in _MENTION.finditer(text):
-            person = match.group(1)
-            if person not in PEOPLE:
-                continue
-            if match.start() > position:
-                elements.append({"tag": "text", "text": text[position : match.start()]})
-            elements.append(
-                {"tag": "at", "user_id": self._key(person), "user_name": PEOPLE[person]}
-            )
-            position = match.end()
-        if position < len(text):
-            elements.append({"tag": "text", "text": text[position:]})
-        return elements
-
-
-Paragraph = str | list[dict[str, Any]]
-
-
-def link(text: str, href: str) -> dict[str, Any]:
-    return {"tag": "a", "text": text, "href": href}
-
-
-def code(text: str, language: str = "PLAIN_TEXT") -> dict[str, Any]:
-    return {"tag": "code_block", "language": language, "text": text}
-
-
-class _Script:
-    """Collects drafts in chat order and keeps the clock moving forward."""
-
-    def __init__(self, seed: int) -> None:
-        self._rng = random.Random(seed)  # noqa: S311 - reproducible demo data, not secrets
-        self._clock_ms = 0
-        self._pace = (8.0, 30.0)
-        self._typing = 0.08
-        self.drafts: list[_Draft] = []
-        self._labels: dict[str, _Draft] = {}
-        self._threaded: set[str] = set()
-
-    # clock
-
-    def at(self, clock: str) -> None:
-        """Jump to a wall-clock moment ("08:31:10") of the incident day; never backwards."""
-        hours, minutes, seconds = (int(part) for part in clock.split(":"))
-        target = ((hours - START.hour) * 3600 + minutes * 60 + seconds) * 1000
-        if target < self._clock_ms:
-            raise ValueError(f"anchor {clock} is behind the clock (+{self._clock_ms / 1000:.0f}s)")
-        self._clock_ms = target
-
-    def minutes_since(self, label: str) -> int:
-        """Whole minutes from a labelled message to now, for bots that print durations."""
-        return (self._clock_ms - self._labels[label].offset_ms) // 60_000
-
-    def duration_since(self, label: str) -> str:
-        hours, minutes = divmod(self.minutes_since(label), 60)
-        return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
-
-    def pace(self, low: float, high: float, *, typing: float = 0.08) -> None:
-        """Seconds between messages, plus `typing` seconds per character of the new one."""
-        self._pace = (low, high)
-        self._typing = typing
-
-    def _tick(self, size: int, gap: float | None) -> int:
-        seconds = gap if gap is not None else self._rng.uniform(*self._pace)
-        seconds += self._typing * min(size, 400)
-        if self.drafts:
-            self._clock_ms += max(400, round(seconds * 1000))
-        return self._clock_ms
-
-    # messages
-
-    def _add(
-        self,
-        sender: str,
-        msg_type: str,
-        content: dict[str, Any],
-        *,
-        mentions: _Mentions | None = None,
-        size: int = 0,
-        label: str | None = None,
-        reply: str | None = None,
-        thread: bool = False,
-        gap: float | None = None,
-        edited: float | None = None,
-        recalled: float | None = None,
-    ) -> str:
-        name = label or f"m{len(self.drafts) + 1:03d}"
-        if name in self._labels:
-            raise ValueError(f"duplicate label {name}")
-        if reply is not None and reply not in self._labels:
-            raise ValueError(f"{name} replies to unknown {reply}")
-        parent = self._labels[reply] if reply is not None else None
-        root = None if parent is None else (parent.root or parent.label)
-        if thread and root is not None:
-            self._threaded.add(root)
-        draft = _Draft(
-            label=name,
-            sender=sender,
-            msg_type=msg_type,
-            content=content,
-            mentions=tuple(mentions.people) if mentions else (),
-            offset_ms=self._tick(size, gap),
-            reply_to=reply,
-            root=root,
-            in_thread=root in self._threaded,
-            edited_after_ms=None if edited is None else round(edited * 1000),
-            recalled_after_ms=None if recalled is None else round(recalled * 1000),
-        )
-        self.drafts.append(draft)
-        self._labels[name] = draft
-        return name
-
-    def say(
-        self,
-        who: str,
-        text: str,
-        *,
-        label: str | None = None,
-        reply: str | None = None,
-        thread: bool = False,
-        gap: float | None = None,
-        edited: float | None = None,
-        recalled: float | None = None,
-    ) -> str:
-        mentions = _Mentions()
-        content = {"text": mentions.text(text)}
-        return self._add(
-            who,
-            "text",
-            content,
-            mentions=mentions,
-            size=len(text),
-            label=label,
-            reply=reply,
-            thread=thread,
-            gap=gap,
-            edited=edited,
-            recalled=recalled,
-        )
-
-    def post(
-        self,
-        who: str,
-        title: str,
-        paragraphs: Sequence[Paragraph],
-        *,
-        locale: str | None = None,
-        label: str | None = None,
-        reply: str | None = None,
-        thread: bool = False,
-        gap: float | None = None,
-    ) -> str:
-        mentions = _Mentions()
-        rows = [
-            mentions.elements(paragraph) if isinstance(paragraph, str) else paragraph
-            for paragraph in paragraphs
-        ]
-        body: dict[str, Any] = {"title": title, "content": rows}
-        content = {locale: body} if locale else body
-        size = len(title) + sum(len(json.dumps(row)) // 2 for row in rows)
-        return self._add(
-            who,
-            "post",
-            content,
-            mentions=mentions,
-            size=size,
-            label=label,
-            reply=reply,
-            thread=thread,
-            gap=gap,
-        )
-
-    def card(
-        self,
-        title: str,
-        lines: Sequence[str],
-        links: Sequence[tuple[str, str]] = (),
-        *,
-        label: str | None = None,
-        gap: float | None = None,
-    ) -> str:
-        """A monitoring alert card, as the history list renders an interactive message."""
-        elements: list[list[dict[str, Any]]] = [[{"tag": "text", "text": line}] for line in lines]
-        if links:
-            elements.append([link(text, href) for text, href in links])
-        content = {"title": title, "elements": elements}
-        return self._add(MONITOR_BOT, "interactive", content, label=label, gap=gap)
-
-    def bot(
-        self, app: str, text: str, *, label: str | None = None, gap: float | None = None
-    ) -> str:
-        return self._add(app, "text", {"text": text}, label=label, gap=gap)
-
-    def image(self, who: str, *, label: str | None = None, gap: float | None = None) -> str:
-        key = f"img_v3_02hq_{_hex('image', len(self.drafts), length=8)}-{_hex('img', length=4)}g"
-        return self._add(who, "image", {"image_key": key}, label=label, gap=gap)
-
-    def file(
-        self,
-        who: str,
-        file_name: str,
-        *,
-        label: str | None = None,
-        reply: str | None = None,
-        gap: float | None = None,
-    ) -> str:
-        key = f"file_v3_00hq_{_hex('file', len(self.drafts), length=8)}-{_hex('f', length=4)}g"
-        content = {"file_key": key, "file_name": file_name}
-        return self._add(who, "file", content, label=label, reply=reply, gap=gap)
-
-
-def _story(s: _Script) -> None:
+def _story(s: Script) -> None:
     _detection(s)
     _everyone_joins(s)
     _investigation(s)
@@ -343,7 +90,7 @@ def _story(s: _Script) -> None:
     _wrap_up(s)
 
 
-def _detection(s: _Script) -> None:
+def _detection(s: Script) -> None:
     s.pace(6, 22, typing=0.05)
     s.card(
         "[FIRING] checkout-api: p99 latency 6.8s > 2s for 5m",
@@ -412,7 +159,7 @@ def _detection(s: _Script) -> None:
     )
 
 
-def _everyone_joins(s: _Script) -> None:
+def _everyone_joins(s: Script) -> None:
     """The burst: alerts escalate, everyone piles in at once."""
     s.at("08:04:50")
     s.pace(1.0, 4.0, typing=0.0)
@@ -488,7 +235,7 @@ def _everyone_joins(s: _Script) -> None:
     s.say("daniel", "on it")
 
 
-def _investigation(s: _Script) -> None:
+def _investigation(s: Script) -> None:
     s.at("08:07:00")
     s.pace(4, 18, typing=0.05)
     s.post(
@@ -706,7 +453,7 @@ def _investigation(s: _Script) -> None:
     s.say("jonas", "back")
 
 
-def _rollback(s: _Script) -> None:
+def _rollback(s: Script) -> None:
     s.at("08:22:30")
     s.pace(6, 22, typing=0.06)
     s.say("aisha", "ok, options. @tomas @jonas what are we looking at")
@@ -827,7 +574,7 @@ def _rollback(s: _Script) -> None:
     )
 
 
-def _second_finding(s: _Script) -> None:
+def _second_finding(s: Script) -> None:
     s.at("08:41:00")
     s.pace(10, 35, typing=0.06)
     s.say(
@@ -988,7 +735,7 @@ def _second_finding(s: _Script) -> None:
     )
 
 
-def _recovery(s: _Script) -> None:
+def _recovery(s: Script) -> None:
     s.pace(10, 40, typing=0.05)
     s.card(
         "[RESOLVED] checkout-api: 5xx ratio 0.3% < 2%",
@@ -1032,7 +779,7 @@ def _recovery(s: _Script) -> None:
     )
 
 
-def _cleanup(s: _Script) -> None:
+def _cleanup(s: Script) -> None:
     s.at("09:07:30")
     s.pace(8, 30, typing=0.06)
     s.say(
@@ -1112,7 +859,7 @@ def _cleanup(s: _Script) -> None:
     s.say("aisha", "thanks all, this is looking good")
 
 
-def _wrap_up(s: _Script) -> None:
+def _wrap_up(s: Script) -> None:
     s.at("09:16:40")
     s.pace(10, 40, typing=0.05)
     s.post(
@@ -1249,7 +996,7 @@ def _wrap_up(s: _Script) -> None:
 
 # --- the expected timeline -------------------------------------------------------------------
 
-_EXPECTED: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
+_EXPECTED: Final[tuple[Expected, ...]] = (
     (
         "impact",
         ("IMPACT_LATENCY", "PAGE"),
@@ -1443,7 +1190,7 @@ _EXPECTED: Final[tuple[tuple[str, tuple[str, ...], str], ...]] = (
 )
 
 
-_NEGATIVE: Final[tuple[tuple[str, str, str], ...]] = (
+_NEGATIVE: Final[tuple[Negative, ...]] = (
     (
         "decision",
         "DECISION_IC",
@@ -1461,133 +1208,49 @@ _NEGATIVE: Final[tuple[tuple[str, str, str], ...]] = (
 why): bench/quality counts a draft of that kind resting on nothing else."""
 
 
+ENGLISH: Final = ChatSpec(
+    files=CHATS[DemoChat.EN],
+    seed=SEED,
+    start=START,
+    people=PEOPLE,
+    story=_story,
+    expected=_EXPECTED,
+    negatives=_NEGATIVE,
+)
+SPECS: Final = {DemoChat.EN: ENGLISH, DemoChat.ZH: CHINESE}
+
+
 # --- output ----------------------------------------------------------------------------------
 
 
+def open_id(person: str) -> str:
+    return script.open_id(ENGLISH, person)
+
+
 def build() -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The chat's list items in creation order, and the expected facts' labels resolved to ids."""
-    script = _Script(SEED)
-    _story(script)
-    start_ms = int(START.timestamp() * 1000)
-    ids = {
-        draft.label: f"om_{_hex('message', index, length=32)}"
-        for index, draft in enumerate(script.drafts)
-    }
-    threads = {
-        draft.root: f"omt_{_hex('thread', ids[draft.root], length=16)}"
-        for draft in script.drafts
-        if draft.in_thread and draft.root is not None
-    }
-    items = [_item(draft, ids, threads, start_ms) for draft in script.drafts]
-    return items, ids
-
-
-def _sender(sender: str) -> dict[str, str]:
-    if sender in BOTS:
-        return {"id": sender, "id_type": "app_id", "sender_type": "app", "tenant_key": TENANT_KEY}
-    return {
-        "id": open_id(sender),
-        "id_type": "open_id",
-        "sender_type": "user",
-        "tenant_key": TENANT_KEY,
-    }
-
-
-def _item(
-    draft: _Draft,
-    ids: dict[str, str],
-    threads: dict[str, str],
-    start_ms: int,
-) -> dict[str, Any]:
-    created = start_ms + draft.offset_ms
-    updated = created
-    item: dict[str, Any] = {"message_id": ids[draft.label]}
-    if draft.reply_to is not None and draft.root is not None:
-        item["root_id"] = ids[draft.root]
-        item["parent_id"] = ids[draft.reply_to]
-    if draft.in_thread and draft.root is not None:
-        item["thread_id"] = threads[draft.root]
-    elif draft.label in threads:
-        # A thread root carries its thread's id as well.
-        item["thread_id"] = threads[draft.label]
-    content = json.dumps(draft.content, ensure_ascii=False)
-    if draft.edited_after_ms is not None:
-        updated = created + draft.edited_after_ms
-    if draft.recalled_after_ms is not None:
-        updated = created + draft.recalled_after_ms
-        content = RECALLED_CONTENT
-    item.update(
-        {
-            "msg_type": draft.msg_type,
-            "create_time": str(created),
-            "update_time": str(updated),
-            "deleted": draft.recalled_after_ms is not None,
-            "updated": draft.edited_after_ms is not None,
-            "chat_id": CHAT_ID,
-            "sender": _sender(draft.sender),
-            "body": {"content": content},
-            "mentions": [
-                {
-                    "key": f"@_user_{number}",
-                    "id": open_id(person),
-                    "id_type": "open_id",
-                    "name": PEOPLE[person],
-                    "tenant_key": TENANT_KEY,
-                }
-                for number, person in enumerate(draft.mentions, start=1)
-            ],
-        }
-    )
-    return item
+    """The English chat's list items in creation order, and its labels resolved to ids."""
+    return script.build(ENGLISH)
 
 
 def expected_facts(ids: dict[str, str]) -> list[dict[str, Any]]:
-    """The expected timeline with ids, listed in the order the facts first came up in the chat."""
-    position = {message_id: index for index, message_id in enumerate(ids.values())}
-    facts = [
-        {
-            "category": category,
-            "evidence_message_ids": [ids[label] for label in labels],
-            "title": title,
-        }
-        for category, labels, title in _EXPECTED
-    ]
-    return sorted(facts, key=lambda fact: min(position[i] for i in fact["evidence_message_ids"]))
+    """The English expected timeline with ids, in the order the facts first came up."""
+    return script.expected_facts(ENGLISH, ids)
 
 
 def negative_examples(ids: dict[str, str]) -> list[dict[str, Any]]:
-    """The negative examples with ids, in chat order."""
-    position = {message_id: index for index, message_id in enumerate(ids.values())}
-    negatives = [
-        {"category": category, "message_id": ids[label], "why": why}
-        for category, label, why in _NEGATIVE
-    ]
-    return sorted(negatives, key=lambda negative: position[negative["message_id"]])
+    """The English negative examples with ids, in chat order."""
+    return script.negative_examples(ENGLISH, ids)
 
 
-def render() -> tuple[str, str, str]:
-    """The three files' text: the chat JSONL (user lines first), the expected facts JSON and
-    the negative examples JSON."""
-    items, ids = build()
-    users = [
-        {"kind": "user", "open_id": open_id(key), "name": name} for key, name in PEOPLE.items()
-    ]
-    lines = [json.dumps(record, ensure_ascii=False) for record in [*users, *items]]
-    facts = json.dumps(expected_facts(ids), ensure_ascii=False, indent=2)
-    negatives = json.dumps(negative_examples(ids), ensure_ascii=False, indent=2)
-    return "\n".join(lines) + "\n", facts + "\n", negatives + "\n"
+def render(chat: DemoChat = DemoChat.EN) -> tuple[str, str, str]:
+    """A chat's three files' text: the chat JSONL (user lines first), the expected facts JSON
+    and the negative examples JSON."""
+    return script.render(SPECS[chat])
 
 
-def write(directory: Path) -> tuple[Path, Path, Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = (
-        directory / CHAT_FILE,
-        directory / EXPECTED_FACTS_FILE,
-        directory / NEGATIVE_EXAMPLES_FILE,
-    )
-    for path, text in zip(paths, render(), strict=True):
-        path.write_bytes(text.encode("utf-8"))
-    return paths
+def write(directory: Path) -> list[Path]:
+    """Every bundled chat's three files, written into `directory`."""
+    return [path for spec in SPECS.values() for path in script.write(spec, directory)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,8 @@
-"""The bundled demo chat: Lark's list-item shape, a believable incident, and a stable generator."""
+"""The bundled demo chats: Lark's list-item shape, a believable incident, and a stable generator.
+
+Every structural test runs on both chats (`DemoChat.EN`, `DemoChat.ZH`); where the two differ in
+size or in the words their chatter uses, `SHAPES` says what each chat must have.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import bisect
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +18,10 @@ import pytest
 
 from timeline_pipeline.demo_data import (
     CHAT_FILE,
-    CHAT_ID,
+    CHATS,
     EXPECTED_FACTS_FILE,
     NEGATIVE_EXAMPLES_FILE,
+    DemoChat,
     chat_path,
     expected_facts_path,
     load_expected_facts,
@@ -24,6 +30,7 @@ from timeline_pipeline.demo_data import (
     load_records,
     load_users,
 )
+from timeline_pipeline.i18n.locales import Locale, locale_of_texts
 from timeline_pipeline.lark.normalize import normalize_list_item
 from timeline_pipeline.lark.simulator.store import RECALLED_CONTENT, ChatStore
 from timeline_pipeline.synthesis.contract import Category
@@ -33,6 +40,11 @@ MAX_TEXT_CHARS = 4000
 MINUTE_MS = 60_000
 MILLIS = re.compile(r"[0-9]{13}")
 PLACEHOLDER = re.compile(r"@_user_[0-9]+")
+FIRING_RESOLVED = {
+    Locale.EN: ("[FIRING]", "[RESOLVED]"),
+    Locale.ZH_CN: ("[告警触发]", "[告警恢复]"),
+}
+"""How each chat's monitoring bot titles a firing and a resolved alert."""
 MESSAGE_KEYS = {
     "message_id",
     "msg_type",
@@ -48,9 +60,62 @@ MESSAGE_KEYS = {
 REPLY_KEYS = {"root_id", "parent_id", "thread_id"}
 
 
+@dataclass(frozen=True)
+class Shape:
+    """What one bundled chat must have."""
+
+    messages: tuple[int, int]
+    minutes: tuple[int, int]
+    replies: int
+    chatter: tuple[str, ...]
+    short_chars: int
+    """A message of at most this many characters is a short acknowledgement (a Chinese
+    character says about what an English word does)."""
+    short: int
+    post_locale: str
+    eligible: int
+    locale: Locale
+
+
+SHAPES = {
+    DemoChat.EN: Shape(
+        messages=(250, 350),
+        minutes=(80, 100),
+        replies=30,
+        chatter=("ack", "+1", "on it", "joining", "thx", "👍"),
+        short_chars=12,
+        short=45,
+        post_locale="en_us",
+        eligible=200,
+        locale=Locale.EN,
+    ),
+    DemoChat.ZH: Shape(
+        messages=(150, 300),
+        minutes=(60, 90),
+        replies=20,
+        chatter=("收到", "好的我看一下", "在看了", "+1", "辛苦了", "[OK]", "👍"),
+        short_chars=6,
+        short=40,
+        post_locale="zh_cn",
+        eligible=150,
+        locale=Locale.ZH_CN,
+    ),
+}
+
+
+@pytest.fixture(scope="module", params=list(DemoChat), ids=str)
+def chat(request: pytest.FixtureRequest) -> DemoChat:
+    return DemoChat(request.param)
+
+
 @pytest.fixture(scope="module")
-def messages() -> list[dict[str, Any]]:
-    return load_messages()
+def shape(chat: DemoChat) -> Shape:
+    return SHAPES[chat]
+
+
+@pytest.fixture(scope="module")
+def messages(chat: DemoChat) -> list[dict[str, Any]]:
+    return load_messages(chat)
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +135,8 @@ def _created(message: dict[str, Any]) -> int:
 # --- the file ------------------------------------------------------------------------------------
 
 
-def test_every_line_is_a_json_object_and_users_come_first() -> None:
-    lines = chat_path().read_text(encoding="utf-8").splitlines()
+def test_every_line_is_a_json_object_and_users_come_first(chat: DemoChat) -> None:
+    lines = chat_path(chat).read_text(encoding="utf-8").splitlines()
     assert all(line.strip() for line in lines)
     records = [json.loads(line) for line in lines]
     assert all(isinstance(record, dict) for record in records)
@@ -80,9 +145,12 @@ def test_every_line_is_a_json_object_and_users_come_first() -> None:
     assert {record["kind"] for record in records if "kind" in record} == {"user"}
 
 
-def test_message_count_and_people(messages: list[dict[str, Any]]) -> None:
-    assert 250 <= len(messages) <= 350
-    users = load_users()
+def test_message_count_and_people(
+    chat: DemoChat, shape: Shape, messages: list[dict[str, Any]]
+) -> None:
+    low, high = shape.messages
+    assert low <= len(messages) <= high
+    users = load_users(chat)
     assert 6 <= len(users) <= 9
     assert len(set(users.values())) == len(users), "distinct names"
     assert all(open_id.startswith("ou_") for open_id in users)
@@ -92,12 +160,14 @@ def test_message_count_and_people(messages: list[dict[str, Any]]) -> None:
     assert mentioned <= set(users)
 
 
-def test_every_message_has_the_list_item_shape(messages: list[dict[str, Any]]) -> None:
+def test_every_message_has_the_list_item_shape(
+    chat: DemoChat, messages: list[dict[str, Any]]
+) -> None:
     for message in messages:
         where = message["message_id"]
         assert MESSAGE_KEYS <= set(message) <= MESSAGE_KEYS | REPLY_KEYS, where
         assert message["message_id"].startswith("om_"), where
-        assert message["chat_id"] == CHAT_ID, where
+        assert message["chat_id"] == CHATS[chat].chat_id, where
         assert isinstance(message["msg_type"], str), where
         assert MILLIS.fullmatch(message["create_time"]), where
         assert MILLIS.fullmatch(message["update_time"]), where
@@ -141,11 +211,21 @@ def test_message_ids_are_unique(messages: list[dict[str, Any]]) -> None:
     assert len(ids) == len(set(ids))
 
 
+def test_the_chats_share_no_message_person_or_chat_id() -> None:
+    """Lark's ids are global: two demo runs, one per chat, must never confuse their messages."""
+    english, chinese = (load_records(chat) for chat in (DemoChat.EN, DemoChat.ZH))
+    ids = [
+        {record.get("message_id") or record["open_id"] for record in c} for c in (english, chinese)
+    ]
+    assert not ids[0] & ids[1]
+    assert CHATS[DemoChat.EN].chat_id != CHATS[DemoChat.ZH].chat_id
+
+
 def test_replies_point_at_existing_earlier_roots(
-    messages: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]
+    shape: Shape, messages: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]
 ) -> None:
     replies = [message for message in messages if "root_id" in message]
-    assert len(replies) >= 30
+    assert len(replies) >= shape.replies
     for reply in replies:
         root = by_id[reply["root_id"]]
         parent = by_id[reply["parent_id"]]
@@ -163,12 +243,15 @@ def test_replies_point_at_existing_earlier_roots(
             assert any(reply.get("root_id") == message["message_id"] for reply in replies)
 
 
-def test_times_increase_and_span_at_least_80_minutes(messages: list[dict[str, Any]]) -> None:
+def test_times_increase_and_span_the_incident(
+    chat: DemoChat, shape: Shape, messages: list[dict[str, Any]]
+) -> None:
     created = [_created(message) for message in messages]
     assert created == sorted(created)
     assert len(set(created)) == len(created)
-    assert created[0] == int(generate.START.timestamp() * 1000)
-    assert 80 * MINUTE_MS <= created[-1] - created[0] <= 100 * MINUTE_MS
+    assert created[0] == int(generate.SPECS[chat].start.timestamp() * 1000)
+    low, high = shape.minutes
+    assert low * MINUTE_MS <= created[-1] - created[0] <= high * MINUTE_MS
 
 
 def test_a_burst_of_30_messages_within_2_minutes(messages: list[dict[str, Any]]) -> None:
@@ -200,7 +283,7 @@ def test_one_recall_with_the_placeholder_content(messages: list[dict[str, Any]])
     assert recalled[0]["sender"]["sender_type"] == "user"
 
 
-def test_attachments_posts_and_bots(messages: list[dict[str, Any]]) -> None:
+def test_attachments_posts_and_bots(shape: Shape, messages: list[dict[str, Any]]) -> None:
     types = Counter(message["msg_type"] for message in messages)
     assert types["image"] == 1
     assert types["file"] == 1
@@ -212,15 +295,16 @@ def test_attachments_posts_and_bots(messages: list[dict[str, Any]]) -> None:
     assert _content(file)["file_name"].endswith(".csv")
 
     posts = [_content(m) for m in messages if m["msg_type"] == "post"]
-    assert any("en_us" in post for post in posts), "locale-wrapped posts"
+    assert any(shape.post_locale in post for post in posts), "locale-wrapped posts"
     assert any("content" in post for post in posts), "bare posts"
 
     cards = [m for m in messages if m["msg_type"] == "interactive"]
     assert len(cards) >= 4
     assert all(card["sender"]["id"] == generate.MONITOR_BOT for card in cards)
     titles = [_content(card)["title"] for card in cards]
-    assert any(title.startswith("[FIRING]") for title in titles)
-    assert any(title.startswith("[RESOLVED]") for title in titles)
+    firing, resolved = FIRING_RESOLVED[shape.locale]
+    assert any(title.startswith(firing) for title in titles)
+    assert any(title.startswith(resolved) for title in titles)
 
     bot_texts = [
         m for m in messages if m["sender"]["sender_type"] == "app" and m["msg_type"] == "text"
@@ -228,26 +312,42 @@ def test_attachments_posts_and_bots(messages: list[dict[str, Any]]) -> None:
     assert len(bot_texts) >= 3
 
 
-def test_chatter_sits_next_to_the_facts(messages: list[dict[str, Any]]) -> None:
+def test_chatter_sits_next_to_the_facts(shape: Shape, messages: list[dict[str, Any]]) -> None:
     texts = [
         _content(m)["text"].lower()
         for m in messages
         if m["msg_type"] == "text" and not m["deleted"] and m["sender"]["sender_type"] == "user"
     ]
-    for word in ("ack", "+1", "on it", "joining", "thx", "👍"):
-        assert any(text == word or text.startswith(word) for text in texts), word
-    short = sum(len(text) <= 12 for text in texts)
-    assert short >= 45, "plenty of short acknowledgements, not only facts"
+    for word in shape.chatter:
+        assert any(text == word.lower() or text.startswith(word.lower()) for text in texts), word
+    short = sum(len(text) <= shape.short_chars for text in texts)
+    assert short >= shape.short, "plenty of short acknowledgements, not only facts"
+
+
+def test_the_chat_is_written_in_its_language(shape: Shape, messages: list[dict[str, Any]]) -> None:
+    """The Chinese chat reads as Chinese to the workspace's `auto` locale (docs/i18n.md), with
+    English kept to names, metrics and commands; the English one as English."""
+    texts = [
+        _content(m)["text"]
+        for m in messages
+        if m["msg_type"] == "text" and not m["deleted"] and m["sender"]["sender_type"] == "user"
+    ]
+    assert locale_of_texts(texts) is shape.locale
+    if shape.locale is Locale.ZH_CN:
+        latin_only = [text for text in texts if re.fullmatch(r"[ -~]*[A-Za-z]{3,}[ -~]*", text)]
+        assert len(latin_only) <= 2, latin_only
 
 
 # --- through the product ------------------------------------------------------------------------
 
 
-def test_every_message_normalizes(messages: list[dict[str, Any]]) -> None:
+def test_every_message_normalizes(
+    chat: DemoChat, shape: Shape, messages: list[dict[str, Any]]
+) -> None:
     normalized = [normalize_list_item(m, max_text_chars=MAX_TEXT_CHARS) for m in messages]
     eligible = [message for message in normalized if message.ai_eligible]
-    assert len(eligible) >= 200
-    assert all(message.chat_id == CHAT_ID for message in normalized)
+    assert len(eligible) >= shape.eligible
+    assert all(message.chat_id == CHATS[chat].chat_id for message in normalized)
     assert not any(PLACEHOLDER.search(message.text) for message in normalized)
     recalled = [message for message in normalized if message.deleted]
     assert len(recalled) == 1
@@ -257,17 +357,19 @@ def test_every_message_normalizes(messages: list[dict[str, Any]]) -> None:
     assert all(message.metadata.get("card_title") for message in cards)
 
 
-def test_the_local_lark_loads_the_file(messages: list[dict[str, Any]]) -> None:
-    store = ChatStore.load_jsonl(chat_path())
-    assert store.has_chat(CHAT_ID)
-    assert len(store.messages(CHAT_ID)) == len(messages)
-    users = load_users()
+def test_the_local_lark_loads_the_file(chat: DemoChat, messages: list[dict[str, Any]]) -> None:
+    store = ChatStore.load_jsonl(chat_path(chat))
+    assert store.has_chat(CHATS[chat].chat_id)
+    assert len(store.messages(CHATS[chat].chat_id)) == len(messages)
+    users = load_users(chat)
     assert {user["name"] for user in store.users(users)} == set(users.values())
 
 
-def test_records_and_messages_helpers_agree() -> None:
-    records = load_records()
-    assert len(records) == len(load_messages()) + len(load_users())
+def test_records_and_messages_helpers_agree(chat: DemoChat) -> None:
+    records = load_records(chat)
+    assert len(records) == len(load_messages(chat)) + len(load_users(chat))
+    assert chat_path(chat).name == CHATS[chat].chat_file
+    assert expected_facts_path(chat).name == CHATS[chat].expected_facts_file
     assert chat_path().name == CHAT_FILE
     assert expected_facts_path().name == EXPECTED_FACTS_FILE
 
@@ -276,9 +378,9 @@ def test_records_and_messages_helpers_agree() -> None:
 
 
 def test_expected_facts_cite_eligible_messages(
-    messages: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]
+    chat: DemoChat, messages: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]
 ) -> None:
-    facts = load_expected_facts()
+    facts = load_expected_facts(chat)
     assert 15 <= len(facts) <= 45
     categories = {Category(fact["category"]) for fact in facts}
     assert categories == set(Category), "every kind of fact appears"
@@ -298,10 +400,11 @@ def test_expected_facts_cite_eligible_messages(
 
 
 def test_negative_examples_name_eligible_messages_with_a_kind_and_a_reason(
-    by_id: dict[str, dict[str, Any]],
+    chat: DemoChat, by_id: dict[str, dict[str, Any]]
 ) -> None:
-    negatives = load_negative_examples()
+    negatives = load_negative_examples(chat)
     assert negatives
+    facts = load_expected_facts(chat)
     for negative in negatives:
         assert set(negative) == {"category", "message_id", "why"}
         assert Category(negative["category"])
@@ -310,6 +413,9 @@ def test_negative_examples_name_eligible_messages_with_a_kind_and_a_reason(
             by_id[negative["message_id"]], max_text_chars=MAX_TEXT_CHARS
         )
         assert normalized.ai_eligible, negative["message_id"]
+        # A fact may cite a negative example only beside the message that carries the fact.
+        backing = [f for f in facts if negative["message_id"] in f["evidence_message_ids"]]
+        assert all(len(f["evidence_message_ids"]) > 1 for f in backing), negative
 
 
 # --- the generator ------------------------------------------------------------------------------
@@ -324,3 +430,7 @@ def test_regenerating_gives_identical_bytes(tmp_path: Path) -> None:
     again = tmp_path / "again"
     generate.write(again)
     assert (again / CHAT_FILE).read_bytes() == chat_path().read_bytes()
+    chinese = CHATS[DemoChat.ZH]
+    for name in (chinese.chat_file, chinese.expected_facts_file, chinese.negative_examples_file):
+        assert (tmp_path / name).read_bytes() == (chat_path().parent / name).read_bytes(), name
+        assert (again / name).read_bytes() == (tmp_path / name).read_bytes(), name
