@@ -26,6 +26,7 @@ import click
 from timeline_pipeline.cli.context import AppContext, pass_app
 from timeline_pipeline.cli.output import emit, fail, json_option, jsonable, parse_iso8601
 from timeline_pipeline.curation.export import render_markdown
+from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.curation.rules import (
     CATEGORIES,
     SUMMARY_MAX_CHARS,
@@ -202,7 +203,9 @@ def timeline_export(
     view = CurationService(app.engine).full_timeline(
         workspace_id, statuses=statuses or VISIBLE_STATUSES
     )
-    document = render_markdown(view, generated_at=datetime.now(UTC))
+    with app.engine.connect() as conn:
+        presentation = presentation_of(conn, workspace_id, app.settings.timeline)
+    document = render_markdown(view, generated_at=datetime.now(UTC), presentation=presentation)
     if output is None:
         click.echo(document, nl=False)
         return
