@@ -9,6 +9,7 @@ from fastapi import Request
 from timeline_pipeline.curation.rules import SUMMARY_MAX_CHARS
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.security.credentials import expected_origin, same_origin, secure_request
+from timeline_pipeline.ui.language import N_
 from timeline_pipeline.ui.responses import Refusal
 from timeline_pipeline.web.body import BodyTooLarge, read_bounded_body
 
@@ -28,11 +29,11 @@ async def same_origin_form(request: Request, workspace_id: str | None) -> dict[s
     )
     if not same_origin(headers.get("origin"), headers.get("referer"), origin):
         log.warning("ui.csrf_refused", reason="origin", workspace_id=workspace_id)
-        raise Refusal(403, "Refused", "This request did not come from the timeline page.")
+        raise Refusal(403, N_("Refused"), N_("This request did not come from the timeline page."))
     try:
         body = await read_bounded_body(request, MAX_FORM_BYTES)
     except BodyTooLarge:
-        raise Refusal(413, "Too large", "The form is larger than any valid one.") from None
+        raise Refusal(413, N_("Too large"), N_("The form is larger than any valid one.")) from None
     return _parse_form(body)
 
 
@@ -61,5 +62,5 @@ def _parse_form(body: bytes) -> dict[str, str]:
             body.decode("utf-8"), keep_blank_values=True, max_num_fields=50, errors="strict"
         )
     except (UnicodeDecodeError, ValueError):
-        raise Refusal(400, "Bad request", "The form is not valid UTF-8 text.") from None
+        raise Refusal(400, N_("Bad request"), N_("The form is not valid UTF-8 text.")) from None
     return {key: values[0] for key, values in parsed.items() if values}

@@ -5,6 +5,11 @@ Every request of a workspace needs that workspace's session (401 without one, 40
 workspace, with nothing of the page). Every POST also needs the session's CSRF token and the
 page's own origin (`guarded_form`).
 
+Everything is shown in the workspace's language and zone (docs/i18n.md): its `Presentation` is
+read once per request (`presentation`, through `PageAccess`), and only when something is
+rendered, so a poll answered "no change" reads nothing more. A message page shown before a
+viewer of the workspace is known follows the browser's language instead (`speaking`).
+
 No `from __future__ import annotations`: FastAPI reads the annotations of `get_pages`.
 """
 
@@ -24,11 +29,15 @@ from timeline_pipeline.curation.rules import DETAIL_MAX_CHARS, SUMMARY_MAX_CHARS
 from timeline_pipeline.curation.service import CurationService, TimelineOutline
 from timeline_pipeline.curation.timeline import EntryView
 from timeline_pipeline.domain.errors import InvalidTransition, Refused, StaleRevision
+from timeline_pipeline.i18n.locales import Presentation
+from timeline_pipeline.i18n.times import spans_days
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.security.credentials import csrf_token, csrf_valid
 from timeline_pipeline.settings import Settings
+from timeline_pipeline.store.workspaces import WorkspaceNotFound
 from timeline_pipeline.ui.access import PageAccess
 from timeline_pipeline.ui.forms import same_origin_form
+from timeline_pipeline.ui.language import N_, browser_presentation, page_text
 from timeline_pipeline.ui.responses import (
     ENTRY_NOT_FOUND,
     Refusal,
@@ -56,6 +65,7 @@ from timeline_pipeline.web.deps import (
 )
 
 __all__ = [
+    "DATED",
     "PAGE_ENTRIES",
     "SESSION_COOKIE",
     "EntryId",
@@ -63,17 +73,26 @@ __all__ = [
     "PagesDep",
     "Viewer",
     "WorkspaceId",
+    "asks_dated",
 ]
 
 SESSION_COOKIE: Final = "tlp_ui_session"
 CSRF_HEADER: Final = "X-CSRF-Token"
 PAGE_ENTRIES: Final = 200
 """Entries in the first view; more come a page at a time (keyset), never all at once."""
+DATED: Final = "dated"
+"""The query parameter or form field (`1`) by which the page asks for an entry's fragment with
+its date, as the list it sits in shows its times (the list's entries span local days)."""
 _ACTOR_PREFIX: Final = "ui:"
 EntryId = Annotated[int, Path(ge=1, le=2**63 - 1)]
 WorkspaceId = Annotated[str, Path(min_length=1, max_length=128)]
 
 log = get_logger("timeline_pipeline.ui")
+
+
+def asks_dated(value: str | None) -> bool:
+    """Whether a request's `dated` parameter or field asks for dates (`1`)."""
+    return value == "1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +125,39 @@ class Pages:
         self.clock = curation.clock
         self.session_ttl: timedelta = settings.timeline.ui_session_ttl
         self.poll_seconds = max(1, int(settings.timeline.ui_poll_interval.total_seconds()))
+        self._presentations: dict[str, Presentation] = {}
+        self._signed_in_to: str | None = None
+        """The workspace of the viewer this request was admitted for (set by `require_viewer`)."""
+
+    # --- how it is said ---
+
+    def presentation(self, workspace_id: str) -> Presentation:
+        """The workspace's language and zone, read once per request; a workspace that is gone
+        (its own routes answer that) is shown as the default."""
+        found = self._presentations.get(workspace_id)
+        if found is None:
+            try:
+                found = self.access.presentation(workspace_id)
+            except WorkspaceNotFound:
+                found = Presentation.default()
+            self._presentations[workspace_id] = found
+        return found
+
+    def speaking(self, request: Request) -> Presentation:
+        """The language of a message page: the workspace's once its viewer is admitted, else
+        the browser's (nothing of a workspace is shown to someone not admitted to it)."""
+        if self._signed_in_to is not None:
+            return self.presentation(self._signed_in_to)
+        return browser_presentation(request.headers.get("accept-language"))
+
+    def refused(self, request: Request, refusal: Refusal) -> HTMLResponse:
+        """The message page of a refusal, in `speaking`'s language."""
+        return message_page(refusal, self.speaking(request))
+
+    def render(self, workspace_id: str, template: str, /, **context: Any) -> str:
+        """`template` in the workspace's language and zone (the context may name the workspace
+        too: the page's URLs do)."""
+        return render(template, self.presentation(workspace_id), **context)
 
     # --- who is asking ---
 
@@ -123,18 +175,23 @@ class Pages:
         if found is None:
             raise Refusal(
                 401,
-                "Sign in to see this timeline",
-                "Your session has ended or was never started. Ask for a sign-in link with "
-                "`timeline-pipeline ui link --workspace <id>` and open it in this browser.",
+                N_("Sign in to see this timeline"),
+                N_(
+                    "Your session has ended or was never started. Ask for a sign-in link with "
+                    "`timeline-pipeline ui link --workspace <id>` and open it in this browser."
+                ),
             )
         viewer, _secret = found
         if viewer.workspace_id != workspace_id:
             raise Refusal(
                 403,
-                "Not your workspace",
-                "This session is for another workspace. Ask for a sign-in link of the workspace "
-                "you want to see.",
+                N_("Not your workspace"),
+                N_(
+                    "This session is for another workspace. Ask for a sign-in link of the "
+                    "workspace you want to see."
+                ),
             )
+        self._signed_in_to = workspace_id
         return viewer
 
     async def guarded_form(
@@ -148,7 +205,9 @@ class Pages:
         secret = request.cookies.get(SESSION_COOKIE, "")
         if not csrf_valid(secret, presented):
             log.warning("ui.csrf_refused", reason="token", workspace_id=workspace_id)
-            raise Refusal(403, "Refused", "This form has expired: reload the page and try again.")
+            raise Refusal(
+                403, N_("Refused"), N_("This form has expired: reload the page and try again.")
+            )
         return viewer, form
 
     async def change(
@@ -163,7 +222,7 @@ class Pages:
         try:
             viewer, form = await self.guarded_form(request, workspace_id)
         except Refusal as refusal:
-            return message_page(refusal)
+            return await run_in_threadpool(self.refused, request, refusal)
         return await run_in_threadpool(apply, viewer, form)
 
     # --- reads ---
@@ -203,12 +262,29 @@ class Pages:
             workspace_id, page.statuses, matched, page.summary, next_after, page.title
         )
 
-    def region_context(
-        self, viewer: Viewer, view: TimelineOutline, filters: Filters, shown: int
-    ) -> dict[str, Any]:
-        cards = [entry_card(e) for e in view.entries]
+    def region_version(self, view: TimelineOutline, filters: Filters) -> str:
+        """The listing's version (what a poll compares), without reading anything more."""
         summary_revision = view.summary.revision if view.summary else None
-        version = timeline_version([(c.id, c.revision) for c in cards], summary_revision, filters)
+        return timeline_version(
+            [(e.id, e.revision) for e in view.entries], summary_revision, filters
+        )
+
+    def region_context(
+        self,
+        viewer: Viewer,
+        view: TimelineOutline,
+        filters: Filters,
+        shown: int,
+        *,
+        after: datetime | None = None,
+    ) -> dict[str, Any]:
+        """What the entry list shows. Its times carry their dates when its entries (and for a
+        further page, the entry `after` which it follows) span more than one local day."""
+        presentation = self.presentation(view.workspace_id)
+        moments = [e.occurred_at for e in view.entries]
+        dated = spans_days([*moments, *([after] if after else [])], presentation.time_zone)
+        cards = [entry_card(e, presentation, dated=dated) for e in view.entries]
+        version = self.region_version(view, filters)
         query = filters.query()
         poll_query = urlencode([*query, ("version", version), ("limit", str(shown))])
         more = None
@@ -218,6 +294,7 @@ class Pages:
         return {
             "workspace_id": view.workspace_id,
             "cards": cards,
+            "dated": dated,
             "version": version,
             "poll_query": poll_query,
             "more_query": more,
@@ -229,12 +306,21 @@ class Pages:
     # --- fragments ---
 
     def entry_response(
-        self, viewer: Viewer, view: EntryView, *, alert: str | None = None, status: int = 200
+        self,
+        viewer: Viewer,
+        view: EntryView,
+        *,
+        dated: bool,
+        alert: str | None = None,
+        status: int = 200,
     ) -> HTMLResponse:
-        body = render(
+        presentation = self.presentation(view.workspace_id)
+        body = self.render(
+            view.workspace_id,
             "_entry.html",
             workspace_id=view.workspace_id,
-            card=entry_card(view),
+            card=entry_card(view, presentation, dated=dated),
+            dated=dated,
             csrf=viewer.csrf,
             alert=alert,
         )
@@ -245,17 +331,21 @@ class Pages:
         viewer: Viewer,
         view: EntryView,
         *,
+        dated: bool,
         error: str | None = None,
         typed: dict[str, str] | None = None,
         status: int = 200,
     ) -> HTMLResponse:
         """An entry's edit form: empty, or refused with what was typed in it."""
-        body = render(
+        presentation = self.presentation(view.workspace_id)
+        body = self.render(
+            view.workspace_id,
             "_entry_edit.html",
             workspace_id=view.workspace_id,
-            card=entry_card(view),
+            card=entry_card(view, presentation, dated=dated),
+            dated=dated,
             csrf=viewer.csrf,
-            categories=category_options(),
+            categories=category_options(presentation.locale),
             limits={"title": TITLE_MAX_CHARS, "detail": DETAIL_MAX_CHARS},
             error=error,
             typed=typed or {},
@@ -272,10 +362,11 @@ class Pages:
         status: int = 200,
     ) -> HTMLResponse:
         view = self.service.timeline_outline(workspace_id, limit=1).summary
-        body = render(
+        body = self.render(
+            workspace_id,
             "_summary.html",
             workspace_id=workspace_id,
-            summary=summary_panel(view),
+            summary=summary_panel(view, self.presentation(workspace_id)),
             csrf=viewer.csrf,
             editing=editing,
             alert=alert,
@@ -292,29 +383,42 @@ class Pages:
         entry_id: int,
         viewer: Viewer,
         error: Refused,
+        *,
+        dated: bool,
     ) -> Response:
         if isinstance(error, EntryNotFound):
-            return message_page(ENTRY_NOT_FOUND)
+            return self.refused(request, ENTRY_NOT_FOUND)
+        text = page_text(self.presentation(workspace_id).locale)
         if isinstance(error, StaleRevision | InvalidTransition):
-            alert = (
+            message = N_(
                 "Not saved: this entry was changed by someone else since you loaded it. "
                 "It now shows the current version; review it and try again."
             )
             code = 409
         else:
-            alert = f"Not saved: {error}."
+            message = N_("Not saved: {reason}.")
             code = 422
         current = self.service.entry(workspace_id, entry_id)
         if not is_htmx(request):
-            return message_page(Refusal(code, "Not saved", alert))
-        return self.entry_response(viewer, current, alert=alert, status=code)
+            return self.refused(request, Refusal(code, N_("Not saved"), message, reason=str(error)))
+        alert = text.gettext(message).format(reason=str(error))
+        return self.entry_response(viewer, current, dated=dated, alert=alert, status=code)
 
     def after_change(
-        self, request: Request, workspace_id: str, viewer: Viewer, view: EntryView, said: str
+        self,
+        request: Request,
+        workspace_id: str,
+        viewer: Viewer,
+        view: EntryView,
+        said: str,
+        *,
+        dated: bool,
     ) -> Response:
+        """The entry as it now is, and `said` (already in the workspace's language) for the
+        page's live region; a plain form post goes back to the page."""
         if not is_htmx(request):
             return to_page(workspace_id)
-        return announced(self.entry_response(viewer, view), said)
+        return announced(self.entry_response(viewer, view, dated=dated), said)
 
 
 def get_pages(
@@ -324,7 +428,12 @@ def get_pages(
     settings: SettingsDep,
     engine: EngineDep,
 ) -> Pages:
-    access = PageAccess(engine, session_ttl=settings.timeline.ui_session_ttl, clock=curation.clock)
+    access = PageAccess(
+        engine,
+        session_ttl=settings.timeline.ui_session_ttl,
+        clock=curation.clock,
+        settings=settings.timeline,
+    )
     return Pages(curation, evidence, access, cursors, settings)
 
 

@@ -1,7 +1,11 @@
 """The page's Jinja2 environment and static files, both loaded from the package.
 
 Autoescaping is on for every template and undefined names fail loudly, so a chat message or a
-model's title always renders as the characters that were typed. The static files are read once
+model's title always renders as the characters that were typed. The templates' words go through
+Jinja2's i18n extension (`{% trans %}`, `_()`); one environment serves workspaces of every
+language, so `render` passes the `page` catalog of the request's `Presentation` in the context
+(`gettext`, `ngettext`, and `lang` for `<html lang>`) instead of installing one globally
+(docs/i18n.md). The static files are read once
 and served from memory by `serve` itself: nothing is fetched from anywhere else at run time.
 """
 
@@ -13,6 +17,8 @@ from typing import Any, Final
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from timeline_pipeline.i18n.locales import Presentation
+from timeline_pipeline.ui.language import page_text
 from timeline_pipeline.web.static import StaticFile
 
 __all__ = ["HTMX_FILE", "StaticFile", "render", "static_file", "static_url"]
@@ -31,6 +37,7 @@ _STATIC_TYPES: Final = {
 def _environment() -> Environment:
     env = Environment(
         loader=PackageLoader("timeline_pipeline.ui", "templates"),
+        extensions=["jinja2.ext.i18n"],
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -41,8 +48,19 @@ def _environment() -> Environment:
     return env
 
 
-def render(template: str, **context: Any) -> str:
-    return _environment().get_template(template).render(**context)
+def render(template: str, presentation: Presentation, **context: Any) -> str:
+    """`template` in the presentation's language (its `{% trans %}` blocks and `_()` calls)."""
+    text = page_text(presentation.locale)
+    return (
+        _environment()
+        .get_template(template)
+        .render(
+            gettext=text.gettext,
+            ngettext=text.ngettext,
+            lang=presentation.locale.value,
+            **context,
+        )
+    )
 
 
 @cache

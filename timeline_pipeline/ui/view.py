@@ -1,8 +1,12 @@
-"""What the timeline page shows, computed from the curation views. Pure: views in, plain values
-for the templates out (docs/timeline-page.md).
+"""What the timeline page shows, computed from the curation views. Pure: views and the
+workspace's `Presentation` in, plain values for the templates out (docs/timeline-page.md).
 
-Labels live here, not in the templates, so the page, its tests and the Markdown export agree on
-what an entry is called: the category names are the export's.
+Labels live here, not in the templates, so the page and its tests agree on what an entry is
+called: category and status names are the shared ones of `i18n/labels.py` (what the cards, the
+summary and the export call them too); the page's own words are msgids of its `page` catalog
+(docs/i18n.md). Times are shown in the workspace's zone with its offset (`14:08 UTC+8`), and
+with their date wherever the times shown together span more than one local day (`dated`).
+The `datetime-local` fields are read and filled in that zone; stored times stay UTC.
 """
 
 from __future__ import annotations
@@ -11,9 +15,9 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
-from timeline_pipeline.curation.export import CATEGORY_LABELS
-from timeline_pipeline.curation.rules import CATEGORIES
+from timeline_pipeline.curation.rules import CATEGORIES, EARLIEST, LATEST
 from timeline_pipeline.curation.timeline import EntryView, SummaryView
 from timeline_pipeline.domain.entries import (
     ENTRY_STATUSES,
@@ -24,27 +28,49 @@ from timeline_pipeline.domain.entries import (
     SummarySource,
 )
 from timeline_pipeline.domain.evidence import EvidenceRow
+from timeline_pipeline.i18n.labels import category_label, status_label
+from timeline_pipeline.i18n.locales import Locale, Presentation
+from timeline_pipeline.i18n.times import local, show_date, show_datetime, show_time, zone_label
+from timeline_pipeline.ui.language import N_, page_text
 
 __all__ = [
-    "STATUS_LABELS",
+    "INPUT_FORMAT",
     "EntryCard",
     "EvidenceItem",
     "Filters",
     "SummaryPanel",
+    "TimeNotAccepted",
     "category_options",
     "entry_card",
     "evidence_item",
+    "input_value",
+    "moment_from_input",
     "parse_filters",
     "source_label",
+    "status_options",
     "summary_panel",
     "timeline_version",
+    "workspace_status_label",
+    "zone_name",
+    "zone_offset_minutes",
 ]
 
-STATUS_LABELS: dict[str, str] = {
-    EntryStatus.DRAFT: "Draft",
-    EntryStatus.CONFIRMED: "Confirmed",
-    EntryStatus.HIDDEN: "Hidden",
+INPUT_FORMAT = "%Y-%m-%dT%H:%M"
+"""A `datetime-local` field's value: a wall-clock time with no zone."""
+
+_WORKSPACE_STATUSES: dict[str, str] = {
+    "firing": N_("Firing"),
+    "recovered": N_("Recovered"),
+    "archived": N_("Archived"),
 }
+"""The msgids of a workspace's statuses (the page's badge); other surfaces do not show them."""
+
+_ACTIONS: dict[str, str] = {
+    "confirm": N_("Confirm"),
+    "hide": N_("Hide"),
+    "restore": N_("Restore"),
+}
+"""The visible names of the action buttons; each keeps its stored action as `data-action`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,19 +95,45 @@ def parse_filters(statuses: Sequence[str], category: str | None) -> Filters:
     return Filters(chosen, category if category in CATEGORIES else None)
 
 
-def category_options() -> list[tuple[str, str]]:
-    return [(value, CATEGORY_LABELS.get(value, value)) for value in CATEGORIES]
+def category_options(locale: Locale) -> list[tuple[str, str]]:
+    """(stored value, shown name) of every category, in the order the rules list them."""
+    return [(value, category_label(value, locale)) for value in CATEGORIES]
+
+
+def status_options(locale: Locale) -> list[tuple[str, str]]:
+    """(stored value, shown name) of every entry status, for the filters."""
+    return [(value, status_label(value, locale)) for value in ENTRY_STATUSES]
+
+
+def workspace_status_label(status: str, locale: Locale) -> str:
+    """`firing` as `Firing` or `处理中`; an unknown value as it is stored."""
+    english = _WORKSPACE_STATUSES.get(status)
+    return page_text(locale).gettext(english) if english else status
 
 
 def source_label(source: str, status: str, human_edited: bool) -> str:
-    """Where an entry's words come from: AI draft, AI, Rule, Human or Human-edited."""
+    """Where an entry's words come from: AI draft, AI, Rule, Human or Human-edited (the English
+    msgid; the card shows it in the workspace's language)."""
     if source == EntrySource.HUMAN:
-        return "Human"
+        return N_("Human")
     if human_edited:
-        return "Human-edited"
+        return N_("Human-edited")
     if source == EntrySource.RULE:
-        return "Rule"
-    return "AI draft" if status == EntryStatus.DRAFT else "AI"
+        return N_("Rule")
+    return N_("AI draft") if status == EntryStatus.DRAFT else N_("AI")
+
+
+def zone_offset_minutes(moment: datetime, zone: ZoneInfo) -> int:
+    """The zone's offset from UTC at `moment`, in minutes: ui.js leaves out the viewer's local
+    time beside a time when the viewer's offset is the same (it would repeat it)."""
+    offset = local(moment, zone).utcoffset()
+    return int(offset.total_seconds() // 60) if offset is not None else 0
+
+
+def zone_name(zone: ZoneInfo, moment: datetime) -> str:
+    """The zone as the page's hint names it: `UTC`, or `Asia/Shanghai (UTC+8)` (its name, and
+    its offset at `moment`)."""
+    return "UTC" if zone.key == "UTC" else f"{zone.key} ({zone_label(moment, zone)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +146,23 @@ class EntryCard:
     title: str
     detail: str | None
     source_label: str
+    by_curator: bool
+    """Added by a curator (a pin or the page's form): it has no supporting messages to show."""
     occurred_iso: str
-    occurred_utc: str
+    """The stored UTC time, ISO 8601 (`<time datetime>`, the viewer's local time in ui.js)."""
+    occurred_shown: str
+    """In the workspace's zone: `14:08 UTC+8`, with the date when the list is `dated`."""
     occurred_date: str
+    """The local date alone (the time's tooltip)."""
+    occurred_offset: int
     occurred_input: str
-    """The time as a `datetime-local` input value, in UTC."""
+    """The time as a `datetime-local` input value, in the workspace's zone."""
+    zone: str
+    """The zone's label at this time (`UTC+8`), beside the input that reads it."""
     revision: int
     evidence_count: int
-    actions: tuple[str, ...]
+    actions: tuple[tuple[str, str], ...]
+    """(action, its shown name): the buttons the entry's status allows."""
 
 
 def _actions(status: str) -> tuple[str, ...]:
@@ -112,25 +173,34 @@ def _actions(status: str) -> tuple[str, ...]:
     return ("restore",)
 
 
-def entry_card(view: EntryView | EntryRow) -> EntryCard:
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def entry_card(view: EntryView | EntryRow, presentation: Presentation, *, dated: bool) -> EntryCard:
     """A card from an entry as read for one entry (`EntryView`) or for a list (`EntryRow`)."""
-    moment = view.occurred_at.astimezone(UTC)
+    zone, locale = presentation.time_zone, presentation.locale
+    t = page_text(presentation.locale)
+    moment = view.occurred_at
     return EntryCard(
         id=view.id,
         status=view.status,
-        status_label=STATUS_LABELS.get(view.status, view.status),
+        status_label=status_label(view.status, locale),
         category=view.category,
-        category_label=CATEGORY_LABELS.get(view.category, view.category),
+        category_label=category_label(view.category, locale),
         title=view.title,
         detail=view.detail,
-        source_label=source_label(view.source, view.status, view.human_edited),
-        occurred_iso=moment.isoformat().replace("+00:00", "Z"),
-        occurred_utc=moment.strftime("%H:%M UTC"),
-        occurred_date=moment.strftime("%a %d %b %Y"),
-        occurred_input=moment.strftime("%Y-%m-%dT%H:%M"),
+        source_label=t.gettext(source_label(view.source, view.status, view.human_edited)),
+        by_curator=view.source == EntrySource.HUMAN,
+        occurred_iso=_iso(moment),
+        occurred_shown=show_time(moment, zone, locale, with_date=dated),
+        occurred_date=show_date(moment, zone, locale),
+        occurred_offset=zone_offset_minutes(moment, zone),
+        occurred_input=input_value(moment, zone),
+        zone=zone_label(moment, zone),
         revision=view.revision,
         evidence_count=len(view.evidence_ids),
-        actions=_actions(view.status),
+        actions=tuple((action, t.gettext(_ACTIONS[action])) for action in _actions(view.status)),
     )
 
 
@@ -139,17 +209,21 @@ class SummaryPanel:
     content: str | None
     paragraphs: tuple[str, ...]
     origin: str | None
+    by_curator: bool
     revision: int | None
-    updated_utc: str | None
+    updated: str | None
+    """When it was last written, always with its date, in the workspace's zone."""
 
 
-def summary_panel(view: SummaryView | None) -> SummaryPanel:
+def summary_panel(view: SummaryView | None, presentation: Presentation) -> SummaryPanel:
     if view is None:
-        return SummaryPanel(None, (), None, None, None)
+        return SummaryPanel(None, (), None, False, None, None)
+    t = page_text(presentation.locale)
     paragraphs = tuple(p.strip() for p in view.content.split("\n\n") if p.strip())
-    origin = "Written by a curator" if view.source == SummarySource.HUMAN else "Generated"
-    updated = view.updated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return SummaryPanel(view.content, paragraphs, origin, view.revision, updated)
+    by_curator = view.source == SummarySource.HUMAN
+    origin = t.gettext("Written by a curator") if by_curator else t.gettext("Generated")
+    updated = show_datetime(view.updated_at, presentation.time_zone, presentation.locale)
+    return SummaryPanel(view.content, paragraphs, origin, by_curator, view.revision, updated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,19 +231,27 @@ class EvidenceItem:
     id: int
     sender: str
     occurred_iso: str
-    occurred_utc: str
+    occurred_shown: str
+    """In the workspace's zone, to the second (`14:08:05 UTC+8`), dated as the entry is."""
+    occurred_offset: int
     text: str | None
     """None for a recalled (redacted) message: its text is gone."""
     link: str | None
 
 
-def evidence_item(row: EvidenceRow, link: str | None) -> EvidenceItem:
-    moment = row.occurred_at.astimezone(UTC)
+def evidence_item(
+    row: EvidenceRow, link: str | None, presentation: Presentation, *, dated: bool
+) -> EvidenceItem:
+    zone = presentation.time_zone
+    sender = row.actor_display_name or row.actor_id
     return EvidenceItem(
         id=row.id,
-        sender=row.actor_display_name or row.actor_id or "Unknown sender",
-        occurred_iso=moment.isoformat().replace("+00:00", "Z"),
-        occurred_utc=moment.strftime("%H:%M:%S UTC"),
+        sender=sender or page_text(presentation.locale).gettext("Unknown sender"),
+        occurred_iso=_iso(row.occurred_at),
+        occurred_shown=show_time(
+            row.occurred_at, zone, presentation.locale, with_date=dated, seconds=True
+        ),
+        occurred_offset=zone_offset_minutes(row.occurred_at, zone),
         text=None if row.deleted else row.content,
         link=None if row.deleted else link,
     )
@@ -187,9 +269,35 @@ def timeline_version(
     return digest.hexdigest()[:16]
 
 
-def utc_from_input(value: str) -> datetime:
-    """A `datetime-local` value (no zone) read as UTC; ValueError when it is not one."""
-    moment = datetime.fromisoformat(value.strip())
-    if moment.tzinfo is not None:
-        return moment.astimezone(UTC)
-    return moment.replace(tzinfo=UTC)
+def input_value(moment: datetime, zone: ZoneInfo) -> str:
+    """`moment` as a `datetime-local` value: the wall-clock time in `zone`."""
+    return local(moment, zone).strftime(INPUT_FORMAT)
+
+
+class TimeNotAccepted(ValueError):
+    """A `datetime-local` value the page cannot store; `reason` is the page's msgid for why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def moment_from_input(value: str, zone: ZoneInfo) -> datetime:
+    """A `datetime-local` value (no zone) read as a wall-clock time in `zone`, as UTC.
+
+    TimeNotAccepted when it is not a date and time, or falls outside the times an entry may
+    have (`curation.rules`: 2000 to 2100): a year-1 value in a UTC+14 zone has no UTC time at
+    all, and must be the form's error, never a crash.
+    """
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise TimeNotAccepted(N_("the time is not a date and time")) from None
+    try:
+        aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
+        utc = aware.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise TimeNotAccepted(N_("the time must be between 2000 and 2100")) from None
+    if not EARLIEST <= utc < LATEST:
+        raise TimeNotAccepted(N_("the time must be between 2000 and 2100"))
+    return utc

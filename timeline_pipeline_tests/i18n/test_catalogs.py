@@ -29,7 +29,10 @@ def _extracted(domain: Domain) -> set[str]:
     for _file, _line, message, _comments, _context in extract_from_dir(
         str(PACKAGE), method_map=method_map
     ):
-        found.update([message] if isinstance(message, str) else [m for m in message if m])
+        # A plural message is one catalog entry, keyed by its singular (as `_catalog_ids` reads).
+        singular = message if isinstance(message, str) else message[0]
+        if singular:
+            found.add(singular)
     return found
 
 

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from timeline_pipeline.domain.evidence import EvidenceRow
+from timeline_pipeline.i18n.locales import Presentation
 from timeline_pipeline.ui.view import (
     evidence_item,
+    moment_from_input,
     parse_filters,
     source_label,
     timeline_version,
-    utc_from_input,
 )
+
+EN_UTC = Presentation.default()
 
 
 @pytest.mark.parametrize(
@@ -55,10 +59,14 @@ def _row(*, deleted: bool, name: str | None) -> EvidenceRow:
 
 
 def test_a_recalled_message_is_marked_and_keeps_neither_text_nor_link() -> None:
-    shown = evidence_item(_row(deleted=False, name="Priya"), "https://applink/x")
+    shown = evidence_item(
+        _row(deleted=False, name="Priya"), "https://applink/x", EN_UTC, dated=False
+    )
     assert (shown.sender, shown.text, shown.link) == ("Priya", "db is down", "https://applink/x")
-    assert shown.occurred_utc == "10:00:05 UTC"
-    recalled = evidence_item(_row(deleted=True, name=None), "https://applink/x")
+    assert shown.occurred_shown == "10:00:05 UTC"
+    recalled = evidence_item(
+        _row(deleted=True, name=None), "https://applink/x", EN_UTC, dated=False
+    )
     assert (recalled.sender, recalled.text, recalled.link) == ("ou_1", None, None)
 
 
@@ -73,6 +81,7 @@ def test_the_listing_version_changes_with_any_entry_revision_the_summary_or_the_
 
 
 def test_a_time_typed_without_a_zone_is_read_as_utc() -> None:
-    assert utc_from_input("2026-11-29T10:05") == datetime(2026, 11, 29, 10, 5, tzinfo=UTC)
-    with pytest.raises(ValueError, match="yesterday"):
-        utc_from_input("yesterday")
+    utc = ZoneInfo("UTC")
+    assert moment_from_input("2026-11-29T10:05", utc) == datetime(2026, 11, 29, 10, 5, tzinfo=UTC)
+    with pytest.raises(ValueError, match="not a date and time"):
+        moment_from_input("yesterday", utc)

@@ -7,6 +7,9 @@ form, and the curation actions.
   through `CurationService` with the revision the page showed, so a stale change is refused
   and says so.
 
+Shown in the workspace's language and zone (docs/i18n.md): a fragment carries its date when the
+page asks with `dated=1` (its list spans local days), and the form's time is read in the zone.
+
 Reads are plain `def` (blocking database calls run in the thread pool); a change is `async`,
 since its form must be read first, and then applies in the thread pool. No
 `from __future__ import annotations`: FastAPI reads the handlers' annotations.
@@ -24,9 +27,21 @@ from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import NewEntry
 from timeline_pipeline.curation.timeline import EntryView
 from timeline_pipeline.domain.errors import InvalidInput, Refused, StaleRevision
+from timeline_pipeline.i18n.locales import Presentation
+from timeline_pipeline.i18n.times import spans_days
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.ui.forms import form_int
-from timeline_pipeline.ui.pages import PAGE_ENTRIES, EntryId, Pages, PagesDep, Viewer, WorkspaceId
+from timeline_pipeline.ui.language import N_, page_text
+from timeline_pipeline.ui.pages import (
+    DATED,
+    PAGE_ENTRIES,
+    EntryId,
+    Pages,
+    PagesDep,
+    Viewer,
+    WorkspaceId,
+    asks_dated,
+)
 from timeline_pipeline.ui.responses import (
     BAD_LINK,
     ENTRY_NOT_FOUND,
@@ -34,17 +49,27 @@ from timeline_pipeline.ui.responses import (
     announced,
     html,
     is_htmx,
-    message_page,
     to_page,
 )
-from timeline_pipeline.ui.templating import render
-from timeline_pipeline.ui.view import entry_card, evidence_item, parse_filters, utc_from_input
+from timeline_pipeline.ui.view import (
+    TimeNotAccepted,
+    entry_card,
+    evidence_item,
+    moment_from_input,
+    parse_filters,
+)
 from timeline_pipeline.web.cursors import InvalidCursor
 
 __all__ = ["router"]
 
 EVIDENCE_PAGE: Final = 20
-_PAST: Final = {Action.CONFIRM: "confirmed", Action.HIDE: "hidden", Action.RESTORE: "restored"}
+_DONE: Final = {
+    Action.CONFIRM: N_("Entry confirmed: {title}"),
+    Action.HIDE: N_("Entry hidden: {title}"),
+    Action.RESTORE: N_("Entry restored: {title}"),
+}
+"""What the live region says after each action (one sentence each, never assembled)."""
+Dated = Annotated[str | None, Query(max_length=16)]
 
 log = get_logger("timeline_pipeline.ui")
 
@@ -65,22 +90,36 @@ def _shown(
     try:
         viewer, view = ui.viewer_and_entry(request, workspace_id, entry_id)
     except Refusal as refusal:
-        return message_page(refusal)
+        return ui.refused(request, refusal)
     return respond(viewer, view)
 
 
 @router.get("/workspaces/{workspace_id}/entries/{entry_id}")
 def entry_fragment(
-    ui: PagesDep, request: Request, workspace_id: WorkspaceId, entry_id: EntryId
+    ui: PagesDep,
+    request: Request,
+    workspace_id: WorkspaceId,
+    entry_id: EntryId,
+    dated: Dated = None,
 ) -> Response:
-    return _shown(ui, request, workspace_id, entry_id, ui.entry_response)
+    def respond(viewer: Viewer, view: EntryView) -> Response:
+        return ui.entry_response(viewer, view, dated=asks_dated(dated))
+
+    return _shown(ui, request, workspace_id, entry_id, respond)
 
 
 @router.get("/workspaces/{workspace_id}/entries/{entry_id}/edit")
 def edit_form(
-    ui: PagesDep, request: Request, workspace_id: WorkspaceId, entry_id: EntryId
+    ui: PagesDep,
+    request: Request,
+    workspace_id: WorkspaceId,
+    entry_id: EntryId,
+    dated: Dated = None,
 ) -> Response:
-    return _shown(ui, request, workspace_id, entry_id, ui.edit_form_response)
+    def respond(viewer: Viewer, view: EntryView) -> Response:
+        return ui.edit_form_response(viewer, view, dated=asks_dated(dated))
+
+    return _shown(ui, request, workspace_id, entry_id, respond)
 
 
 @router.get("/workspaces/{workspace_id}/entries/{entry_id}/evidence")
@@ -90,19 +129,21 @@ def evidence_fragment(
     workspace_id: WorkspaceId,
     entry_id: EntryId,
     after: Annotated[str | None, Query(max_length=200)] = None,
+    dated: Dated = None,
 ) -> Response:
-    """One page of an entry's messages, in (occurred_at, id) order after a signed cursor."""
+    """One page of an entry's messages, in (occurred_at, id) order after a signed cursor;
+    dated as the entry's list is, or when the messages themselves span local days."""
     listing_name = f"ui-evidence-{entry_id}"
     try:
         ui.require_viewer(request, workspace_id)
         position = ui.cursors.decode(listing_name, workspace_id, after) if after else None
         view = ui.service.entry(workspace_id, entry_id)
     except Refusal as refusal:
-        return message_page(refusal)
+        return ui.refused(request, refusal)
     except InvalidCursor:
-        return message_page(BAD_LINK)
+        return ui.refused(request, BAD_LINK)
     except EntryNotFound:
-        return message_page(ENTRY_NOT_FOUND)
+        return ui.refused(request, ENTRY_NOT_FOUND)
     links = [
         link
         for link in view.evidence
@@ -111,8 +152,12 @@ def evidence_fragment(
     chosen = links[:EVIDENCE_PAGE]
     rows = ui.evidence.rows(workspace_id, [link.evidence_id for link in chosen])
     by_id = {row.id: row for row in rows}
+    presentation = ui.presentation(workspace_id)
+    with_date = asks_dated(dated) or spans_days(
+        [link.occurred_at for link in view.evidence], presentation.time_zone
+    )
     items = [
-        evidence_item(by_id[link.evidence_id], link.url)
+        evidence_item(by_id[link.evidence_id], link.url, presentation, dated=with_date)
         for link in chosen
         if link.evidence_id in by_id
     ]
@@ -120,12 +165,14 @@ def evidence_fragment(
     if len(links) > EVIDENCE_PAGE:
         last = chosen[-1]
         more = ui.cursors.encode(listing_name, workspace_id, last.occurred_at, last.evidence_id)
-    body = render(
+    more_query = {"after": more, **({DATED: "1"} if with_date else {})} if more else None
+    body = ui.render(
+        workspace_id,
         "_evidence.html",
         workspace_id=workspace_id,
         entry_id=entry_id,
         items=items,
-        more_query=urlencode({"after": more}) if more else None,
+        more_query=urlencode(more_query) if more_query else None,
         total=len(view.evidence),
         continuation=after is not None,
     )
@@ -140,14 +187,18 @@ async def edit(
     ui: PagesDep, request: Request, workspace_id: WorkspaceId, entry_id: EntryId
 ) -> Response:
     def apply(viewer: Viewer, form: dict[str, str]) -> Response:
+        presentation = ui.presentation(workspace_id)
+        text = page_text(presentation.locale)
+        dated = asks_dated(form.get(DATED))
         revision = form_int(form.get("revision"))
         try:
             current = ui.service.entry(workspace_id, entry_id)
             if revision != current.revision:
                 raise StaleRevision("stale", current.revision)
-            changes = _edit_changes(current, form)
+            changes = _edit_changes(current, form, presentation)
             if not changes:
-                return ui.after_change(request, workspace_id, viewer, current, "Nothing changed")
+                said = text.gettext("Nothing changed")
+                return ui.after_change(request, workspace_id, viewer, current, said, dated=dated)
             view = ui.service.edit(
                 workspace_id, entry_id, changes, expected_revision=revision, actor=viewer.actor
             )
@@ -156,18 +207,20 @@ async def edit(
                 return ui.edit_form_response(
                     viewer,
                     ui.service.entry(workspace_id, entry_id),
-                    error=f"Not saved: {error}.",
+                    dated=dated,
+                    error=text.gettext("Not saved: {reason}.").format(reason=str(error)),
                     typed=form,
                     status=422,
                 )
-            return ui.refused_change(request, workspace_id, entry_id, viewer, error)
+            return ui.refused_change(request, workspace_id, entry_id, viewer, error, dated=dated)
         log.info(
             "ui.entry_edited",
             workspace_id=workspace_id,
             entry_id=entry_id,
             session_id=viewer.session_id,
         )
-        return ui.after_change(request, workspace_id, viewer, view, f"Entry saved: {view.title}")
+        said = text.gettext("Entry saved: {title}").format(title=view.title)
+        return ui.after_change(request, workspace_id, viewer, view, said, dated=dated)
 
     return await ui.change(request, workspace_id, apply)
 
@@ -175,11 +228,13 @@ async def edit(
 @router.post("/workspaces/{workspace_id}/entries")
 async def add(ui: PagesDep, request: Request, workspace_id: WorkspaceId) -> Response:
     def apply(viewer: Viewer, form: dict[str, str]) -> Response:
+        presentation = ui.presentation(workspace_id)
+        text = page_text(presentation.locale)
         try:
             view = ui.service.add(
                 workspace_id,
                 NewEntry(
-                    occurred_at=_occurred_at(form.get("occurred_at", "")),
+                    occurred_at=_occurred_at(form.get("occurred_at", ""), presentation),
                     title=form.get("title", ""),
                     category=form.get("category", ""),
                     detail=form.get("detail") or None,
@@ -187,11 +242,14 @@ async def add(ui: PagesDep, request: Request, workspace_id: WorkspaceId) -> Resp
                 actor=viewer.actor,
             )
         except Refused as error:
-            message = f"Not added: {error}."
             if not is_htmx(request):
-                return message_page(Refusal(422, "Not added", message))
+                refusal = Refusal(
+                    422, N_("Not added"), N_("Not added: {reason}."), reason=str(error)
+                )
+                return ui.refused(request, refusal)
+            message = text.gettext("Not added: {reason}.").format(reason=str(error))
             return html(
-                render("_form_error.html", message=message),
+                ui.render(workspace_id, "_form_error.html", message=message),
                 422,
                 headers={"HX-Retarget": "#add-entry-error", "HX-Reswap": "innerHTML"},
             )
@@ -205,10 +263,9 @@ async def add(ui: PagesDep, request: Request, workspace_id: WorkspaceId) -> Resp
             return to_page(workspace_id)
         filters = parse_filters(form.get("status", "").split(","), form.get("category_filter"))
         listed = ui.listing(workspace_id, filters, None, PAGE_ENTRIES)
-        response = html(
-            render("_entries.html", **ui.region_context(viewer, listed, filters, PAGE_ENTRIES))
-        )
-        return announced(response, f"Entry added: {view.title}")
+        context = ui.region_context(viewer, listed, filters, PAGE_ENTRIES)
+        response = html(ui.render(workspace_id, "_entries.html", **context))
+        return announced(response, text.gettext("Entry added: {title}").format(title=view.title))
 
     return await ui.change(request, workspace_id, apply)
 
@@ -217,6 +274,7 @@ async def _transition(
     ui: Pages, request: Request, workspace_id: str, entry_id: int, action: Action
 ) -> Response:
     def apply(viewer: Viewer, form: dict[str, str]) -> Response:
+        dated = asks_dated(form.get(DATED))
         revision = form_int(form.get("revision"))
         try:
             view = ui.service.transition(
@@ -227,7 +285,7 @@ async def _transition(
                 actor=viewer.actor,
             )
         except Refused as error:
-            return ui.refused_change(request, workspace_id, entry_id, viewer, error)
+            return ui.refused_change(request, workspace_id, entry_id, viewer, error, dated=dated)
         log.info(
             "ui.entry_changed",
             workspace_id=workspace_id,
@@ -235,8 +293,9 @@ async def _transition(
             action=action.value,
             session_id=viewer.session_id,
         )
-        said = f"Entry {_PAST[action]}: {view.title}"
-        return ui.after_change(request, workspace_id, viewer, view, said)
+        text = page_text(ui.presentation(workspace_id).locale)
+        said = text.gettext(_DONE[action]).format(title=view.title)
+        return ui.after_change(request, workspace_id, viewer, view, said, dated=dated)
 
     return await ui.change(request, workspace_id, apply)
 
@@ -259,18 +318,22 @@ for _action in Action:
     _add_transition_route(_action)
 
 
-def _occurred_at(typed: str) -> datetime:
-    """The form's time as UTC (InvalidInput, with the reason the page shows, else)."""
+def _occurred_at(typed: str, presentation: Presentation) -> datetime:
+    """The form's time, typed in the workspace's zone, as UTC (InvalidInput, with the reason
+    the page shows in the workspace's language, else)."""
     try:
-        return utc_from_input(typed)
-    except ValueError:
-        raise InvalidInput("the time is not a date and time") from None
+        return moment_from_input(typed, presentation.time_zone)
+    except TimeNotAccepted as refused:
+        reason = page_text(presentation.locale).gettext(refused.reason)
+        raise InvalidInput(reason) from None
 
 
-def _edit_changes(current: EntryView, form: Mapping[str, str]) -> dict[str, Any]:
+def _edit_changes(
+    current: EntryView, form: Mapping[str, str], presentation: Presentation
+) -> dict[str, Any]:
     """What the form changes against the entry it was filled from (a field left as it was is no
     edit, so an untouched entry does not become human-edited)."""
-    card = entry_card(current)
+    card = entry_card(current, presentation, dated=False)
     changes: dict[str, Any] = {}
     if "title" in form and form["title"].strip() != current.title:
         changes["title"] = form["title"]
@@ -279,5 +342,5 @@ def _edit_changes(current: EntryView, form: Mapping[str, str]) -> dict[str, Any]
     if "category" in form and form["category"] != current.category:
         changes["category"] = form["category"]
     if "occurred_at" in form and form["occurred_at"].strip() != card.occurred_input:
-        changes["occurred_at"] = _occurred_at(form["occurred_at"])
+        changes["occurred_at"] = _occurred_at(form["occurred_at"], presentation)
     return changes

@@ -8,6 +8,10 @@
   page.
 * `POST /ui/sign-out` ends the session.
 
+A working link's page speaks its workspace's language (the link names the workspace, and its
+page already shows the workspace's id); a refusal, before anyone is signed in, the browser's
+(docs/i18n.md).
+
 No `from __future__ import annotations`: FastAPI reads the handlers' annotations.
 """
 
@@ -20,15 +24,9 @@ from starlette.concurrency import run_in_threadpool
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.security.credentials import csrf_token, csrf_valid, new_secret
 from timeline_pipeline.ui.forms import cookie_flags, same_origin_form
+from timeline_pipeline.ui.language import N_
 from timeline_pipeline.ui.pages import SESSION_COOKIE, PagesDep
-from timeline_pipeline.ui.responses import (
-    SECURITY_HEADERS,
-    UI_PREFIX,
-    Refusal,
-    html,
-    message_page,
-)
-from timeline_pipeline.ui.templating import render
+from timeline_pipeline.ui.responses import SECURITY_HEADERS, UI_PREFIX, Refusal, html
 
 __all__ = ["router"]
 
@@ -36,9 +34,11 @@ SIGN_IN_COOKIE: Final = "tlp_ui_sign_in"
 SIGN_IN_PATH: Final = f"{UI_PREFIX}/sign-in"
 _LINK_REFUSED: Final = Refusal(
     403,
-    "This sign-in link does not work",
-    "It has expired or was already used: a link works once, within 10 minutes. "
-    "Ask for a new one with `timeline-pipeline ui link --workspace <id>`.",
+    N_("This sign-in link does not work"),
+    N_(
+        "It has expired or was already used: a link works once, within 10 minutes. "
+        "Ask for a new one with `timeline-pipeline ui link --workspace <id>`."
+    ),
 )
 
 log = get_logger("timeline_pipeline.ui")
@@ -54,10 +54,11 @@ def sign_in_page(
     workspace_id = ui.access.link_workspace(token)
     if workspace_id is None:
         log.info("ui.sign_in_refused", step="open")
-        return message_page(_LINK_REFUSED)
+        return ui.refused(request, _LINK_REFUSED)
     nonce = new_secret()
     response = html(
-        render(
+        ui.render(
+            workspace_id,
             "sign_in.html",
             workspace_id=workspace_id,
             action=SIGN_IN_PATH,
@@ -80,16 +81,17 @@ async def sign_in(ui: PagesDep, request: Request) -> Response:
     try:
         form = await same_origin_form(request, None)
     except Refusal as refusal:
-        return message_page(refusal)
+        return ui.refused(request, refusal)
     if not csrf_valid(request.cookies.get(SIGN_IN_COOKIE, ""), form.get("csrf_token")):
         log.warning("ui.csrf_refused", reason="sign_in_token")
-        return message_page(
-            Refusal(403, "Refused", "This sign-in page has expired: open the link again.")
+        return ui.refused(
+            request,
+            Refusal(403, N_("Refused"), N_("This sign-in page has expired: open the link again.")),
         )
     issued = await run_in_threadpool(ui.access.redeem, form.get("token", "")[:200])
     if issued is None:
         log.info("ui.sign_in_refused", step="redeem")
-        return message_page(_LINK_REFUSED)
+        return ui.refused(request, _LINK_REFUSED)
     log.info("ui.signed_in", workspace_id=issued.workspace_id, session_id=issued.id)
     # A same-origin POST, so the redirect is same-site and the Strict cookie goes with it.
     response = RedirectResponse(
@@ -114,11 +116,12 @@ async def sign_out(ui: PagesDep, request: Request) -> Response:
         try:
             await ui.guarded_form(request, found[0].workspace_id)
         except Refusal as refusal:
-            return message_page(refusal)
+            return await run_in_threadpool(ui.refused, request, refusal)
 
         await run_in_threadpool(ui.access.sign_out, found[1])
-    response = message_page(
-        Refusal(200, "Signed out", "You are signed out. Open a new sign-in link to return.")
+    signed_out = Refusal(
+        200, N_("Signed out"), N_("You are signed out. Open a new sign-in link to return.")
     )
+    response = await run_in_threadpool(ui.refused, request, signed_out)
     response.delete_cookie(SESSION_COOKIE, path=UI_PREFIX, **cookie_flags(request))
     return response

@@ -3,12 +3,14 @@
 * `GET /ui/workspaces/{id}`: the page; `.../entries` the entry list alone (filters, polling,
   more entries, one keyset page at a time); `.../export.md` the Markdown export.
 
+Shown in the workspace's language and zone (docs/i18n.md): the add form's time field is filled
+with the present time in that zone.
+
 Handlers are plain `def`: blocking database calls run in the thread pool. No
 `from __future__ import annotations`: FastAPI reads the handlers' annotations.
 """
 
 import time
-from datetime import UTC
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -16,17 +18,20 @@ from fastapi.responses import PlainTextResponse
 
 from timeline_pipeline.curation.export import render_markdown
 from timeline_pipeline.curation.rules import DETAIL_MAX_CHARS, SUMMARY_MAX_CHARS, TITLE_MAX_CHARS
+from timeline_pipeline.i18n.times import zone_label
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
+from timeline_pipeline.ui.language import N_
 from timeline_pipeline.ui.pages import PAGE_ENTRIES, PagesDep, WorkspaceId
-from timeline_pipeline.ui.responses import (
-    BAD_LINK,
-    SECURITY_HEADERS,
-    Refusal,
-    html,
-    message_page,
+from timeline_pipeline.ui.responses import BAD_LINK, SECURITY_HEADERS, Refusal, html
+from timeline_pipeline.ui.view import (
+    category_options,
+    input_value,
+    parse_filters,
+    status_options,
+    summary_panel,
+    workspace_status_label,
+    zone_name,
 )
-from timeline_pipeline.ui.templating import render
-from timeline_pipeline.ui.view import category_options, parse_filters, summary_panel
 from timeline_pipeline.web.cursors import InvalidCursor
 
 __all__ = ["router"]
@@ -52,18 +57,27 @@ def page(
         view = ui.listing(workspace_id, filters, None, PAGE_ENTRIES)
         workspace = ui.access.workspace(workspace_id)
     except Refusal as refusal:
-        return message_page(refusal)
+        return ui.refused(request, refusal)
     except WorkspaceNotFound:
-        return message_page(Refusal(404, "No such workspace", "This workspace is gone."))
-    body = render(
+        return ui.refused(
+            request, Refusal(404, N_("No such workspace"), N_("This workspace is gone."))
+        )
+    presentation = ui.presentation(workspace_id)
+    locale, zone, now = presentation.locale, presentation.time_zone, ui.clock()
+    body = ui.render(
+        workspace_id,
         "page.html",
         workspace=workspace,
-        summary=summary_panel(view.summary),
+        workspace_status=workspace_status_label(workspace.status, locale),
+        zone_name=zone_name(zone, now),
+        now_zone=zone_label(now, zone),
+        summary=summary_panel(view.summary, presentation),
         editing=False,
         alert=None,
         max_chars=SUMMARY_MAX_CHARS,
-        categories=category_options(),
-        now_input=ui.clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M"),
+        categories=category_options(locale),
+        statuses=status_options(locale),
+        now_input=input_value(now, zone),
         limits={"title": TITLE_MAX_CHARS, "detail": DETAIL_MAX_CHARS},
         **ui.region_context(viewer, view, filters, PAGE_ENTRIES),
     )
@@ -91,15 +105,17 @@ def entries_fragment(
         shown = max(limit, PAGE_ENTRIES)
         view = ui.listing(workspace_id, filters, position, PAGE_ENTRIES if after else shown)
     except Refusal as refusal:
-        return message_page(refusal)
+        return ui.refused(request, refusal)
     except InvalidCursor:
-        return message_page(BAD_LINK)
-    context = ui.region_context(viewer, view, filters, shown)
-    if after is not None:
-        return html(render("_more_entries.html", **context))
-    if version is not None and version == context["version"]:
+        return ui.refused(request, BAD_LINK)
+    if after is None and version is not None and version == ui.region_version(view, filters):
         return Response(status_code=204, headers=SECURITY_HEADERS)
-    return html(render("_entries.html", **context))
+    context = ui.region_context(
+        viewer, view, filters, shown, after=position[0] if position else None
+    )
+    if after is not None:
+        return html(ui.render(workspace_id, "_more_entries.html", **context))
+    return html(ui.render(workspace_id, "_entries.html", **context))
 
 
 @router.get("/workspaces/{workspace_id}/export.md")
@@ -107,9 +123,11 @@ def export(ui: PagesDep, request: Request, workspace_id: WorkspaceId) -> Respons
     try:
         ui.require_viewer(request, workspace_id)
     except Refusal as refusal:
-        return message_page(refusal)
+        return ui.refused(request, refusal)
     view = ui.service.full_timeline(workspace_id)
-    text = render_markdown(view, generated_at=ui.clock())
+    text = render_markdown(
+        view, generated_at=ui.clock(), presentation=ui.presentation(workspace_id)
+    )
     return PlainTextResponse(
         text,
         media_type="text/markdown; charset=utf-8",

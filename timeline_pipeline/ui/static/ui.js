@@ -7,12 +7,23 @@
     hour: "2-digit", minute: "2-digit", timeZoneName: "short"
   });
 
-  // Each time is printed in UTC by the server; the viewer's local time is added beside it.
+  // The page's own words, in the workspace's language (the server renders them into <body>).
+  function text(name, fallback) {
+    var value = document.body && document.body.getAttribute("data-text-" + name);
+    return value || fallback;
+  }
+
+  // Each time is printed by the server in the workspace's zone, with its offset (UTC+8); the
+  // viewer's local time is added beside it, unless the viewer's offset at that moment is the
+  // one shown (data-shown-offset, minutes east of UTC): it would only repeat it.
   function showLocalTimes(root) {
     root.querySelectorAll("[data-local-time]").forEach(function (el) {
       if (el.textContent) { return; }
       var moment = new Date(el.getAttribute("data-local-time"));
-      if (!isNaN(moment.getTime())) { el.textContent = "(" + localFormat.format(moment) + " local)"; }
+      if (isNaN(moment.getTime())) { return; }
+      var shown = el.getAttribute("data-shown-offset");
+      if (shown !== null && shown !== "" && Number(shown) === -moment.getTimezoneOffset()) { return; }
+      el.textContent = text("local", "({time} local)").replace("{time}", localFormat.format(moment));
     });
   }
 
@@ -83,9 +94,9 @@
   });
 
   document.addEventListener("htmx:responseError", function () {
-    announce("The server refused the request. Reload the page and try again.");
+    announce(text("refused", "The server refused the request. Reload the page and try again."));
   });
   document.addEventListener("htmx:sendError", function () {
-    announce("The server could not be reached; the page will retry.");
+    announce(text("unreachable", "The server could not be reached; the page will retry."));
   });
 })();
