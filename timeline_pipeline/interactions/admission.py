@@ -15,6 +15,10 @@ a draft changed elsewhere (the timeline page, the API), is refused as stale with
 what the draft reads now, and the answer redraws the card as it stands. When the draft changed
 elsewhere, the card's copy of it is brought up to date in that answer's transaction, so that
 the redrawn card can be decided on.
+
+The toast and the redrawn card are in the language and zone of the card's workspace
+(docs/i18n.md), read in the same transaction; a callback refused before its card is known (one
+that cannot be read, or names no card) is answered in the `locale` and `timeZone` settings'.
 """
 
 from __future__ import annotations
@@ -28,9 +32,12 @@ from typing import Any, Final
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
+from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.db.engine import DatabaseUnavailable, transaction
 from timeline_pipeline.domain.card_requests import CardRequest, Decision, pending_count
 from timeline_pipeline.domain.interactions import CardAction
+from timeline_pipeline.i18n.catalogs import Domain, translations
+from timeline_pipeline.i18n.locales import Presentation, check_time_zone, resolve_locale
 from timeline_pipeline.interactions.callbacks import (
     Admissible,
     CallbackRefused,
@@ -40,8 +47,8 @@ from timeline_pipeline.interactions.callbacks import (
     check,
     claimed_key,
     parse,
-    stale_toast,
 )
+from timeline_pipeline.interactions.cards import N_
 from timeline_pipeline.interactions.pin_card import draw_card
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
@@ -59,11 +66,13 @@ ADMITTED: Final = "admitted"
 DUPLICATE: Final = "duplicate"
 REFUSED: Final = "refused"
 _CAS_ATTEMPTS: Final = 5
+
+
 _DONE_TOAST: Final = {
-    CardAction.CONFIRM: "Confirmed",
-    CardAction.HIDE: "Hidden",
-    CardAction.CATEGORY: "Category changed",
-    CardAction.EDIT: "Title saved",
+    CardAction.CONFIRM: N_("Confirmed; the timeline is being updated."),
+    CardAction.HIDE: N_("Hidden; the timeline is being updated."),
+    CardAction.CATEGORY: N_("Category changed; the timeline is being updated."),
+    CardAction.EDIT: N_("Title saved; the timeline is being updated."),
 }
 
 
@@ -88,9 +97,25 @@ class _Moved(Exception):
 class _Duplicate(Exception):
     """The decision was admitted before (another event id, or another replica just now)."""
 
-    def __init__(self, card: CardRow) -> None:
+    def __init__(self, card: CardRow, presentation: Presentation) -> None:
         super().__init__("duplicate")
         self.card = card
+        self.presentation = presentation
+
+
+class _RefusedOnCard(Exception):
+    """A refusal once its card, and so its workspace's presentation, is known."""
+
+    def __init__(self, refused: CallbackRefused, presentation: Presentation) -> None:
+        super().__init__(refused.reason.value)
+        self.refused = refused
+        self.presentation = presentation
+
+
+def settings_presentation(settings: LarkTimelineSettings) -> Presentation:
+    """The presentation of a callback that names no card: the settings' explicit locale (`auto`
+    has no messages to read here, so English) and zone."""
+    return Presentation(resolve_locale(settings.locale, ()), check_time_zone(settings.time_zone))
 
 
 def toast(kind: str, content: str) -> dict[str, Any]:
@@ -110,6 +135,7 @@ class CardCallbacks:
         self._settings = settings
         self._metrics = metrics
         self._clock = clock
+        self._unknown = settings_presentation(settings)
 
     def handle(self, payload: Mapping[str, Any]) -> CardAnswer:
         """Never raises: every outcome, a database outage included, is a toast."""
@@ -119,17 +145,19 @@ class CardCallbacks:
             callback = parse(payload)
             ids.update(event_id=callback.event_id, message_id=callback.message_id)
             answer = self._admit(callback)
+        except _RefusedOnCard as on_card:
+            answer = self._refused(on_card.refused, ids, on_card.presentation)
         except CallbackRefused as refused:
-            answer = self._refused(refused, ids)
+            answer = self._refused(refused, ids, self._unknown)
         except (DatabaseUnavailable, OperationalError) as error:
             log.error("card_callback.unavailable", error_type=type(error).__name__, **ids)
-            answer = self._refused(CallbackRefused(Refusal.UNAVAILABLE), ids)
+            answer = self._refused(CallbackRefused(Refusal.UNAVAILABLE), ids, self._unknown)
         except Exception as error:  # the callback's boundary: see below
             # A value the database would not take (a check above should have refused it), a
             # constraint it broke, or a fault of our own: still a 200 with a toast, never a 500
             # that Lark redelivers. Logged with ids and the error's type only.
             log.error("card_callback.failed", error_type=type(error).__name__, **ids)
-            answer = self._refused(CallbackRefused(Refusal.UNAVAILABLE), ids)
+            answer = self._refused(CallbackRefused(Refusal.UNAVAILABLE), ids, self._unknown)
         self._metrics.callbacks.labels(answer.outcome).inc()
         self._metrics.answer_seconds.labels(answer.outcome).observe(time.perf_counter() - started)
         return answer
@@ -138,12 +166,15 @@ class CardCallbacks:
         self,
         refused: CallbackRefused,
         ids: dict[str, Any],
+        presentation: Presentation,
         card: dict[str, Any] | None = None,
     ) -> CardAnswer:
         self._metrics.refused.labels(refused.reason.value).inc()
         log.info("card_callback.refused", reason=refused.reason.value, **ids)
         return CardAnswer(
-            {**toast("error", refused.toast), **(card or {})}, REFUSED, refused.reason.value
+            {**toast("error", refused.toast(presentation)), **(card or {})},
+            REFUSED,
+            refused.reason.value,
         )
 
     def _admit(self, callback: CardCallback) -> CardAnswer:
@@ -154,7 +185,7 @@ class CardCallbacks:
             except _Moved:
                 continue
             except _Duplicate as duplicate:  # the transaction rolled back: nothing written
-                return self._duplicate(duplicate.card, callback, None)
+                return self._duplicate(duplicate.card, callback, None, duplicate.presentation)
         raise CallbackRefused(Refusal.UNAVAILABLE)
 
     def _admit_once(self, conn: Connection, callback: CardCallback) -> CardAnswer:
@@ -164,6 +195,20 @@ class CardCallbacks:
         card = cards.get_by_message(conn, callback.message_id)
         if card is None:
             raise CallbackRefused(Refusal.UNKNOWN_CARD)
+        presentation = presentation_of(conn, card.workspace_id, self._settings)
+        try:
+            return self._decide(conn, card, callback, presentation, now)
+        except CallbackRefused as refused:  # rolls back whatever was written
+            raise _RefusedOnCard(refused, presentation) from None
+
+    def _decide(
+        self,
+        conn: Connection,
+        card: CardRow,
+        callback: CardCallback,
+        presentation: Presentation,
+        now: datetime,
+    ) -> CardAnswer:
         token_card = tokens.card_of(conn, callback.token)
         try:
             admissible = check(
@@ -181,9 +226,9 @@ class CardCallbacks:
                     key = claimed_key(callback, card.id, card.request.title_max_chars)
                     earlier = admissions.by_decision_key(conn, key) if key else None
                 if earlier is not None and earlier.request_id == card.id:
-                    return self._duplicate(card, callback, earlier.id)
+                    return self._duplicate(card, callback, earlier.id, presentation)
             if refused.reason is Refusal.STALE_REVISION:
-                return self._stale(card, callback, refused)
+                return self._stale(card, callback, refused, presentation)
             raise
         entry = entries.get(conn, admissible.entry_id)
         if entry is None or entry.workspace_id != card.workspace_id:
@@ -210,15 +255,21 @@ class CardCallbacks:
                     raise _Moved
                 card = refreshed
                 shown = card.request.entry(entry.id) or shown
-            stale = CallbackRefused(Refusal.STALE_REVISION, stale_toast(shown))
-            return self._stale(card, callback, stale)
-        return self._write(conn, card, callback, admissible, now)
+            stale = CallbackRefused(Refusal.STALE_REVISION, now_reads=shown)
+            return self._stale(card, callback, stale, presentation)
+        return self._write(conn, card, callback, admissible, presentation, now)
 
-    def _stale(self, card: CardRow, callback: CardCallback, refused: CallbackRefused) -> CardAnswer:
+    def _stale(
+        self,
+        card: CardRow,
+        callback: CardCallback,
+        refused: CallbackRefused,
+        presentation: Presentation,
+    ) -> CardAnswer:
         """A stale click's answer: the toast says what the draft reads now, and the card is
         redrawn as it stands, so the clicker sees it before deciding again."""
         ids = {"event_id": callback.event_id, "message_id": callback.message_id}
-        return self._refused(refused, ids, self._card(card, callback))
+        return self._refused(refused, ids, presentation, self._card(card, callback, presentation))
 
     def _write(
         self,
@@ -226,6 +277,7 @@ class CardCallbacks:
         card: CardRow,
         callback: CardCallback,
         admissible: Admissible,
+        presentation: Presentation,
         now: datetime,
     ) -> CardAnswer:
         decisions = {k: list(v) for k, v in card.decisions.items()}
@@ -265,7 +317,7 @@ class CardCallbacks:
         except AdmissionLimitReached:
             raise CallbackRefused(Refusal.ADMISSION_LIMIT) from None  # rolls the card back
         if admission_id is None:
-            raise _Duplicate(card)  # rolls the card's write back with the transaction
+            raise _Duplicate(card, presentation)  # rolls the card's write back with the transaction
         log.info(
             "card_callback.admitted",
             event_id=callback.event_id,
@@ -274,27 +326,33 @@ class CardCallbacks:
             action=admissible.action.value,
             admission_id=admission_id,
         )
-        title = _DONE_TOAST[admissible.action]
+        done = translations(Domain.CHAT, presentation.locale).gettext(
+            _DONE_TOAST[admissible.action]
+        )
         return CardAnswer(
-            {
-                **toast("success", f"{title}; the timeline is being updated."),
-                **self._card(written, callback),
-            },
+            {**toast("success", done), **self._card(written, callback, presentation)},
             ADMITTED,
             admission_id=admission_id,
         )
 
     def _duplicate(
-        self, card: CardRow, callback: CardCallback, admission_id: int | None
+        self,
+        card: CardRow,
+        callback: CardCallback,
+        admission_id: int | None,
+        presentation: Presentation,
     ) -> CardAnswer:
         log.info("card_callback.duplicate", event_id=callback.event_id, card_id=card.id)
+        recorded = translations(Domain.CHAT, presentation.locale).gettext("Already recorded.")
         return CardAnswer(
-            {**toast("info", "Already recorded."), **self._card(card, callback)},
+            {**toast("info", recorded), **self._card(card, callback, presentation)},
             DUPLICATE,
             admission_id=admission_id,
         )
 
-    def _card(self, card: CardRow, callback: CardCallback) -> dict[str, Any]:
+    def _card(
+        self, card: CardRow, callback: CardCallback, presentation: Presentation
+    ) -> dict[str, Any]:
         """The card redrawn from the stored state, with the token the callback came with."""
         data = draw_card(
             card.request,
@@ -304,6 +362,7 @@ class CardCallbacks:
             expires_at=card.expires_at,
             workspace_id=card.workspace_id,
             link_base_url=self._settings.review_card_link_base_url,
+            presentation=presentation,
         )
         return {"card": {"type": "raw", "data": data}}
 

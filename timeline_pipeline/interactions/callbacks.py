@@ -6,7 +6,7 @@ everything else the decision means (field types, the options offered) comes from
 request, and a click on another revision than the one the card now stands for is refused
 (docs/review-cards.md). A title goes through the curation rules' own text check, the one the
 API and the page use. Every refusal has a reason code (a metric label) and a toast a person can
-act on.
+act on, in the language of the card's workspace (docs/i18n.md).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
@@ -29,12 +29,18 @@ from timeline_pipeline.domain.card_requests import (
 )
 from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
+from timeline_pipeline.i18n.catalogs import Domain, translations
+from timeline_pipeline.i18n.locales import Presentation
 from timeline_pipeline.interactions.cards import (
     EDIT_FIELD,
+    ENGLISH,
+    N_,
     VALUE_ACTION,
     VALUE_ENTRY,
     VALUE_REVISION,
     VALUE_TOKEN,
+    CardText,
+    entry_line,
 )
 from timeline_pipeline.security.callback_tokens import MAX_TOKEN_CHARS
 
@@ -63,51 +69,77 @@ class Refusal(StrEnum):
 
 
 TOASTS: Final[dict[Refusal, str]] = {
-    Refusal.MALFORMED_VALUE: "This action could not be read; nothing was changed.",
-    Refusal.UNKNOWN_CARD: "This card is not known to the timeline; nothing was changed.",
-    Refusal.FORGED_TOKEN: "This card's credentials are not valid; nothing was changed.",
-    Refusal.TOKEN_OF_ANOTHER_CARD: "This action belongs to another card; nothing was changed.",
-    Refusal.WRONG_BOT: "This card was sent by another app; nothing was changed.",
-    Refusal.WRONG_CHAT: "This card belongs to another chat; nothing was changed.",
-    Refusal.NOT_CURATOR: "Only the workspace's curators can review drafts; nothing was changed.",
-    Refusal.EXPIRED: "This card has expired; review the drafts on the timeline page.",
-    Refusal.CARD_CLOSED: "This card is closed; nothing was changed.",
-    Refusal.ENTRY_NOT_OFFERED: "That draft is not on this card; nothing was changed.",
-    Refusal.ACTION_NOT_OFFERED: "This card does not offer that action; nothing was changed.",
-    Refusal.OPTION_NOT_OFFERED: "That category is not one this card offers; nothing was changed.",
-    Refusal.INVALID_TITLE: (
+    Refusal.MALFORMED_VALUE: N_("This action could not be read; nothing was changed."),
+    Refusal.UNKNOWN_CARD: N_("This card is not known to the timeline; nothing was changed."),
+    Refusal.FORGED_TOKEN: N_("This card's credentials are not valid; nothing was changed."),
+    Refusal.TOKEN_OF_ANOTHER_CARD: N_("This action belongs to another card; nothing was changed."),
+    Refusal.WRONG_BOT: N_("This card was sent by another app; nothing was changed."),
+    Refusal.WRONG_CHAT: N_("This card belongs to another chat; nothing was changed."),
+    Refusal.NOT_CURATOR: N_(
+        "Only the workspace's curators can review drafts; nothing was changed."
+    ),
+    Refusal.EXPIRED: N_("This card has expired; review the drafts on the timeline page."),
+    Refusal.CARD_CLOSED: N_("This card is closed; nothing was changed."),
+    Refusal.ENTRY_NOT_OFFERED: N_("That draft is not on this card; nothing was changed."),
+    Refusal.ACTION_NOT_OFFERED: N_("This card does not offer that action; nothing was changed."),
+    Refusal.OPTION_NOT_OFFERED: N_(
+        "That category is not one this card offers; nothing was changed."
+    ),
+    Refusal.INVALID_TITLE: N_(
         "The title must be one line of 1 to {max} characters, without control characters."
     ),
-    Refusal.ALREADY_DECIDED: "This draft was already decided; nothing was changed.",
-    Refusal.STALE_REVISION: (
-        "This draft changed meanwhile; nothing was changed. Review it on the card or the timeline "
-        "page."
+    Refusal.ALREADY_DECIDED: N_("This draft was already decided; nothing was changed."),
+    Refusal.STALE_REVISION: N_(
+        "This draft changed meanwhile; nothing was changed. Review it on the card or the "
+        "timeline page."
     ),
-    Refusal.ENTRY_GONE: "This draft no longer exists; nothing was changed.",
-    Refusal.ADMISSION_LIMIT: "Too many decisions are waiting; try again in a minute.",
-    Refusal.UNAVAILABLE: "The timeline is unavailable right now; try again in a minute.",
+    Refusal.ENTRY_GONE: N_("This draft no longer exists; nothing was changed."),
+    Refusal.ADMISSION_LIMIT: N_("Too many decisions are waiting; try again in a minute."),
+    Refusal.UNAVAILABLE: N_("The timeline is unavailable right now; try again in a minute."),
 }
+"""Each refusal's toast in English, the `chat` catalog's msgids (docs/i18n.md)."""
 
 
 _TOAST_TITLE_CHARS: Final = 120
 
 
-def stale_toast(entry: CardEntry) -> str:
+def stale_toast(entry: CardEntry, presentation: Presentation = ENGLISH) -> str:
     """The stale refusal, saying what the draft reads now (its title cut short for a toast)."""
     title = entry.title
     if len(title) > _TOAST_TITLE_CHARS:
         title = title[: _TOAST_TITLE_CHARS - 1] + "\u2026"
-    return (
-        "This draft changed meanwhile; nothing was changed. It now reads: "
-        f"{entry.occurred_at.strftime('%H:%M UTC')} · {entry.category} · {title}"
-    )
+    shown = replace(entry, title=title)
+    t = translations(Domain.CHAT, presentation.locale)
+    return t.gettext(
+        "This draft changed meanwhile; nothing was changed. It now reads: {entry}"
+    ).format(entry=entry_line(shown, CardText(presentation, [entry.occurred_at])))
 
 
 class CallbackRefused(Exception):
-    def __init__(self, reason: Refusal, toast: str | None = None) -> None:
+    """A refusal and what its toast needs: the draft as it reads now (a stale click) or the
+    longest title (an invalid one). The toast's words are chosen when it is shown, in the
+    card's workspace's language (`toast`)."""
+
+    def __init__(
+        self,
+        reason: Refusal,
+        *,
+        now_reads: CardEntry | None = None,
+        max_chars: int | None = None,
+    ) -> None:
         super().__init__(reason.value)
         self.reason = reason
-        self.toast = toast or TOASTS[reason]
+        self.now_reads = now_reads
+        self.max_chars = max_chars
+
+    def toast(self, presentation: Presentation = ENGLISH) -> str:
+        """The toast a person reads, in `presentation`."""
+        if self.reason is Refusal.STALE_REVISION and self.now_reads is not None:
+            return stale_toast(self.now_reads, presentation)
+        text = translations(Domain.CHAT, presentation.locale).gettext(TOASTS[self.reason])
+        if self.reason is Refusal.INVALID_TITLE and self.max_chars is not None:
+            return text.format(max=self.max_chars)
+        return text
 
 
 def value_digest(value: str | None) -> str:
@@ -249,9 +281,7 @@ def _title(raw: str | None, max_chars: int) -> str:
     try:
         text = check_text(raw or "", "title", max_chars, multiline=False)
     except InvalidInput:
-        raise CallbackRefused(
-            Refusal.INVALID_TITLE, TOASTS[Refusal.INVALID_TITLE].format(max=max_chars)
-        ) from None
+        raise CallbackRefused(Refusal.INVALID_TITLE, max_chars=max_chars) from None
     return unicodedata.normalize("NFC", text)
 
 
@@ -294,7 +324,7 @@ def check(
     if callback.revision != entry.revision:
         # Another curator's decision (admitted or applied) or a change on the page moved the
         # draft on since this card was drawn: a decision on what the clicker did not see.
-        raise CallbackRefused(Refusal.STALE_REVISION, stale_toast(entry))
+        raise CallbackRefused(Refusal.STALE_REVISION, now_reads=entry)
     value: str | None = None
     if callback.action is CardAction.CATEGORY:
         if callback.option not in card.request.options:

@@ -5,10 +5,17 @@ twice gives the same card and a patch that is retried after a crash is harmless.
 from a model or a person goes into `plain_text` elements only, so it cannot inject markup.
 Buttons carry the callback token in their `value` (DESIGN, "Interfaces"), with the entry revision
 the card shows, so a click names the revision its curator saw (docs/review-cards.md).
+
+Everything a person reads on the card is in the workspace's language and zone (docs/i18n.md):
+the words come from the `chat` catalog, category names from `i18n.labels`, and times from
+`i18n.times`, with the date wherever the card's times span more than one local day and always
+for its expiry. The button values, the option values and the stored request never change with
+the language; only the text does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Final
 
@@ -20,36 +27,105 @@ from timeline_pipeline.domain.card_requests import (
     closing_decision,
 )
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
+from timeline_pipeline.i18n.catalogs import Domain, translations
+from timeline_pipeline.i18n.labels import category_label
+from timeline_pipeline.i18n.locales import Locale, Presentation
+from timeline_pipeline.i18n.times import show_datetime, show_time, spans_days
 
-HEADER_TITLE: Final = "Timeline drafts to review"
+__all__ = [
+    "EDIT_FIELD",
+    "ENGLISH",
+    "HEADER_TITLE",
+    "N_",
+    "VALUE_ACTION",
+    "VALUE_ENTRY",
+    "VALUE_REVISION",
+    "VALUE_TOKEN",
+    "CardText",
+    "action_value",
+    "category_in_text",
+    "describe",
+    "render_card",
+]
+
+
+def N_(message: str) -> str:
+    """Marks `message` for extraction (Babel knows gettext's `N_`); it is translated where it is
+    shown. The chat surface's modules share this one."""
+    return message
+
+
+HEADER_TITLE: Final = N_("Timeline drafts to review")
 VALUE_TOKEN: Final = "t"  # noqa: S105 - the key under which the token travels
 VALUE_ENTRY: Final = "e"
 VALUE_ACTION: Final = "a"
 VALUE_REVISION: Final = "r"
 EDIT_FIELD: Final = "title"
+ENGLISH: Final = Presentation.default()
+"""What a card drawn without a workspace's presentation reads as: English and UTC."""
 
-_PAST: Final = {
-    CardAction.CONFIRM: "Confirmed",
-    CardAction.HIDE: "Hidden",
-    CardAction.CATEGORY: "Category set",
-    CardAction.EDIT: "Title edited",
+_DECIDED: Final = {
+    CardAction.CONFIRM: N_("Confirmed by {actor} at {time}"),
+    CardAction.HIDE: N_("Hidden by {actor} at {time}"),
+    CardAction.CATEGORY: N_("Category set by {actor} at {time}"),
+    CardAction.EDIT: N_("Title edited by {actor} at {time}"),
 }
+_NOT_APPLIED: Final = {
+    "stale_revision": N_("the draft changed meanwhile"),
+    "invalid_transition": N_("the draft's status changed meanwhile"),
+    "entry_not_found": N_("the draft no longer exists"),
+    "invalid_input": N_("the value was not accepted"),
+}
+_FOOTERS: Final = {
+    CardStatus.SUBMITTED: N_("Every draft on this card has been decided"),
+    CardStatus.EXPIRED: N_("This card has expired; review the drafts on the timeline page"),
+    CardStatus.CANCELLED: N_("This card was withdrawn"),
+}
+
+
+class CardText:
+    """One card's words and times in a presentation: its catalog, and whether its times need
+    their date (they span more than one local day in the workspace's zone)."""
+
+    def __init__(self, presentation: Presentation, moments: Iterable[datetime]) -> None:
+        self.presentation = presentation
+        self.t = translations(Domain.CHAT, presentation.locale)
+        self.dated = spans_days(moments, presentation.time_zone)
+
+    def time(self, moment: datetime) -> str:
+        """A time on the card: `14:08 UTC+8`, with its date when the card spans days."""
+        zone, locale = self.presentation.time_zone, self.presentation.locale
+        return show_time(moment, zone, locale, with_date=self.dated)
+
+    def deadline(self, moment: datetime) -> str:
+        """An expiry: always with its date (docs/i18n.md)."""
+        return show_datetime(moment, self.presentation.time_zone, self.presentation.locale)
+
+    def category(self, category: str) -> str:
+        """A category inside a line of text (`category_in_text`)."""
+        return category_in_text(category, self.presentation.locale)
+
+    def option(self, category: str) -> str:
+        """A category as the select offers it: its name (`Root cause`, `根因`)."""
+        return category_label(category, self.presentation.locale)
+
+
+def category_in_text(category: str, locale: Locale) -> str:
+    """A category named inside a line of text: its shared name (`i18n.labels`), which English
+    writes in lower case mid-sentence (`as finding`, `· root cause ·`)."""
+    label = category_label(category, locale)
+    return label.lower() if locale is Locale.EN else label
+
+
+def card_moments(request: CardRequest, decisions: Decisions) -> list[datetime]:
+    """Every time the card shows: its drafts' and its decisions'."""
+    moments = [entry.occurred_at for entry in request.entries]
+    moments.extend(d.at for made in decisions.values() for d in made)
+    return moments
 
 
 def _plain(text: str) -> dict[str, Any]:
     return {"tag": "plain_text", "content": text}
-
-
-def _hhmm(moment: datetime) -> str:
-    return moment.strftime("%H:%M UTC")
-
-
-_NOT_APPLIED: Final = {
-    "stale_revision": "the draft changed meanwhile",
-    "invalid_transition": "the draft's status changed meanwhile",
-    "entry_not_found": "the draft no longer exists",
-    "invalid_input": "the value was not accepted",
-}
 
 
 def action_value(token: str, entry: CardEntry, action: CardAction) -> dict[str, Any]:
@@ -61,18 +137,33 @@ def action_value(token: str, entry: CardEntry, action: CardAction) -> dict[str, 
     }
 
 
-def describe(decision: Decision) -> str:
-    """One line saying who decided what; `<at>` names the curator by open_id."""
-    what = _PAST[decision.action]
+def describe(decision: Decision, text: CardText | None = None) -> str:
+    """One line saying who decided what and when; `<at>` names the curator by open_id."""
+    text = text or CardText(ENGLISH, [decision.at])
+    t = text.t
+    fields = {"actor": f"<at id={decision.actor}></at>", "time": text.time(decision.at)}
     if decision.action is CardAction.CATEGORY and decision.value:
-        what = f"Category set to {decision.value}"
-    suffix = {
-        "admitted": " (being applied)",
-        "applied": "",
-        "failed": " - not applied: "
-        + _NOT_APPLIED.get(decision.outcome or "", decision.outcome or "refused"),
-    }.get(decision.state, "")
-    return f"{what} by <at id={decision.actor}></at> at {_hhmm(decision.at)}{suffix}"
+        line = t.gettext("Category set to {category} by {actor} at {time}").format(
+            category=text.category(decision.value), **fields
+        )
+    else:
+        line = t.gettext(_DECIDED[decision.action]).format(**fields)
+    if decision.state == "admitted":
+        return t.gettext("{decision} (being applied)").format(decision=line)
+    if decision.state == "failed":
+        outcome = decision.outcome
+        reason = (
+            t.gettext(_NOT_APPLIED[outcome])
+            if outcome in _NOT_APPLIED
+            else outcome or t.gettext("refused")
+        )
+        return t.gettext("{decision} - not applied: {reason}").format(decision=line, reason=reason)
+    return line
+
+
+def entry_line(entry: CardEntry, text: CardText) -> str:
+    """A draft as the card lists it: `10:00 UTC · finding · title`."""
+    return f"{text.time(entry.occurred_at)} · {text.category(entry.category)} · {entry.title}"
 
 
 def _entry_elements(
@@ -81,11 +172,12 @@ def _entry_elements(
     request: CardRequest,
     token: str | None,
     link: str | None,
+    text: CardText,
 ) -> list[dict[str, Any]]:
-    line = f"{_hhmm(entry.occurred_at)} · {entry.category} · {entry.title}"
-    elements: list[dict[str, Any]] = [{"tag": "div", "text": _plain(line)}]
-    notes = [describe(d) for d in decisions]
-    messages = f"{entry.message_count} message(s)"
+    t = text.t
+    elements: list[dict[str, Any]] = [{"tag": "div", "text": _plain(entry_line(entry, text))}]
+    notes = [describe(d, text) for d in decisions]
+    messages = t.gettext("{count} message(s)").format(count=entry.message_count)
     notes.insert(0, f"[{messages}]({link})" if link else messages)
     elements.append({"tag": "div", "text": {"tag": "lark_md", "content": "\n".join(notes)}})
     if token is None or closing_decision(decisions) is not None:
@@ -96,25 +188,17 @@ def _entry_elements(
             "actions": [
                 {
                     "tag": "button",
-                    "text": _plain("Confirm"),
+                    "text": _plain(t.gettext("Confirm")),
                     "type": "primary",
                     "value": action_value(token, entry, CardAction.CONFIRM),
                 },
                 {
                     "tag": "button",
-                    "text": _plain("Hide"),
+                    "text": _plain(t.gettext("Hide")),
                     "type": "danger",
                     "value": action_value(token, entry, CardAction.HIDE),
                 },
-                {
-                    "tag": "select_static",
-                    "placeholder": _plain("Category"),
-                    "initial_option": entry.category,
-                    "options": [
-                        {"text": _plain(option), "value": option} for option in request.options
-                    ],
-                    "value": action_value(token, entry, CardAction.CATEGORY),
-                },
+                category_select(token, entry, request, text),
             ],
         }
     )
@@ -126,13 +210,13 @@ def _entry_elements(
                 {
                     "tag": "input",
                     "name": EDIT_FIELD,
-                    "placeholder": _plain("New title"),
+                    "placeholder": _plain(t.gettext("New title")),
                     "default_value": entry.title,
                     "max_length": request.title_max_chars,
                 },
                 {
                     "tag": "button",
-                    "text": _plain("Save title"),
+                    "text": _plain(t.gettext("Save title")),
                     "action_type": "form_submit",
                     "name": f"save_{entry.id}",
                     "value": action_value(token, entry, CardAction.EDIT),
@@ -141,6 +225,22 @@ def _entry_elements(
         }
     )
     return elements
+
+
+def category_select(
+    token: str, entry: CardEntry, request: CardRequest, text: CardText
+) -> dict[str, Any]:
+    """The category select: the options' names in the workspace's language, their values the
+    stored categories the callback is checked against."""
+    return {
+        "tag": "select_static",
+        "placeholder": _plain(text.t.gettext("Category")),
+        "initial_option": entry.category,
+        "options": [
+            {"text": _plain(text.option(option)), "value": option} for option in request.options
+        ],
+        "value": action_value(token, entry, CardAction.CATEGORY),
+    }
 
 
 def render_card(
@@ -152,8 +252,10 @@ def render_card(
     expires_at: datetime,
     workspace_id: str,
     link_base_url: str = "",
+    presentation: Presentation = ENGLISH,
 ) -> dict[str, Any]:
     """The whole card. With `token` None (expired, cancelled) it shows the state, no controls."""
+    text = CardText(presentation, card_moments(request, decisions))
     open_card = status == CardStatus.PENDING
     elements: list[dict[str, Any]] = []
     for position, entry in enumerate(request.entries):
@@ -166,20 +268,26 @@ def render_card(
         )
         elements.extend(
             _entry_elements(
-                entry, decisions.get(entry.id, []), request, token if open_card else None, link
+                entry,
+                decisions.get(entry.id, []),
+                request,
+                token if open_card else None,
+                link,
+                text,
             )
         )
-    footer = {
-        CardStatus.PENDING: f"Open for decisions until {expires_at.strftime('%Y-%m-%d %H:%M UTC')}",
-        CardStatus.SUBMITTED: "Every draft on this card has been decided",
-        CardStatus.EXPIRED: "This card has expired; review the drafts on the timeline page",
-        CardStatus.CANCELLED: "This card was withdrawn",
-    }.get(CardStatus(status), "")
+    card_status = CardStatus(status)
+    if card_status is CardStatus.PENDING:
+        footer = text.t.gettext("Open for decisions until {time}").format(
+            time=text.deadline(expires_at)
+        )
+    else:
+        footer = text.t.gettext(_FOOTERS[card_status]) if card_status in _FOOTERS else ""
     elements.append({"tag": "note", "elements": [_plain(footer)]})
     return {
         "config": {"wide_screen_mode": True, "update_multi": True},
         "header": {
-            "title": _plain(HEADER_TITLE),
+            "title": _plain(text.t.gettext(HEADER_TITLE)),
             "template": "blue" if open_card else "grey",
         },
         "elements": elements,

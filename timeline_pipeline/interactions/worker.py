@@ -16,7 +16,9 @@ leaves rows whose lease expires and that another worker takes over:
   draft, made on the revision it would have led to, fail with it;
 * the card redraw that follows is a PATCH of the whole card drawn from the stored state, so
   repeating it after a crash is harmless;
-* a card is posted with its idempotency uuid, so a repeated post lands once.
+* a card is posted with its idempotency uuid, so a repeated post lands once;
+* a card is drawn in its workspace's language and zone (docs/i18n.md), read once per send or
+  redraw in the transaction that issues the card's token.
 
 Execution is bounded by `reviewCardWorkerConcurrency`, apart from admission.
 """
@@ -35,6 +37,7 @@ from typing import Final
 
 from sqlalchemy import Connection, Engine
 
+from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.curation.timeline import EntryView
@@ -42,6 +45,7 @@ from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.domain.card_requests import CardRequest, Decision, all_closed, pending_count
 from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.domain.interactions import AdmissionStatus, CardAction, CardStatus
+from timeline_pipeline.i18n.locales import Presentation
 from timeline_pipeline.interactions.pin_card import draw_card
 from timeline_pipeline.interactions.planner import plan_flagged_cards
 from timeline_pipeline.lark.cards import CardSender
@@ -216,7 +220,8 @@ class CardWorker:
         now = self._clock()
         with transaction(self._engine) as conn:
             token = tokens.issue(conn, card.id, now=now)
-        content = self._render(card, token)
+            presentation = presentation_of(conn, card.workspace_id, self._settings)
+        content = self._render(card, token, presentation)
         try:
             posted = self._sender.post(
                 card.chat_id, content, uuid=card.idempotency_uuid, reply_to=card.reply_to_message_id
@@ -409,10 +414,11 @@ class CardWorker:
         assert self._sender is not None
         assert card.message_id
         token = None
-        if card.status == CardStatus.PENDING:
-            with transaction(self._engine) as conn:
+        with transaction(self._engine) as conn:
+            if card.status == CardStatus.PENDING:
                 token = tokens.issue(conn, card.id, now=self._clock())
-        self._sender.redraw(card.message_id, self._render(card, token))
+            presentation = presentation_of(conn, card.workspace_id, self._settings)
+        self._sender.redraw(card.message_id, self._render(card, token, presentation))
         self._metrics.cards.labels("patched").inc()
 
     def _redraw_closed(self, card: CardRow) -> None:
@@ -426,7 +432,9 @@ class CardWorker:
     def _wait(self, attempt: int) -> timedelta:
         return timedelta(seconds=self._retry.backoff(attempt))
 
-    def _render(self, card: CardRow, token: str | None) -> dict[str, object]:
+    def _render(
+        self, card: CardRow, token: str | None, presentation: Presentation
+    ) -> dict[str, object]:
         return draw_card(
             card.request,
             card.decisions,
@@ -435,6 +443,7 @@ class CardWorker:
             expires_at=card.expires_at,
             workspace_id=card.workspace_id,
             link_base_url=self._settings.review_card_link_base_url,
+            presentation=presentation,
         )
 
 

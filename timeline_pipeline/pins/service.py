@@ -28,6 +28,7 @@ from typing import Any, Final, Protocol
 
 from sqlalchemy import Connection, Engine
 
+from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.curation.rules import CATEGORIES, DETAIL_MAX_CHARS, TITLE_MAX_CHARS, Action
 from timeline_pipeline.curation.service import CurationService, NewEntry
 from timeline_pipeline.db.engine import transaction
@@ -40,6 +41,8 @@ from timeline_pipeline.domain.keys import (
     message_source_key,
 )
 from timeline_pipeline.domain.workspaces import Workspace
+from timeline_pipeline.i18n.catalogs import Domain, translations
+from timeline_pipeline.i18n.locales import Locale
 from timeline_pipeline.ingest.eligibility import ingestion_start, workspace_skip
 from timeline_pipeline.ingest.writer import ingest
 from timeline_pipeline.lark.client import LarkApiError
@@ -109,12 +112,16 @@ def actor_of(open_id: str) -> str:
     return f"lark:{open_id}"
 
 
-def entry_text(content: str, message_type: str) -> tuple[str, str | None]:
+def entry_text(
+    content: str, message_type: str, locale: Locale = Locale.EN
+) -> tuple[str, str | None]:
     """The entry's title (one line, the message's words) and, when the title had to be cut,
-    the whole text as its detail."""
+    the whole text as its detail. A message without words (an image, a file) is named by its
+    type, in the workspace's language (docs/i18n.md)."""
     flat = _SPACES.sub(" ", content).strip()
     if not flat:
-        return f"Pinned {message_type or 'message'} message", None
+        t = translations(Domain.CHAT, locale)
+        return t.gettext("Pinned {kind} message").format(kind=message_type or "message"), None
     limit = min(TITLE_MAX_CHARS, 200)
     if len(flat) <= limit:
         return flat, None
@@ -316,7 +323,8 @@ class PinService:
         if found is not None:
             self._set_hidden(conn, workspace.id, found.id, reaction.operator, hidden=False)
             return found.id
-        title, detail = entry_text(row.content, str(row.metadata.get("message_type") or ""))
+        locale = presentation_of(conn, workspace.id, self._settings).locale
+        title, detail = entry_text(row.content, str(row.metadata.get("message_type") or ""), locale)
         view = self._curation.add(
             workspace.id,
             NewEntry(

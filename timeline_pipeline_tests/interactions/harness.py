@@ -61,12 +61,20 @@ def button(card: dict[str, Any], entry_id: int, action: str) -> dict[str, Any]:
     raise AssertionError(f"no {action} control for entry {entry_id}")
 
 
-def seed_entries(engine: Engine, workspace_id: str, count: int) -> list[int]:
+def seed_entries(
+    engine: Engine,
+    workspace_id: str,
+    count: int,
+    *,
+    text: str = "fact {i}",
+    start: datetime = T0,
+) -> list[int]:
+    """`count` drafts a minute apart from `start`, each bound to one message reading `text`."""
     ids: list[int] = []
     with engine.begin() as conn:
         for i in range(count):
             record = message(
-                f"fact {i}",
+                text.format(i=i),
                 workspace_id=workspace_id,
                 chat_id=CHAT,
                 message_id=f"om_{workspace_id}_{secrets.token_hex(4)}",
@@ -81,7 +89,7 @@ def seed_entries(engine: Engine, workspace_id: str, count: int) -> list[int]:
                 DraftWrite(
                     workspace_id=workspace_id,
                     fingerprint=f"fp-{workspace_id}-{secrets.token_hex(6)}",
-                    occurred_at=T0 + timedelta(minutes=i),
+                    occurred_at=start + timedelta(minutes=i),
                     title=f"Draft {i}",
                     category="finding",
                     evidence=[EvidenceRef(row.id, row.content_hash)],
@@ -227,12 +235,26 @@ class Harness:
 
 
 @contextmanager
-def harness(engine: Engine, **overrides: Any) -> Iterator[Harness]:
+def harness(
+    engine: Engine,
+    *,
+    workspace_locale: str | None = None,
+    workspace_zone: str | None = None,
+    **overrides: Any,
+) -> Iterator[Harness]:
+    """A workspace with a bound chat and a curator (in the language and zone given, else the
+    settings'), the local Lark, and the product's handler and worker; `overrides` are settings."""
     app_id = f"cli_cards_{secrets.token_hex(4)}"
     secret = secrets.token_urlsafe(12)
     workspace_id = f"inc-{secrets.token_hex(3)}"
     with engine.begin() as conn:
-        workspaces.create(conn, workspace_id, created_at=T0)
+        workspaces.create(
+            conn,
+            workspace_id,
+            created_at=T0,
+            locale=workspace_locale,
+            time_zone=workspace_zone,
+        )
         workspaces.bind_chat(conn, workspace_id, CHAT)
         workspaces.add_curator(conn, workspace_id, CURATOR)
     settings = load_timeline_settings(

@@ -169,12 +169,26 @@ class PinHarness:
 
 
 @contextmanager
-def pin_harness(engine: Engine, **overrides: Any) -> Iterator[PinHarness]:
+def pin_harness(
+    engine: Engine,
+    *,
+    workspace_locale: str | None = None,
+    workspace_zone: str | None = None,
+    **overrides: Any,
+) -> Iterator[PinHarness]:
+    """A workspace with a bound chat and a curator (in the language and zone given, else the
+    settings'), the local Lark, the pin service and the card worker; `overrides` are settings."""
     app_id = f"cli_pins_{secrets.token_hex(4)}"
     secret = secrets.token_urlsafe(12)
     workspace_id = f"INC-{secrets.token_hex(3)}"
     with engine.begin() as conn:
-        workspaces.create(conn, workspace_id, created_at=datetime.now(UTC) - timedelta(hours=2))
+        workspaces.create(
+            conn,
+            workspace_id,
+            created_at=datetime.now(UTC) - timedelta(hours=2),
+            locale=workspace_locale,
+            time_zone=workspace_zone,
+        )
         workspaces.bind_chat(conn, workspace_id, CHAT)
         workspaces.add_curator(conn, workspace_id, CURATOR)
     settings = load_timeline_settings(
