@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from timeline_pipeline.domain.message_types import AI_TEXT_TYPES
-from timeline_pipeline.synthesis import lexicon
+from timeline_pipeline.synthesis import lexicon, lexicon_zh
 from timeline_pipeline.synthesis.category_model import CategoryModel
 from timeline_pipeline.synthesis.contract import Category, EvidenceItem
+from timeline_pipeline.synthesis.segment import segmented
 from timeline_pipeline.synthesis.text import (
     casual_spelling,
     cjk_count,
@@ -98,8 +99,26 @@ class Reading:
 
 
 def _is_acknowledgement(cleaned: str) -> bool:
+    if cjk_count(cleaned):
+        # "收到", "好的我看一下", "在看了": read word by word on the segmented text.
+        return bool(lexicon_zh.ACKNOWLEDGEMENT.match(cleaned))
     tokens = [t for t in _ACK_TOKEN.split(cleaned.lower()) if t]
     return len(tokens) <= _MAX_ACK_WORDS and all(t in lexicon.ACK_WORDS for t in tokens)
+
+
+def _is_question(sentence: str) -> bool:
+    """A question mark (half or full width), or a Chinese question without one ("是不是 DNS
+    导致 的", "恢复 了 吗")."""
+    if sentence.rstrip().endswith(("?", "\uff1f")):
+        return True
+    return bool(cjk_count(sentence)) and bool(lexicon_zh.QUESTION.search(sentence))
+
+
+def _either(english: re.Pattern[str], chinese: re.Pattern[str], sentence: str) -> bool:
+    """The English pattern, or for a sentence with Chinese in it the Chinese one too."""
+    if english.search(sentence):
+        return True
+    return bool(cjk_count(sentence)) and bool(chinese.search(sentence))
 
 
 def _is_roster(text: str) -> bool:
@@ -115,14 +134,21 @@ def _is_chatter(sentence: str) -> bool:
     "ingest at 9.1k fixes/s, which is normal for Friday dinner" reports a value; the day and
     the meal are context. Coordination and comms stay chatter whatever they quote.
     """
-    if any(pattern.search(sentence) for pattern in (lexicon.COORDINATION, lexicon.COMMS)):
+    if _either(lexicon.COORDINATION, lexicon_zh.COORDINATION, sentence) or _either(
+        lexicon.COMMS, lexicon_zh.COMMS, sentence
+    ):
         return True
-    if not any(pattern.search(sentence) for pattern in (lexicon.SOCIAL, lexicon.SCHEDULING)):
+    if not (
+        _either(lexicon.SOCIAL, lexicon_zh.SOCIAL, sentence) or lexicon.SCHEDULING.search(sentence)
+    ):
         return False
     return not lexicon.UNIT_MEASURE.search(sentence)
 
 
 _NEGATABLE = frozenset({Category.MITIGATION, Category.RECOVERY})
+_NEGATABLE_ZH = frozenset({Category.MITIGATION, Category.RECOVERY, Category.ROOT_CAUSE})
+"""In Chinese a cause is denied the same way ("不是 DNS 导致 的")."""
+_CLAUSE_BREAK = re.compile(r"[\uff0c,\u3002\uff1b;\uff01!\uff1f?]")
 
 
 def _cue_weight(cue: lexicon.Cue, sentence: str, category: Category) -> float:
@@ -130,9 +156,27 @@ def _cue_weight(cue: lexicon.Cue, sentence: str, category: Category) -> float:
     match = cue.pattern.search(sentence)
     if match is None:
         return 0.0
-    if category in _NEGATABLE and lexicon.NEGATION.search(sentence[: match.start()]):
+    before = sentence[: match.start()]
+    if category in _NEGATABLE and lexicon.NEGATION.search(before):
         return 0.0
+    if category in _NEGATABLE_ZH and cjk_count(sentence):
+        clause = _CLAUSE_BREAK.split(before)[-1]
+        if lexicon_zh.NEGATION.search(clause):
+            return 0.0
     return cue.weight
+
+
+def _cues(sentence: str) -> dict[Category, tuple[lexicon.Cue, ...]]:
+    """The English cues, and the Chinese ones too for a sentence with Chinese in it."""
+    if not cjk_count(sentence):
+        return lexicon.CATEGORY_CUES
+    return _BOTH_CUES
+
+
+_BOTH_CUES = {
+    category: (*cues, *lexicon_zh.CATEGORY_CUES.get(category, ()))
+    for category, cues in lexicon.CATEGORY_CUES.items()
+}
 
 
 def _falls_far(sentence: str) -> bool:
@@ -150,25 +194,37 @@ def _falls_far(sentence: str) -> bool:
 def score_sentence(sentence: str) -> tuple[Category | None, float]:
     """The best category for one sentence and its score; questions and chatter score nothing."""
     sentence = lexicon.LEADING_ASIDE.sub("", sentence)
-    if sentence.rstrip().endswith("?") or _is_chatter(sentence):
+    if _is_question(sentence) or _is_chatter(sentence):
         return None, 0.0
     if lexicon.ASK.search(sentence):
         return None, 0.0
     if lexicon.ALTERNATIVES.search(sentence):
         return None, 0.0
+    if cjk_count(sentence) and lexicon_zh.CONDITION.search(sentence):
+        return None, 0.0
     scores = {
         category: sum(_cue_weight(cue, sentence, category) for cue in cues)
-        for category, cues in lexicon.CATEGORY_CUES.items()
+        for category, cues in _cues(sentence).items()
     }
-    if lexicon.HEDGE.search(sentence):
+    chinese = bool(cjk_count(sentence))
+    if chinese and lexicon_zh.UNKNOWN_CAUSE.search(sentence):
+        # "root cause 还没找到": the cause is named as not known yet.
+        scores[Category.ROOT_CAUSE] = min(scores[Category.ROOT_CAUSE], 0.0)
+    if chinese and lexicon_zh.SPECULATION.search(sentence):
+        # "可能 是 DNS 导致 的": a guess at the cause is not the cause.
+        scores[Category.ROOT_CAUSE] -= _HEDGE_PENALTY
+    if _either(lexicon.HEDGE, lexicon_zh.HEDGE, sentence):
         # Something considered has not happened: it is neither an action nor a recovery.
         for category in (Category.MITIGATION, Category.DECISION, Category.RECOVERY):
             scores[category] -= _HEDGE_PENALTY
-    if lexicon.FRONTED_REASON.search(sentence):
+    if chinese and lexicon_zh.HISTORY.search(sentence):
+        # "昨晚 22:10 发布 了 新 配置": a change told as history is a finding about it.
+        scores[Category.MITIGATION] -= _HEDGE_PENALTY
+    if _either(lexicon.FRONTED_REASON, lexicon_zh.FRONTED_REASON, sentence):
         # "Because X is off, replay has been paused": the state is explained, not changed.
         for category in (Category.MITIGATION, Category.DECISION):
             scores[category] -= _HEDGE_PENALTY
-    if lexicon.SPECULATION.search(sentence):
+    if _either(lexicon.SPECULATION, lexicon_zh.SPECULATION, sentence):
         # A guess or a prediction is not an observation either.
         for category in (Category.IMPACT, Category.FINDING, Category.RECOVERY):
             scores[category] -= _HEDGE_PENALTY
@@ -180,7 +236,7 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
     if lexicon.OPENING_ACTION.search(sentence) and scores[Category.MITIGATION] > 0:
         # "pinned the image, 0 restarts since": the action is the fact, the reading its result.
         scores[Category.RECOVERY] -= _RESULT_DISCOUNT
-    if lexicon.PENDING.search(sentence):
+    if _either(lexicon.PENDING, lexicon_zh.PENDING, sentence):
         scores[Category.RECOVERY] -= _PENDING_PENALTY
     if any(scores[c] >= _SPECIFIC_CUE for c in scores if c is not Category.FINDING):
         # The structural signs of an observation (a name and a number) are in most sentences;
@@ -194,7 +250,7 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
     scores[Category.FINDING] = min(scores[Category.FINDING], _MAX_FINDING_CUES)
     technical = {m.group(0).lower() for m in lexicon.TECHNICAL_TOKEN.finditer(sentence)}
     scores[Category.FINDING] += min(_MAX_TECHNICAL_BONUS, _TECHNICAL_BONUS_EACH * len(technical))
-    if scores[Category.RECOVERY] > 0 and lexicon.PARTIAL.search(sentence):
+    if scores[Category.RECOVERY] > 0 and _either(lexicon.PARTIAL, lexicon_zh.PARTIAL, sentence):
         scores[Category.RECOVERY] -= _PARTIAL_PENALTY
         scores[Category.FINDING] += 1.0
     scores[Category.FINDING] -= _FINDING_MARGIN
@@ -288,7 +344,7 @@ def impact_aspect(sentence: str) -> str:
 
 def _says_something(sentence: str) -> bool:
     """Not a question, greeting, acknowledgement or chatter: worth keeping in a title."""
-    if sentence.rstrip().endswith("?") or _is_chatter(sentence):
+    if _is_question(sentence) or _is_chatter(sentence):
         return False
     return not _is_acknowledgement(sentence.rstrip(".!,;: "))
 
@@ -301,7 +357,7 @@ def _is_comms(cleaned: str) -> bool:
     read sentence by sentence instead ("status page updated. also restarted the workers").
     """
     first_line, _, rest = cleaned.partition("\n")
-    return bool(rest.strip()) and bool(lexicon.COMMS.search(first_line))
+    return bool(rest.strip()) and _either(lexicon.COMMS, lexicon_zh.COMMS, first_line)
 
 
 def _second_opinion(
@@ -347,7 +403,9 @@ def read_message(
     vocabulary's decision.
     """
     noise = Reading(item=item, kind=MessageKind.NOISE)
-    if item.message_type not in AI_TEXT_TYPES or lexicon.BOT_NOTIFICATION.search(item.text):
+    if item.message_type not in AI_TEXT_TYPES or _either(
+        lexicon.BOT_NOTIFICATION, lexicon_zh.BOT, item.text
+    ):
         return noise
     cleaned = clean_text(item.text)
     words = word_count(cleaned)
@@ -361,8 +419,8 @@ def read_message(
             item, MessageKind.FACT, Category.DECISION, _ROSTER_SCORE, title, topic_words(cleaned)
         )
     title = make_title(keep_sentences(cleaned, _says_something))
-    # Read in the usual spelling; the title keeps the author's.
-    text = casual_spelling(cleaned)
+    # Read in the usual spelling, Chinese word by word; the title keeps the author's.
+    text = segmented(casual_spelling(cleaned))
     if lexicon.APPROVAL.match(text):
         return Reading(item=item, kind=MessageKind.APPROVAL, title=title)
     if _is_acknowledgement(text) or lexicon.ACKNOWLEDGED_ROLE.match(text):
@@ -383,10 +441,13 @@ def read_message(
     ):
         return Reading(item=item, kind=MessageKind.OWNERSHIP, title=title, topics=topics)
     # An offer ("I can run the cleanup") is not a fact until someone accepts it.
-    if lexicon.PROPOSAL.search(text) and category in (None, Category.FINDING):
+    if _either(lexicon.PROPOSAL, lexicon_zh.PROPOSAL, text) and category in (
+        None,
+        Category.FINDING,
+    ):
         return Reading(item=item, kind=MessageKind.PROPOSAL, title=title, topics=topics)
     # An announced action ("I'll purge the old jobs") is one once it is done or approved.
-    if lexicon.INTENT.search(text) and (
+    if _either(lexicon.INTENT, lexicon_zh.INTENT, text) and (
         category in (None, Category.FINDING) or (category is Category.MITIGATION and not strong)
     ):
         return Reading(

@@ -549,8 +549,6 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             6.0,
             r"\b(?:my|our) (?:bad|fault|mistake)\b|\bthat(?:'s| was| would be) (?:on )?(?:me|us)\b",
         ),
-        *_cues(6.0, r"根因|根本原因|原因(?:是|:|\uff1a)"),
-        *_cues(4.5, r"因为|所以|导致|造成"),
     ),
     Category.DECISION: (
         # First-person plural commitments: "we'll go with the manual cert now".
@@ -593,13 +591,6 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"^(?:ok(?:ay)?|fine|agreed|alright)[.,!]?\s+(?!(?:so|thanks|thx|ty|looking|checking|"
             r"i|i'm|i'll|we|let|on|cool|got|sure|will|np|yes|yep|no|now)\b)(?:[\w./+-]+\s+){1,4}?"
             r"(?:only|now|first|instead)\b(?![^.?!]*\?)",
-        ),
-        *_cues(8.0, r"^决定\s*[:\uff1a]"),
-        *_cues(3.5, r"决定|我来(?:当|做)?\s*IC|(?:我是|我当)\s*IC"),
-        # Agreeing to a course and naming it: "同意, 不回滚。志强改规则".
-        *_cues(
-            3.5,
-            r"^(?:同意|就这么(?:办|做|定)|按(?:这个|方案)\S{0,4}(?:来|办|做))[,\uff0c。.!\uff01\s]+\S",
         ),
     ),
     Category.MITIGATION: (
@@ -644,19 +635,6 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             2.0,
             rf"\b(?:is|are|was|were|has been|have been)\s+(?:now\s+)?(?:{_ACTION_STEMS})ed\b",
             r"\b(?:is|are|was|were|has been|have been)\s+(?:now\s+)?rolled[\s-]+back\b",
-        ),
-        # Chinese: a completed-action marker before an action verb ("已删除", "已解除").
-        *_cues(
-            3.5,
-            r"已(?:经)?(?:删除|关闭|关掉|解除|改回|回滚|重启|扩容|切换|修复|禁用|启用|下线|暂停|"
-            r"清理|恢复配置|迁移|替换|调整|处理)",
-        ),
-        # Chinese: work reported finished ("purge 100% 完成", "规则改好了").
-        *_cues(
-            3.5,
-            # Not "还没有完成迁移", "尚未生效": a negation anywhere earlier in the clause.
-            r"^(?![^。!?\uff1f]*(?:没|未)[^。!?\uff1f]*(?:完成|搞定|做完|改好|生效))[^。!?\uff1f]*?"
-            r"(?:完成|搞定|做完|改好了|生效了|已生效)(?![^。!?]*[吗?\uff1f])",
         ),
     ),
     Category.RECOVERY: (
@@ -706,19 +684,13 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"(?:last |past )?\d",
         ),
         *_cues(2.5, r"\bshrinking\b|\b(?:below|under) (?:~)?\d[\d.,]*\s?k?\b(?! ?%)"),
-        *_cues(
-            3.5,
-            r"恢复|回到|降到\s*0|明显减少|清完|追上|(?:事故|故障|问题)(?:已)?(?:关闭|解决|结束)",
-            # Working again and a bad rate falling to a value: "刷新后都正常了", "错误率降到 0.4%".
-            r"(?<!不)(?:都|已经|已|又)?正常了|恢复正常|(?:降到|回落到|下降到)\s*\d",
-        ),
     ),
     Category.IMPACT: (
         # A failure and a share of the traffic: "tls handshake failures 38%".
         *_cues(
             4.0,
             # Not when the share is moving the right way ("5xx ratio is dropping, 3% now").
-            r"^(?![^.?!]*(?:正常|没问题|恢复))"
+            r"^(?![^.?!]*(?:正常|没\s*问题|恢复))"
             r"(?![^.?!]*\b(?:dropp\w*|down|falling|fell|back|recover\w*|only|still|now|"
             r"below|under|normal|baseline)\b)[^.?!]*\b(?:fail\w*|errors?|5xx|[45]\d\ds|timeouts?|broken)\b"
             r"[^.?!]{0,40}?\b\d+(?:\.\d+)?\s?%(?!\s*->)",
@@ -742,15 +714,6 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             3.5,
             r"^[A-Z]?[a-z]+(?: [a-z]+)? (?:noticed|reported|says|say|flagged|told us)\b"
             r"[^.?!]*\b(?:they|their)\b[^.?!]*\b(?:can'?t|cannot|couldn'?t|unable|not able)\b",
-        ),
-        # Chinese: people affected and telling us, or a loss rate.
-        *_cues(
-            4.0,
-            # Not people saying it works again ("商家反馈刷新后都正常了") or a rate that fell.
-            r"^(?![^。!?]*(?:正常|恢复|好了|没问题|降到|下降|回落))[^。!?]*"
-            r"(?:用户|商家|客户|买家|卖家)[^。.!?]*(?:反馈|投诉|掉线|失败|无法|不能|报错|工单)",
-            r"\d+\+?\s*个?\s*工单",
-            r"^(?![^。!?]*(?:正常|恢复|降到|下降|回落))[^。!?]*(?:丢失|失败|错误)率\s*\d",
         ),
     ),
     Category.FINDING: (
@@ -798,15 +761,6 @@ STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
             r"\b(?:timeout|limit|ttl|retention|max(?:imum)?(?:[_.]\w+)*|min(?:imum)?(?:[_.]\w+)*|"
             r"threshold|interval|default|"
             r"pool size|batch size)\b[^.?!]{0,30}?\b(?:is|was|=|set to)\s*~?\d",
-        ),
-        *_cues(2.0, r"超过|占了|被设成|设成|满了|没有\s*TTL"),
-        # A Chinese statement about a named system: "app.js 是老代码", "拿到的 banner 是 5.11.3".
-        *_cues(
-            2.5,
-            # One name made of separated parts, each part read once (no backtracking on a long
-            # pasted token): "app.js", "worker-7", "v1.2".
-            r"(?<![\w./-])[^\W_]*[a-z0-9](?:[._/-][^\W_]+)+[^。!?\uff1f]{0,30}?(?:是|在|还在|变成|返回|拿到|显示|没有|"
-            r"只有|不带|忽略|都是|一直)(?![^。!?\uff1f]*[吗?\uff1f])",
         ),
     ),
 }
@@ -1025,7 +979,6 @@ PROPOSAL = _any(
     r"\bi (?:suggest|recommend)\b",
     r"\bwant me to\b|\bshall i\b|\bshould i\b|\bi could\b|\bwe could\b|\bi propose\b",
     r"\bproposal\b",
-    r"^(?:我)?建议|^(?:我们)?可以先",
 )
 """An offer of an action, which becomes a decision only when someone approves it."""
 

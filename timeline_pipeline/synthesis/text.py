@@ -24,9 +24,10 @@ __all__ = [
 _MENTION = re.compile(r"@(?:all\b|_user_\d+|[A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*)?|[\w.-]+)")
 _URL = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
 _SPACES = re.compile(r"[ \t]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
-_SENTENCE_SPLIT = re.compile(r"((?<=[.!?])\s+(?=\S)|\n+)")
-"""The same boundaries, kept in the result of a split so that the text can be put back."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[\u3002\uff01\uff1f])\s*(?=\S)|\n+")
+_SENTENCE_SPLIT = re.compile(r"((?<=[.!?])\s+(?=\S)|(?<=[\u3002\uff01\uff1f])\s*(?=\S)|\n+)")
+"""The same boundaries, kept in the result of a split so that the text can be put back. Chinese
+ends a sentence with a full-width 。！？ and no space after it."""
 _LEADING_FILLER = re.compile(
     r"^(?:(?:ok(?:ay)?|so|hmm+|um+|uh+|well|also|and|but|fyi|btw|fwiw|tbh|imo|update|heads up|"
     r"yes|yeah|yep|right|alright|wait|note|ps|pls|please|interesting)\b[\s,:;.!-]*|\+1(?!\d)"

@@ -1,0 +1,172 @@
+"""Chinese and mixed Chinese-English sentences the rule synthesizer reads (docs/design.md §7).
+
+Every sentence is written for this file, in the words of no particular chat: how Chinese states
+that work is done or under way (around Chinese and English verbs alike), what comes next, what
+users suffer, what was seen and why, and what is no fact at all (questions with or without their
+mark, guesses, hedges, denials). The cues are the table `synthesis/lexicon_zh.toml`, read on the
+segmented sentence.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from timeline_pipeline.synthesis.classify import MessageKind, read_message
+from timeline_pipeline.synthesis.contract import Category
+from timeline_pipeline_tests.synthesis.builders import evidence
+
+
+def _reading(text: str) -> tuple[MessageKind, Category | None]:
+    reading = read_message(evidence(1, text))
+    return reading.kind, reading.category
+
+
+MITIGATION = [
+    # completion and aspect around a Chinese verb
+    "订单服务已经全部暂停了",
+    "网关节点已经摘流量了",
+    "把灰度流量切回老版本了",
+    "库存服务重启好了",
+    "正在回滚 payment-svc",
+    "开关已经打开，配置推到全部实例了",
+    # around an English verb: the tense is carried by the Chinese particles
+    "已经 scale out 了",
+    "retry 关了",
+    "rollback 已经开始了",
+    "consumer 已经 restart 完了",
+    "search-api 在 rollback 中",
+    "bgp session 已经 shutdown，流量走另一条线",
+]
+
+NEXT_STEP = [
+    "后续要给慢查询加告警",
+    "待办：连接池参数统一走配置中心",
+    "本周五前补一份变更评审流程",
+    "需要补充 redis 的容量水位监控",
+    "复盘的时候再看阈值的设置",
+    "跟进：压测脚本加上回调超时的场景",
+    "下周之前把降级开关做成配置",
+]
+
+IMPACT = [
+    "接口超时，用户一直收不到验证码",
+    "半小时已经 300 多个工单了",
+    "下单成功率掉到 82%",
+    "收银台页面打不开，一直转圈",
+    "首页白屏，买家都进不去",
+    "直播间的购买按钮报错，买家下不了单",
+]
+
+FINDING = [
+    "binlog 同步延迟涨到 40s",
+    "排查发现 order-db 有 200 多个慢查询",
+    "昨晚 22:10 发布了新的网关配置",
+    "时间刚好对上，就是那次变更",
+    "不是 DNS 的问题，解析都正常",
+    "连接数到了 1800，连接池上限是 2000",
+]
+
+ROOT_CAUSE = [
+    "罪魁祸首是那个没加索引的慢查询",
+    "问题出在证书续期脚本没有 reload nginx",
+    "原因找到了：批处理任务和主库抢 IO",
+    "是配置中心那次推送的锅",
+]
+
+DECISION = [
+    "就这么定了，先切主",
+    "那就先把 canary 停掉",
+    "好，那就先降级推荐模块",
+    "这次我牵头，@小王 查日志",
+    "先不扩容，看十分钟再说",
+    "老板 approve 了，切到备用线路",
+]
+
+RECOVERY = [
+    "报错基本没了",
+    "用户那边现在能正常登录了",
+    "积压已经追平",
+    "告警都消失了，监控全绿",
+    "用户那边现在能正常下单了",
+    "验证了几单，结果都没问题",
+]
+
+FAMILIES = [
+    *((Category.MITIGATION, text) for text in MITIGATION),
+    *((Category.NEXT_STEP, text) for text in NEXT_STEP),
+    *((Category.IMPACT, text) for text in IMPACT),
+    *((Category.FINDING, text) for text in FINDING),
+    *((Category.ROOT_CAUSE, text) for text in ROOT_CAUSE),
+    *((Category.DECISION, text) for text in DECISION),
+    *((Category.RECOVERY, text) for text in RECOVERY),
+]
+
+
+@pytest.mark.parametrize(("category", "text"), FAMILIES)
+def test_chinese_and_mixed_facts_get_their_kind(category: Category, text: str) -> None:
+    assert _reading(text) == (MessageKind.FACT, category)
+
+
+QUESTIONS = [
+    # each of these carries a cue the rules act on: the question is what keeps it out
+    "是不是 DNS 导致的？",
+    "会不会是昨晚那次发布导致的",
+    "回滚完成了没",
+    "要不要把这次导致超时的配置先回滚",
+    "现在恢复了没有？",
+    "谁知道是什么原因导致的",
+]
+
+GUESSES_AND_HEDGES = [
+    "感觉是缓存过期造成的",
+    "好像是证书过期导致的",
+    "可能是那次配置变更导致的",
+    "估计是缓存雪崩导致的",
+    "如果回滚完成了还不行，就切流",
+    "建议等迁移完成后再切主",
+]
+
+
+@pytest.mark.parametrize("text", [*QUESTIONS, *GUESSES_AND_HEDGES])
+def test_questions_guesses_and_hedges_are_no_facts(text: str) -> None:
+    assert _reading(text)[0] is not MessageKind.FACT
+
+
+@pytest.mark.parametrize(
+    ("text", "not_this"),
+    [
+        ("root cause 还没找到", Category.ROOT_CAUSE),
+        ("还没恢复，错误率还是 5%", Category.RECOVERY),
+        ("根因还不清楚", Category.ROOT_CAUSE),
+        ("不是这次发布导致的", Category.ROOT_CAUSE),
+    ],
+)
+def test_a_denied_cause_action_or_recovery_is_not_that_kind(text: str, not_this: Category) -> None:
+    assert _reading(text)[1] is not not_this
+
+
+ACKNOWLEDGEMENTS = [
+    # chatter that mentions a cue word: looking, thanks, a meeting
+    "好的我看一下恢复情况",
+    "辛苦了，恢复得很快",
+    "拉个会吧，根因得一起看",
+    "收到，我先看一下是不是发布导致的",
+]
+
+
+@pytest.mark.parametrize("text", ACKNOWLEDGEMENTS)
+def test_acknowledgements_and_coordination_are_no_facts(text: str) -> None:
+    assert _reading(text)[0] is not MessageKind.FACT
+
+
+def test_a_spike_is_not_read_as_the_fall_it_shares_a_character_with() -> None:
+    """`飙到` (spiked to) and `降到` (fell to) share `到`; read in words they stay apart."""
+    assert _reading("订单接口 p99 飙到 3s") == (MessageKind.FACT, Category.FINDING)
+
+
+def test_a_chinese_sentence_ends_at_its_full_width_question_mark() -> None:
+    """The question is dropped, the statement after it is read."""
+    assert _reading("是 DNS 吗？刚确认了，gateway 配置已经 rollback 了") == (
+        MessageKind.FACT,
+        Category.MITIGATION,
+    )
