@@ -1,4 +1,5 @@
-"""`timeline-pipeline demo [--json]`: the main job, end to end, on the embedded default."""
+"""`timeline-pipeline demo [--chat en|zh] [--json]`: the main job, end to end, on the embedded
+default; `--chat zh` on the bundled Chinese chat, printed in Chinese (docs/i18n.md)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,27 @@ import click
 
 from timeline_pipeline.cli.output import jsonable
 from timeline_pipeline.cli.ui_commands import LINK_TTL, sign_in_url
+from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.db.engine import connection, transaction
-from timeline_pipeline.demo.run import run_demo, serve_demo
+from timeline_pipeline.demo.printout import human_lines
+from timeline_pipeline.demo.run import DEMO_FLAGS, run_demo, serve_demo
 from timeline_pipeline.demo.view import demo_timeline
+from timeline_pipeline.demo_data import DemoChat
+from timeline_pipeline.i18n.locales import Presentation
 from timeline_pipeline.observability.logs import configure_logging
+from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import ui_sessions
 
 
 @click.command("demo")
+@click.option(
+    "--chat",
+    type=click.Choice([chat.value for chat in DemoChat]),
+    default=DemoChat.EN.value,
+    show_default=True,
+    help="The bundled chat: en, or zh (a Chinese chat on a zh-CN workspace in Asia/Shanghai, "
+    "printed in Chinese).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: entries and summary.")
 @click.option(
     "--dagster-home",
@@ -38,7 +52,7 @@ from timeline_pipeline.store import ui_sessions
     type=click.IntRange(1, 65535),
     help="The port of the sign-in link (and of `serve` with --serve).",
 )
-def demo(as_json: bool, dagster_home: str | None, keep_serving: bool, port: int) -> None:
+def demo(chat: str, as_json: bool, dagster_home: str | None, keep_serving: bool, port: int) -> None:
     """Run the whole pipeline on a bundled incident chat and print the timeline.
 
     Starts the local Lark with a realistic incident chat, pushes signed events to a real receiver
@@ -54,11 +68,14 @@ def demo(as_json: bool, dagster_home: str | None, keep_serving: bool, port: int)
     def progress(line: str) -> None:
         click.echo(f"[{time.monotonic() - started:5.1f}s] {line}", err=True)
 
-    result, engine = run_demo(progress=progress, dagster_home=dagster_home)
+    result, engine = run_demo(progress=progress, dagster_home=dagster_home, chat=DemoChat(chat))
     base_url = f"http://127.0.0.1:{port}"
     try:
         with connection(engine) as conn:
             view = demo_timeline(conn, result.workspace_id)
+            presentation = presentation_of(
+                conn, result.workspace_id, load_timeline_settings(**DEMO_FLAGS)
+            )
         with transaction(engine) as conn:
             link = ui_sessions.create_link(
                 conn, result.workspace_id, now=datetime.now(UTC), ttl=LINK_TTL
@@ -74,7 +91,9 @@ def demo(as_json: bool, dagster_home: str | None, keep_serving: bool, port: int)
             }
             click.echo(json.dumps(jsonable(payload), sort_keys=True))
         else:
-            _print_human(view, result.workspace_id, result.dagster_home, keep_serving, port)
+            _print_human(
+                view, result.workspace_id, presentation, result.dagster_home, keep_serving, port
+            )
             click.echo(url)
         if keep_serving:
             progress(f"serving the timeline page at {base_url}/ui (Ctrl-C stops)")
@@ -84,35 +103,22 @@ def demo(as_json: bool, dagster_home: str | None, keep_serving: bool, port: int)
 
 
 def _print_human(
-    view: dict[str, Any], workspace_id: str, dagster_home: str, serving: bool, port: int
+    view: dict[str, Any],
+    workspace_id: str,
+    presentation: Presentation,
+    dagster_home: str,
+    serving: bool,
+    port: int,
 ) -> None:
-    click.echo("")
-    click.secho(f"Timeline of workspace {workspace_id}", bold=True)
-    for entry in view["entries"]:
-        when = entry["occurred_at"][11:16]
-        click.echo(f"  {when}  {entry['category']:<11} {entry['title']}")
-        links = [item["link"] for item in entry["evidence"] if item.get("link")]
-        if links:
-            more = f"  (+{len(links) - 1} more)" if len(links) > 1 else ""
-            click.echo(f"  {'':<5}  {'':<11} {links[0]}{more}")
-    click.echo("")
-    click.secho("Summary", bold=True)
-    for line in (view["summary"] or "(no summary yet)").splitlines():
-        click.echo(f"  {line}")
-    click.echo("")
-    click.echo("Open the same data:")
-    click.echo(f"  Dagster UI: DAGSTER_HOME={dagster_home} .venv/bin/dagster dev -w workspace.yaml")
-    click.echo(f"  API:        timeline-pipeline token create --workspace {workspace_id}")
-    click.echo("              timeline-pipeline serve --port 8080  # then, with the token:")
-    click.echo(
-        "              curl -H 'Authorization: Bearer <token>' "
-        f"http://127.0.0.1:8080/api/workspaces/{workspace_id}/timeline"
-    )
-    click.echo(f"  CLI:        timeline-pipeline timeline show {workspace_id}")
-    if serving:
-        click.echo("  Page:       open this one-time sign-in link (valid 10 minutes):")
-    else:
-        click.echo(
-            f"  Page:       timeline-pipeline serve --port {port}  # or `demo --serve`; "
-            "then open this one-time link (valid 10 minutes):"
-        )
+    for line in human_lines(
+        view,
+        workspace_id,
+        presentation,
+        dagster_home=dagster_home,
+        serving=serving,
+        port=port,
+    ):
+        if line.bold:
+            click.secho(line.text, bold=True)
+        else:
+            click.echo(line.text)

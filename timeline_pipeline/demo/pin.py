@@ -8,6 +8,7 @@ reply in the message's thread through the same durable delivery as review cards.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,6 +24,15 @@ from timeline_pipeline.store import interaction_requests as cards
 
 MIN_WORDS = 6
 """A pin-worthy message says something: the demo skips one-word acknowledgements."""
+MIN_HAN = 10
+"""The same bar for Chinese, which has no spaces between words: about six words' worth of Han
+characters (收到 / 好的我看一下 stay below it)."""
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def says_something(text: str) -> bool:
+    """At least `MIN_WORDS` space-separated words, or `MIN_HAN` Han characters."""
+    return len(text.split()) >= MIN_WORDS or len(_HAN.findall(text)) >= MIN_HAN
 
 
 @dataclass
@@ -47,7 +57,7 @@ def missed_message(conn: Connection, workspace_id: str) -> str | None:
     for row in evidence.page(conn, workspace_id, after=None, limit=2000):
         if row.id in cited or not row.ai_eligible or row.deleted:
             continue
-        if row.metadata.get("sender_type") != "user" or len(row.content.split()) < MIN_WORDS:
+        if row.metadata.get("sender_type") != "user" or not says_something(row.content):
             continue
         message_id = row.source_key.rsplit("/", 1)[-1]
         if best is None or len(row.content) > best[0]:

@@ -42,6 +42,16 @@ def _confirm_value(card: dict[str, object], entry_id: int) -> dict[str, object]:
     raise LookupError(f"the card shows no Confirm for entry {entry_id}")
 
 
+def shows_confirmed(card: dict[str, object], entry_id: int, curator: str) -> bool:
+    """The redrawn card names who decided (`<at id=...>`, in any language the card speaks:
+    docs/review-cards.md) and no longer offers Confirm for the entry."""
+    try:
+        _confirm_value(card, entry_id)
+    except LookupError:
+        return f"<at id={curator}>" in str(card)
+    return False
+
+
 def confirm_from_chat(
     engine: Engine,
     settings: Settings,
@@ -86,7 +96,9 @@ def confirm_from_chat(
     if entry is not None and entry.status == EntryStatus.CONFIRMED:
         result.confirmed_entry = entry_id
     log = store.card_log(card.message_id)
-    result.card_redrawn = log[-1]["kind"] == "patched" and "Confirmed by" in str(log[-1]["card"])
+    result.card_redrawn = log[-1]["kind"] == "patched" and shows_confirmed(
+        log[-1]["card"], entry_id, curator
+    )
     progress(
         f"review cards: Lark showed {result.toast!r}; entry {entry_id} is "
         f"{entry.status if entry else 'gone'}, the card now says who confirmed it"

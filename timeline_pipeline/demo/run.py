@@ -5,6 +5,9 @@ uses; signed and encrypted events reach the real receiver over HTTP, some droppe
 duplicated on purpose; reconciliation recovers the drops through the real lark-oapi client; the
 window sensor and the synthesis job run on a real, persistent Dagster instance (the same data
 `dagster dev` then shows). Nothing leaves the machine: every server binds 127.0.0.1.
+
+`chat` picks the bundled chat (`demo_data.DemoChat`): the Chinese one runs the same pipeline on
+a workspace created in `zh-CN` and `Asia/Shanghai` (docs/i18n.md).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.demo.pin import PinDemoResult, pin_from_chat
 from timeline_pipeline.demo.review import ReviewResult, confirm_from_chat
 from timeline_pipeline.demo.scenario import Scenario, demo_end, shifted
+from timeline_pipeline.demo_data import CHATS, DemoChat
 from timeline_pipeline.http.app import create_app
 from timeline_pipeline.ingest.eligibility import AUTOMATIC
 from timeline_pipeline.lark.client_factory import build_client
@@ -75,6 +79,28 @@ MAX_SENSOR_TICKS = 20
 QUIET_RUN_LOGS: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class DemoWorkspace:
+    """The workspace a demo chat is bound to: its title, and its language and zone (None: the
+    `locale` and `timeZone` settings decide, as for any workspace; docs/i18n.md)."""
+
+    title: str
+    locale: str | None = None
+    time_zone: str | None = None
+
+
+WORKSPACES: dict[DemoChat, DemoWorkspace] = {
+    DemoChat.EN: DemoWorkspace("Checkout latency and 5xx after a payment-gateway config change"),
+    DemoChat.ZH: DemoWorkspace(
+        "coupon-service 发布后下单接口超时、失败率升高",
+        locale="zh-CN",
+        time_zone="Asia/Shanghai",
+    ),
+}
+"""A Chinese team reads its incident in Chinese and in its own zone, so the Chinese demo's
+workspace says so; the English one keeps the settings' defaults, as before."""
 
 
 @dataclass
@@ -225,8 +251,11 @@ def run_demo(
     progress: Progress,
     dagster_home: str | None = None,
     now: datetime | None = None,
+    chat: DemoChat = DemoChat.EN,
 ) -> tuple[DemoResult, Engine]:
     moment = now or datetime.now(UTC)
+    chat_id = CHATS[chat].chat_id
+    spec = WORKSPACES[chat]
     base_runtime = load_runtime_environment()
     timeline = load_timeline_settings(**DEMO_FLAGS)
     os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
@@ -236,29 +265,32 @@ def run_demo(
     progress(f"database {redacted_url(base_runtime.database_url)} is at the current schema")
 
     end = demo_end(moment, timeline.synthesis_window, timeline.synthesis_window_close_grace)
-    scenario = shifted(demo_data.load_messages(), end)
-    users = demo_data.load_users()
+    scenario = shifted(demo_data.load_messages(chat), end)
+    users = demo_data.load_users(chat)
     workspace_id = f"demo-{moment.strftime('%Y%m%d-%H%M%S')}"
     with transaction(engine) as conn:
         # Earlier demo runs bound the same chat; archive them so only this run ingests it.
-        for binding in workspaces.bindings_for_chat(conn, demo_data.CHAT_ID):
+        for binding in workspaces.bindings_for_chat(conn, chat_id):
             if binding.workspace.id.startswith("demo-") and binding.workspace.status == "firing":
                 workspaces.set_status(conn, binding.workspace.id, "archived")
         workspaces.create(
             conn,
             workspace_id,
             created_at=scenario.workspace_created_at,
-            title="Checkout latency and 5xx after a payment-gateway config change",
+            title=spec.title,
+            locale=spec.locale,
+            time_zone=spec.time_zone,
         )
-        workspaces.bind_chat(conn, workspace_id, demo_data.CHAT_ID)
-    progress(f"workspace {workspace_id} (firing) bound to chat {demo_data.CHAT_ID}")
+        workspaces.bind_chat(conn, workspace_id, chat_id)
+    language = f", {spec.locale} in {spec.time_zone}" if spec.locale else ""
+    progress(f"workspace {workspace_id} (firing{language}) bound to chat {chat_id}")
 
     home = _dagster_home(dagster_home)
     result = DemoResult(
         workspace_id=workspace_id,
         database=redacted_url(base_runtime.database_url),
         dagster_home=str(home),
-        chat_id=demo_data.CHAT_ID,
+        chat_id=chat_id,
         messages=len(scenario.messages),
     )
     store = ChatStore(scenario.messages, users)
@@ -300,17 +332,17 @@ def run_demo(
         with transaction(engine) as conn:
             workspace = workspaces.require(conn, workspace_id)
         run: RunReport = reconciler.run(
-            [Target(workspace, demo_data.CHAT_ID)],
+            [Target(workspace, chat_id)],
             mode=Mode.INCREMENTAL,
             scope=AUTOMATIC,
             now=datetime.now(UTC),
         )
-        chat = run.chats[0]
-        result.reconcile = chat.as_dict()
+        read = run.chats[0]
+        result.reconcile = read.as_dict()
         progress(
-            f"reconciliation read {chat.pages} page(s), {chat.messages} messages: "
-            f"{chat.upserts.inserted} recovered, {chat.upserts.updated} updated, "
-            f"{chat.upserts.duplicate} already stored"
+            f"reconciliation read {read.pages} page(s), {read.messages} messages: "
+            f"{read.upserts.inserted} recovered, {read.upserts.updated} updated, "
+            f"{read.upserts.duplicate} already stored"
         )
 
     _run_dagster(engine.url.render_as_string(hide_password=False), home, result, progress)

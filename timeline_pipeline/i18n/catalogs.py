@@ -41,6 +41,8 @@ class Domain(StrEnum):
     """The Markdown export of a timeline."""
     LABELS = "labels"
     """Category and status names, shared by every surface (`i18n/labels.py`)."""
+    DEMO = "demo"
+    """What `timeline-pipeline demo` prints: its headings and pointers (`demo/`)."""
 
 
 EXTRACTION: dict[Domain, tuple[tuple[str, str], ...]] = {
@@ -49,6 +51,7 @@ EXTRACTION: dict[Domain, tuple[tuple[str, str], ...]] = {
     Domain.SUMMARY: (("summary/**.py", "python"),),
     Domain.EXPORT: (("curation/export.py", "python"),),
     Domain.LABELS: (("i18n/labels.py", "python"),),
+    Domain.DEMO: (("demo/**.py", "python"),),
 }
 """Babel's method map per domain, relative to the `timeline_pipeline` package: the sources whose
 `gettext`/`ngettext`/`_` calls (and `{% trans %}` blocks) are that domain's msgids."""
