@@ -138,6 +138,7 @@ def timeline_summary(
         database.engine,
         summarizer.build(settings),
         enabled=summary_enabled(settings.timeline),
+        settings=settings.timeline,
     )
     report = runner.run(workspace_id)
     metadata = report_metadata(report)

@@ -12,10 +12,11 @@ import json
 from datetime import datetime
 from typing import Protocol
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, InstanceOf
 
 from timeline_pipeline.curation.rules import SUMMARY_MAX_CHARS
 from timeline_pipeline.domain.entries import EntrySource, EntryStatus
+from timeline_pipeline.i18n.locales import Presentation
 
 __all__ = [
     "InvalidSummaryOutput",
@@ -57,23 +58,36 @@ class SummaryEntry(BaseModel):
 
 class SummaryInput(BaseModel):
     """The entries a summary is written from, in time order; `omitted` counts what the bound
-    on input size left out (so that the text can say it is partial)."""
+    on input size left out (so that the text can say it is partial); `presentation` is the
+    language and zone the workspace is read in (docs/i18n.md), English and UTC unless the
+    caller says otherwise."""
 
     model_config = _FROZEN
 
     workspace_id: str
     entries: list[SummaryEntry]
     omitted: int = Field(default=0, ge=0)
+    presentation: InstanceOf[Presentation] = Field(default_factory=Presentation.default)
 
     def digest(self) -> str:
         """sha256 of what the text depends on: equal digests, equal summaries (for a given
-        summarizer), so an unchanged timeline need not be summarized again."""
+        summarizer), so an unchanged timeline need not be summarized again. The language and
+        zone are part of it once they differ from English and UTC (a workspace switched to
+        Chinese gets a Chinese summary at its next attempt), and left out otherwise, so that
+        the digests of summaries written before workspaces had a language still match."""
         canonical = [
             [e.id, _iso(e.occurred_at), e.title, e.detail, e.category, e.curated]
             for e in self.entries
         ]
-        payload = json.dumps([canonical, self.omitted], ensure_ascii=False, separators=(",", ":"))
+        parts: list[object] = [canonical, self.omitted]
+        shown = self.presentation
+        if (shown.locale, shown.time_zone.key) != _DEFAULT_SHOWN:
+            parts.append([shown.locale.value, shown.time_zone.key])
+        payload = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+_DEFAULT_SHOWN = (Presentation.default().locale, Presentation.default().time_zone.key)
 
 
 def _iso(moment: datetime) -> str:

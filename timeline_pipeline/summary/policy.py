@@ -18,6 +18,7 @@ from enum import StrEnum
 
 from timeline_pipeline.domain.entries import EntryStatus, SummarySource
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES
+from timeline_pipeline.i18n.locales import Presentation
 from timeline_pipeline.summary.contract import SummaryEntry, SummaryInput
 
 __all__ = ["MAX_SUMMARY_ENTRIES", "Decision", "WindowFacts", "decide", "summary_input"]
@@ -72,22 +73,33 @@ def decide(window: WindowFacts, summary_source: str | None, *, enabled: bool = T
 
 
 def summary_input(
-    workspace_id: str, entries: Sequence[SummaryEntry], *, max_entries: int = MAX_SUMMARY_ENTRIES
+    workspace_id: str,
+    entries: Sequence[SummaryEntry],
+    *,
+    max_entries: int = MAX_SUMMARY_ENTRIES,
+    presentation: Presentation | None = None,
 ) -> SummaryInput:
-    """The visible entries in time order, bounded.
+    """The visible entries in time order, bounded, to be read in `presentation` (the
+    workspace's language and zone; English and UTC when not given).
 
     Hidden entries are dropped here as well as in the query, so no caller can feed them by
     mistake. Over the bound, curated entries (confirmed, human, human-edited) are kept first,
     earliest first, because they are what reviewers vouched for; the remaining room goes to
     the newest drafts, because the latest state matters most in a live incident.
     """
+    shown = presentation or Presentation.default()
     visible = [e for e in entries if e.status != EntryStatus.HIDDEN]
     ordered = sorted(visible, key=lambda e: (e.occurred_at, e.id))
     if len(ordered) <= max_entries:
-        return SummaryInput(workspace_id=workspace_id, entries=ordered)
+        return SummaryInput(workspace_id=workspace_id, entries=ordered, presentation=shown)
     curated = [e for e in ordered if e.curated][:max_entries]
     room = max_entries - len(curated)
     drafts = [e for e in ordered if not e.curated]
     newest = drafts[len(drafts) - room :] if room > 0 else []
     kept = sorted([*curated, *newest], key=lambda e: (e.occurred_at, e.id))
-    return SummaryInput(workspace_id=workspace_id, entries=kept, omitted=len(ordered) - len(kept))
+    return SummaryInput(
+        workspace_id=workspace_id,
+        entries=kept,
+        omitted=len(ordered) - len(kept),
+        presentation=shown,
+    )

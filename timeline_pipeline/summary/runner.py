@@ -31,11 +31,14 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, Engine
 
+from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.domain.entries import EntryRow, SummarySource
+from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import window_states
 from timeline_pipeline.store.entries import visible_entries, visible_entry_counts
 from timeline_pipeline.store.summaries import get_summary, summary_sources, write_ai_summary
 from timeline_pipeline.store.window_states import SummaryWindow, windows_awaiting_summary
+from timeline_pipeline.store.workspaces import WorkspaceNotFound
 from timeline_pipeline.summary.contract import Summarizer, SummaryEntry, SummaryError
 from timeline_pipeline.summary.policy import (
     MAX_SUMMARY_ENTRIES,
@@ -93,6 +96,8 @@ class SummaryReport:
     input_tokens: int = 0
     output_tokens: int = 0
     reason: str | None = None
+    locale: str | None = None
+    time_zone: str | None = None
 
     @property
     def attempted(self) -> bool:
@@ -124,6 +129,9 @@ class SummaryReport:
             data["input_digest"] = self.input_digest
         if self.reason:
             data["reason"] = self.reason
+        if self.locale is not None:
+            data["locale"] = self.locale
+            data["time_zone"] = self.time_zone
         return data
 
 
@@ -177,7 +185,10 @@ def _settle(
 
 
 class SummaryRunner:
-    """Runs the policy for one workspace at a time; the clock is injectable for tests."""
+    """Runs the policy for one workspace at a time; the clock is injectable for tests.
+
+    `settings` are the timeline settings whose `locale` and `timeZone` a workspace without its
+    own choice is read in (docs/i18n.md); their defaults (`auto`, UTC) when not given."""
 
     def __init__(
         self,
@@ -185,6 +196,7 @@ class SummaryRunner:
         summarizer: Summarizer,
         *,
         enabled: bool,
+        settings: LarkTimelineSettings | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_windows: int = MAX_WINDOWS_PER_RUN,
         max_entries: int = MAX_SUMMARY_ENTRIES,
@@ -192,6 +204,7 @@ class SummaryRunner:
         self.engine = engine
         self.summarizer = summarizer
         self.enabled = enabled
+        self.settings = settings if settings is not None else LarkTimelineSettings()
         self.clock = clock
         self.max_windows = max_windows
         self.max_entries = max_entries
@@ -225,11 +238,21 @@ class SummaryRunner:
         with self.engine.connect() as conn:
             rows = visible_entries(conn, workspace_id, limit=self.max_entries * ENTRY_READ_FACTOR)
             current = get_summary(conn, workspace_id)
+            try:
+                # Once per summary: the language and zone the whole text is written in.
+                presentation = presentation_of(conn, workspace_id, self.settings)
+            except (WorkspaceNotFound, ValueError) as exc:
+                return self._failed(report, "no_presentation", str(exc))
         given = summary_input(
-            workspace_id, [summary_entry(r) for r in rows], max_entries=self.max_entries
+            workspace_id,
+            [summary_entry(r) for r in rows],
+            max_entries=self.max_entries,
+            presentation=presentation,
         )
         digest = given.digest()
         report.input_digest = digest
+        report.locale = presentation.locale.value
+        report.time_zone = presentation.time_zone.key
         report.entry_count = len(given.entries)
         report.omitted = given.omitted
         report.summarizer = self.summarizer.name
@@ -267,6 +290,8 @@ class SummaryRunner:
             "prompt_version": result.prompt_version,
             "entry_count": len(given.entries),
             "entries_omitted": given.omitted,
+            "locale": presentation.locale.value,
+            "time_zone": presentation.time_zone.key,
             "entry_ids": [e.id for e in given.entries][:MAX_SUMMARY_ENTRIES],
             "window_state_ids": [w.state_id for w, _ in report.windows][:MAX_LISTED_WINDOWS],
             "generated_at": now.isoformat(),
