@@ -20,6 +20,7 @@ from timeline_pipeline.synthesis.grouping import (
 from timeline_pipeline.synthesis.token_estimate import (
     MESSAGE_OVERHEAD_TOKENS,
     estimate_evidence_tokens,
+    estimate_text_tokens,
     max_text_chars_for,
 )
 
@@ -70,9 +71,10 @@ class EvidenceSlice:
 
 def _truncate(item: EvidenceItem, budget_tokens: int) -> EvidenceItem:
     """Shorten an oversized message so it fits alone, saying so inside the text itself."""
-    limit = max_text_chars_for(item, budget_tokens)
-    marker_room = len(TRUNCATION_MARKER.format(count=len(item.text)))
-    keep = max(0, limit - marker_room)
+    # The marker is charged at its own estimate (its digits and brackets cost more than the
+    # characters they replace); it starts with a space, so the prefix's estimate and its add up.
+    marker_tokens = estimate_text_tokens(TRUNCATION_MARKER.format(count=len(item.text)))
+    keep = max_text_chars_for(item, budget_tokens - marker_tokens)
     text = item.text[:keep] + TRUNCATION_MARKER.format(count=len(item.text) - keep)
     return item.model_copy(update={"text": text})
 

@@ -45,8 +45,10 @@ def test_text_estimate_is_characters_over_three_and_a_half_rounded_up(
 
 
 def test_every_message_pays_metadata_overhead() -> None:
-    item = evidence(1, "x" * 35)
-    assert estimate_evidence_tokens(item) == MESSAGE_OVERHEAD_TOKENS + 10
+    item = evidence(1, "x" * 35)  # no display name: the prompt shows the actor id instead
+    assert estimate_evidence_tokens(item) == (
+        MESSAGE_OVERHEAD_TOKENS + 10 + estimate_text_tokens("ou_alice")
+    )
     assert estimate_total_tokens([item, item]) == 2 * estimate_evidence_tokens(item)
 
 
@@ -70,15 +72,15 @@ def test_count_bound(count: int, max_count: int, expected_sizes: list[int]) -> N
 
 
 def test_token_bound_cuts_before_the_message_that_would_overflow() -> None:
-    items = _window(10, "x" * 70)  # 24 + 20 = 44 tokens each
-    pieces = split_evidence(items, max_count=40, max_estimated_tokens=100)
+    items = _window(10, "x" * 70)  # 30 + 20 + 4 for the actor id = 54 tokens each
+    pieces = split_evidence(items, max_count=40, max_estimated_tokens=110)
     assert _ids([p.evidence for p in pieces]) == [[1, 2], [3, 4], [5, 6], [7, 8], [9, 10]]
 
 
 def test_both_bounds_apply_at_once() -> None:
-    small = [evidence(i, "ok", at=i) for i in range(1, 6)]  # 25 tokens each
-    large = [evidence(i, "x" * 700, at=i) for i in range(6, 9)]  # 224 tokens each
-    pieces = split_evidence(small + large, max_count=3, max_estimated_tokens=300)
+    small = [evidence(i, "ok", at=i) for i in range(1, 6)]  # 35 tokens each
+    large = [evidence(i, "x" * 700, at=i) for i in range(6, 9)]  # 234 tokens each
+    pieces = split_evidence(small + large, max_count=3, max_estimated_tokens=310)
     # the count cuts after 3; the tokens cut between two large messages
     assert _ids([p.evidence for p in pieces]) == [[1, 2, 3], [4, 5, 6], [7], [8]]
 

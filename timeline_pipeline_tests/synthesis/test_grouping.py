@@ -171,8 +171,8 @@ def test_the_root_message_of_a_reply_is_context_however_old() -> None:
 
 def test_context_budget_keeps_the_messages_closest_to_the_chunk() -> None:
     chunk = [evidence(10, at=10)]
-    candidates = [evidence(i, "x" * 70, at=-300 + i * 10) for i in range(1, 6)]  # 44 tokens each
-    assert _context_ids(chunk, candidates, max_estimated_tokens=100) == [4, 5]
+    candidates = [evidence(i, "x" * 70, at=-300 + i * 10) for i in range(1, 6)]  # 54 tokens each
+    assert _context_ids(chunk, candidates, max_estimated_tokens=110) == [4, 5]
     assert _context_ids(chunk, candidates, max_estimated_tokens=0) == []
 
 
