@@ -80,16 +80,17 @@ def chinese_incident(
     *,
     chat: str = "oc_zh",
     time_zone: str = "Asia/Shanghai",
+    locale: str = "zh-CN",
 ) -> ChineseIncident:
-    """A `zh-CN` workspace in `time_zone` with a draft and a curator's entry that cross local
-    midnight (Shanghai's) within one UTC day, each bound to its Chinese message."""
+    """A `zh-CN` workspace (or `locale`) in `time_zone` with a draft and a curator's entry that
+    cross local midnight (Shanghai's) within one UTC day, each bound to its Chinese message."""
     with engine.begin() as conn:
         workspaces.create(
             conn,
             workspace_id,
             created_at=SPIKE_AT - timedelta(hours=1),
             title="支付网关超时",
-            locale="zh-CN",
+            locale=locale,
             time_zone=time_zone,
         )
         workspaces.bind_chat(conn, workspace_id, chat)

@@ -3,11 +3,13 @@
 
 Every browser context aborts and records any request that would leave loopback, so each test
 also proves the page needs nothing from elsewhere. The screenshot of the demo's timeline is
-written to `test-results/ui/` (docs/timeline-page.md).
+written to `test-results/ui/` (docs/timeline-page.md). Beside the demo's English workspace, a
+`zh-CN` one in Asia/Shanghai whose entries cross local midnight (docs/i18n.md).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -32,11 +34,12 @@ from timeline_pipeline.pins.service import PinService, pin_fingerprint
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import entries as entries_store
 from timeline_pipeline.store import workspaces
-from timeline_pipeline_tests.ui.support import demo_incident, sign_in_token
+from timeline_pipeline_tests.ui.support import chinese_incident, demo_incident, sign_in_token
 
 CHROMIUM = Path("/usr/bin/chromium")
 DEMO = "demo-ui"
 OTHER = "other-ui"
+CHINESE = "zh-ui"
 SCREENSHOT_DIR = Path(__file__).resolve().parents[2] / "test-results" / "ui"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -412,3 +415,52 @@ def test_a_message_pinned_from_the_chat_shows_as_human_and_confirmed(
     playwright_api.expect(shown.locator(".entry-title")).to_have_text(entry.title)
     shown.get_by_text("Evidence").click()
     playwright_api.expect(shown.locator(".messages li")).to_have_count(1)
+
+
+def test_a_chinese_workspaces_page_speaks_chinese_in_its_zone_and_confirms_from_it(
+    served: Served, browser: object, visit: Visit
+) -> None:
+    incident = chinese_incident(served.engine, CHINESE, chat="oc_zh_ui")
+    page = visit.page
+    link = f"{served.base_url}/ui/sign-in?token={sign_in_token(served.engine, CHINESE)}"
+    page.goto(link, wait_until="domcontentloaded")  # type: ignore[attr-defined]
+    assert page.locator("html").get_attribute("lang") == "zh-CN"  # type: ignore[attr-defined]
+    page.get_by_role("button", name="登录").click()  # type: ignore[attr-defined]
+    page.wait_for_url(  # type: ignore[attr-defined]
+        f"{served.base_url}/ui/workspaces/{CHINESE}", wait_until="domcontentloaded"
+    )
+    playwright_api.expect(page.locator("html")).to_have_attribute("lang", "zh-CN")  # type: ignore[attr-defined]
+    playwright_api.expect(page.locator("html")).to_have_class(re.compile(r"\bjs\b"))  # type: ignore[attr-defined]
+    playwright_api.expect(page.locator(".hint")).to_contain_text("Asia/Shanghai (UTC+8)")  # type: ignore[attr-defined]
+    draft = page.locator(f'[data-entry-id="{incident.draft_id}"]')  # type: ignore[attr-defined]
+    human = page.locator(f'[data-entry-id="{incident.human_id}"]')  # type: ignore[attr-defined]
+    # 15:40 and 16:12 UTC on one day are 23:40 and 00:12 in Shanghai: two days, so dated.
+    playwright_api.expect(draft.locator("time")).to_have_text("2026年12月4日 23:40 UTC+8")
+    playwright_api.expect(human.locator("time")).to_have_text("2026年12月5日 00:12 UTC+8")
+    # The viewer is in Singapore, UTC+8 as well: no "local time" repeats the time shown.
+    playwright_api.expect(draft.locator(".local-time")).to_have_text("")
+    for name in ("确认", "隐藏", "编辑"):
+        playwright_api.expect(draft.get_by_role("button", name=name)).to_be_visible()
+    playwright_api.expect(page.get_by_role("button", name="Confirm")).to_have_count(0)  # type: ignore[attr-defined]
+    playwright_api.expect(draft.locator(".badge.status-draft")).to_contain_text("草稿")
+    draft.get_by_role("button", name="确认").click()
+    playwright_api.expect(draft).to_have_attribute("data-status", "confirmed")
+    playwright_api.expect(page.locator("#live")).to_contain_text("已确认条目：")  # type: ignore[attr-defined]
+    playwright_api.expect(draft.locator("time")).to_have_text("2026年12月4日 23:40 UTC+8")
+    assert served.service.entry(CHINESE, incident.draft_id).status == "confirmed"
+    page.reload()  # type: ignore[attr-defined]
+    playwright_api.expect(draft).to_have_attribute("data-status", "confirmed")
+    playwright_api.expect(draft.get_by_role("button", name="确认")).to_have_count(0)
+    playwright_api.expect(draft.locator(".badge.status-confirmed")).to_contain_text("已确认")
+    # A viewer elsewhere (Berlin, UTC+1 in December) sees the local time beside, in Chinese.
+    berlin = browser.new_context(timezone_id="Europe/Berlin", locale="en-GB")  # type: ignore[attr-defined]
+    try:
+        elsewhere = berlin.new_page()
+        elsewhere.set_default_timeout(30_000)
+        secret = visit.context.cookies()[0]  # type: ignore[attr-defined]
+        berlin.add_cookies([secret])
+        elsewhere.goto(f"{served.base_url}/ui/workspaces/{CHINESE}")
+        shown = elsewhere.locator(f'[data-entry-id="{incident.draft_id}"] .local-time')
+        playwright_api.expect(shown).to_have_text(re.compile(r"^（本地时间 16:40 .+）$"))
+    finally:
+        berlin.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -15,14 +14,9 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import CurationService, NewEntry
-from timeline_pipeline.db.engine import make_engine
-from timeline_pipeline.db.migrate import upgrade
-from timeline_pipeline.http.app import create_app
 from timeline_pipeline.security.credentials import csrf_token
-from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import ui_sessions
 from timeline_pipeline.ui.pages import SESSION_COOKIE
-from timeline_pipeline_tests.conftest import _drop_pg_database, _fresh_pg_database, _pg_url
 from timeline_pipeline_tests.curation.support import (
     ROLLBACK,
     W1,
@@ -52,29 +46,6 @@ class Site:
         secret, csrf = session(self.engine, workspace_id or self.ws)
         self.client.cookies.set(SESSION_COOKIE, secret, path="/ui")
         return {"X-CSRF-Token": csrf, "Origin": ORIGIN, "HX-Request": "true"}
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[TestClient, Engine]]:
-    """One database and one app per module: each test makes workspaces of its own."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('ui') / 'timeline.db'}"
-        upgrade(make_engine(url, null_pool=True))
-        name = None
-    else:
-        name = _fresh_pg_database(request.getfixturevalue("pg_template"))
-        url = _pg_url(name)
-    engine = make_engine(url)
-    settings = Settings(LarkTimelineSettings(), RuntimeEnvironment(LARK_VERIFICATION_TOKEN="vt"))
-    try:
-        with TestClient(create_app(settings, engine), raise_server_exceptions=False) as client:
-            yield client, engine
-    finally:
-        engine.dispose()
-        if name is not None:
-            _drop_pg_database(name)
 
 
 @pytest.fixture
