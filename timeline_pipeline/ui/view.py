@@ -30,7 +30,7 @@ from timeline_pipeline.domain.entries import (
 from timeline_pipeline.domain.evidence import EvidenceRow
 from timeline_pipeline.i18n.labels import category_label, status_label
 from timeline_pipeline.i18n.locales import Locale, Presentation
-from timeline_pipeline.i18n.times import local, show_date, show_datetime, show_time, zone_label
+from timeline_pipeline.i18n.times import local, show_date, show_time, zone_label
 from timeline_pipeline.ui.language import N_, page_text
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
 
 INPUT_FORMAT = "%Y-%m-%dT%H:%M"
 """A `datetime-local` field's value: a wall-clock time with no zone."""
+_STAMP_FORMAT = "%Y-%m-%d %H:%M"
 
 _WORKSPACE_STATUSES: dict[str, str] = {
     "firing": N_("Firing"),
@@ -212,7 +213,8 @@ class SummaryPanel:
     by_curator: bool
     revision: int | None
     updated: str | None
-    """When it was last written, always with its date, in the workspace's zone."""
+    """When it was last written, always with its date, in the workspace's zone: the ISO date the
+    stamp always had (`2026-12-05 04:05 UTC+8`), readable in every language."""
 
 
 def summary_panel(view: SummaryView | None, presentation: Presentation) -> SummaryPanel:
@@ -222,7 +224,8 @@ def summary_panel(view: SummaryView | None, presentation: Presentation) -> Summa
     paragraphs = tuple(p.strip() for p in view.content.split("\n\n") if p.strip())
     by_curator = view.source == SummarySource.HUMAN
     origin = t.gettext("Written by a curator") if by_curator else t.gettext("Generated")
-    updated = show_datetime(view.updated_at, presentation.time_zone, presentation.locale)
+    zone, at = presentation.time_zone, view.updated_at
+    updated = f"{local(at, zone).strftime(_STAMP_FORMAT)} {zone_label(at, zone)}"
     return SummaryPanel(view.content, paragraphs, origin, by_curator, view.revision, updated)
 
 
