@@ -211,8 +211,8 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
         # "root cause 还没找到": the cause is named as not known yet.
         scores[Category.ROOT_CAUSE] = min(scores[Category.ROOT_CAUSE], 0.0)
     if chinese and lexicon_zh.SPECULATION.search(sentence):
-        # "可能 是 DNS 导致 的": a guess at the cause is not the cause.
-        scores[Category.ROOT_CAUSE] -= _HEDGE_PENALTY
+        # "可能 是 DNS 导致 的": a guess at the cause is not the cause, however it is worded.
+        scores[Category.ROOT_CAUSE] = min(scores[Category.ROOT_CAUSE], 0.0)
     if _either(lexicon.HEDGE, lexicon_zh.HEDGE, sentence):
         # Something considered has not happened: it is neither an action nor a recovery.
         for category in (Category.MITIGATION, Category.DECISION, Category.RECOVERY):
