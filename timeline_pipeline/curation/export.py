@@ -18,7 +18,6 @@ from datetime import datetime
 
 from timeline_pipeline.curation.timeline import EntryView, TimelineView
 from timeline_pipeline.domain.entries import EntrySource, SummarySource
-from timeline_pipeline.i18n import labels
 from timeline_pipeline.i18n.catalogs import Domain, translations
 from timeline_pipeline.i18n.labels import category_label, status_label
 from timeline_pipeline.i18n.locales import Locale, Presentation
@@ -26,9 +25,6 @@ from timeline_pipeline.i18n.times import local, zone_label
 
 __all__ = ["escape_markdown", "render_markdown"]
 
-CATEGORY_LABELS = labels.CATEGORY_LABELS
-"""The English category names, kept importable here for the timeline page until it reads
-`i18n.labels` itself; the export uses `category_label`."""
 _SPECIAL = re.compile(r"([\\`*_\[\]|~>])")
 """Characters with inline meaning in (GitHub) Markdown tables; `<` and `&` become entities."""
 MAX_LINKS_PER_ENTRY = 20

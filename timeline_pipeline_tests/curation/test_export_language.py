@@ -10,15 +10,19 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from timeline_pipeline.cli.main import cli
 from timeline_pipeline.curation.export import render_markdown
 from timeline_pipeline.curation.links import message_applink
 from timeline_pipeline.curation.timeline import EntryView, EvidenceLink, SummaryView, TimelineView
+from timeline_pipeline.http.app import create_app
 from timeline_pipeline.i18n.labels import CATEGORY_LABELS, category_label
 from timeline_pipeline.i18n.locales import Locale, Presentation
+from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import workspaces
+from timeline_pipeline.ui.pages import SESSION_COOKIE
 from timeline_pipeline_tests.curation.support import (
     IMPACT,
     ROLLBACK,
@@ -27,6 +31,7 @@ from timeline_pipeline_tests.curation.support import (
     say,
     synthesize,
 )
+from timeline_pipeline_tests.ui.support import chinese_incident, session
 
 T = datetime(2026, 12, 4, 15, 40, tzinfo=UTC)  # 23:40 in Shanghai
 SHANGHAI = Presentation(Locale.ZH_CN, ZoneInfo("Asia/Shanghai"))
@@ -234,3 +239,23 @@ def test_timeline_export_writes_a_chinese_workspace_in_chinese_and_its_zone(
     assert {row.split(" | ")[3] for row in rows} == {"草稿"}
     stamp = f"| {local:%Y-%m-%d %H}:{local.minute + 1:02d}"
     assert all(row.split(" | ")[0] == stamp for row in rows)
+
+
+def test_the_pages_download_is_the_chinese_workspaces_export(engine: Engine) -> None:
+    incident = chinese_incident(engine, "zh-export")
+    secret, _csrf = session(engine, incident.workspace_id)
+    settings = Settings(LarkTimelineSettings(), RuntimeEnvironment(LARK_VERIFICATION_TOKEN="vt"))
+    with TestClient(create_app(settings, engine)) as client:
+        client.cookies.set(SESSION_COOKIE, secret, path="/ui")
+        answer = client.get(f"/ui/workspaces/{incident.workspace_id}/export.md")
+
+    assert answer.status_code == 200
+    lines = answer.text.splitlines()
+    assert lines[0] == "# 故障时间线：支付网关超时"
+    rows = [line for line in lines if line.startswith("| 2026-")]
+    # 23:40 on 4 December and 00:12 on 5 December in Shanghai: one UTC day, two local ones.
+    assert [row.split(" | ")[:2] for row in rows] == [
+        ["| 2026-12-04 23:40", "影响"],
+        ["| 2026-12-05 00:12", "恢复"],
+    ]
+    assert "| 时间（UTC+8） | 类别 | 内容 | 状态 | 来源消息 |" in lines
