@@ -45,8 +45,12 @@ def spans_days(moments: Iterable[datetime], zone: ZoneInfo) -> bool:
 
 
 def show_date(moment: datetime, zone: ZoneInfo, locale: Locale) -> str:
-    """The local date in the locale's medium form (`Dec 4, 2026`, `2026年12月4日`)."""
-    return format_date(local(moment, zone).date(), format="medium", locale=locale.babel_name)
+    """The local date: ISO 8601 in English (`2026-12-04`, what the product has always shown
+    there), the locale's own medium form elsewhere (`2026年12月4日`)."""
+    day = local(moment, zone).date()
+    if locale is Locale.EN:
+        return day.isoformat()
+    return format_date(day, format="medium", locale=locale.babel_name)
 
 
 def show_time(

@@ -493,13 +493,18 @@ def latest_eligible_at(
     )
 
 
+LANGUAGE_SAMPLE_CHARS = 200
+"""A message's script shows in its first characters: the sample reads no more of each, so that
+a page or card answer that resolves an `auto` locale reads a bounded few kilobytes."""
+
+
 def language_sample(conn: Connection, workspace_id: str, *, limit: int) -> list[str]:
     """The texts of the workspace's first `limit` eligible, not redacted messages: what an
     `auto` locale reads the chat's majority script from (docs/i18n.md). The first ones, not the
     newest, so that a workspace's language settles once its chat has that many messages.
     Read in memory only, never logged."""
     rows = conn.execute(
-        select(ev.c.content)
+        select(func.substr(ev.c.content, 1, LANGUAGE_SAMPLE_CHARS))
         .where(
             ev.c.workspace_id == workspace_id, ev.c.ai_eligible == true(), ev.c.deleted == false()
         )

@@ -116,7 +116,7 @@ def test_an_english_workspace_in_utc_reads_as_before() -> None:
     assert "10:00 UTC · impact · 支付网关 p99 飙到 3s" in texts
     assert "10:02 UTC · mitigation · rollback 已经开始了" in texts
     assert {"Confirm", "Hide", "Category", "New title", "Save title", "3 message(s)"} <= set(texts)
-    assert texts[-1] == "Open for decisions until Nov 29, 2026 11:00 UTC"
+    assert texts[-1] == "Open for decisions until 2026-11-29 11:00 UTC"
     assert not any(HAN.search(t) for t in texts if "p99" not in t and "rollback" not in t)
 
 
