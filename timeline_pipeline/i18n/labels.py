@@ -14,7 +14,7 @@ from timeline_pipeline.i18n.locales import Locale
 __all__ = ["CATEGORY_LABELS", "STATUS_LABELS", "category_label", "status_label"]
 
 
-def N_(message: str) -> str:  # noqa: N802 - gettext's own name for a marked, untranslated string
+def N_(message: str) -> str:
     """Marks `message` for extraction; it is translated where it is shown."""
     return message
 
