@@ -335,9 +335,9 @@ def impact_aspect(sentence: str) -> str:
     ("12% of requests fail" / "users see 'payment failed'") and two facts when they do not
     ("30% of orders fail" / "support has 14 tickets").
     """
-    if lexicon.REPORTS.search(sentence):
+    if _either(lexicon.REPORTS, lexicon_zh.REPORTS, sentence):
         return "reports"
-    if lexicon.BUSINESS_METRIC.search(sentence):
+    if _either(lexicon.BUSINESS_METRIC, lexicon_zh.BUSINESS, sentence):
         return "business"
     return "service"
 

@@ -21,6 +21,7 @@ from timeline_pipeline.synthesis.lexicon import Cue
 __all__ = [
     "ACKNOWLEDGEMENT",
     "BOT",
+    "BUSINESS",
     "CATEGORY_CUES",
     "COMMS",
     "CONDITION",
@@ -34,6 +35,7 @@ __all__ = [
     "PENDING",
     "PROPOSAL",
     "QUESTION",
+    "REPORTS",
     "SOCIAL",
     "SPECULATION",
     "TABLE_FILE",
@@ -105,4 +107,8 @@ SOCIAL = _FILTERS["social"]
 ACKNOWLEDGEMENT = _FILTERS["acknowledgement"]
 BOT = _FILTERS["bot"]
 PROPOSAL = _FILTERS["proposal"]
+REPORTS = _FILTERS["reports"]
+"""Impact seen through people telling us: 反馈, 投诉, 工单."""
+BUSINESS = _FILTERS["business"]
+"""Impact seen in business numbers: 订单, 成交, GMV."""
 INTENT = _FILTERS["intent"]

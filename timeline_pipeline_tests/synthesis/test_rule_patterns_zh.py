@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from timeline_pipeline.synthesis.classify import MessageKind, read_message
+from timeline_pipeline.synthesis.classify import MessageKind, impact_aspect, read_message
 from timeline_pipeline.synthesis.contract import Category
+from timeline_pipeline.synthesis.segment import segmented
 from timeline_pipeline_tests.synthesis.builders import evidence
 
 
@@ -159,6 +160,7 @@ QUESTIONS = [
     "要不要把这次导致超时的配置先回滚",
     "现在恢复了没有？",
     "谁知道是什么原因导致的",
+    "需要补偿吗 还是等自动恢复",
 ]
 
 GUESSES_AND_HEDGES = [
@@ -168,6 +170,7 @@ GUESSES_AND_HEDGES = [
     "估计是缓存雪崩导致的",
     "如果回滚完成了还不行，就切流",
     "建议等迁移完成后再切主",
+    "重启完成后会自动切回主库",
 ]
 
 
@@ -214,3 +217,18 @@ def test_a_chinese_sentence_ends_at_its_full_width_question_mark() -> None:
         MessageKind.FACT,
         Category.MITIGATION,
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        ("半小时已经 300 多个工单了", "reports"),
+        ("下单量比平时少了 30%", "business"),
+        ("收银台页面打不开，一直转圈", "service"),
+    ],
+)
+def test_a_chinese_impact_is_seen_through_reports_business_numbers_or_the_service(
+    text: str, aspect: str
+) -> None:
+    """Two impacts are one picture only when seen in the same place (`impact_aspect`)."""
+    assert impact_aspect(segmented(text)) == aspect
