@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from timeline_pipeline.synthesis.segment import segmented
+
 __all__ = [
     "cjk_count",
     "clean_text",
@@ -188,11 +190,33 @@ def topic_words(text: str) -> frozenset[str]:
         for piece in _pieces(word)
         if piece.lower() not in _STOPWORDS
     )
-    return frozenset(
+    english = (
         word
         for word in words
         if (len(word) >= 3 or any(ch.isdigit() for ch in word)) and word not in _STOPWORDS
     )
+    return frozenset((*english, *_chinese_topics(canonical)))
+
+
+_CJK_WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}")
+_CHINESE_STOPWORDS = frozenset(
+    str.split(
+        """
+    已经 现在 这个 那个 这边 那边 我们 你们 他们 大家 一下 一个 还是 就是 但是 不过 然后 所以
+    因为 可以 需要 应该 可能 好像 感觉 没有 还没 问题 情况 目前 刚才 刚刚 之后 之前 时候 一直
+    的话 如果 看看 看到 发现 确认 知道 觉得 这样 那样 什么 怎么 全部 都是 先把 正在
+    """
+    )
+)
+"""Words every Chinese message uses: they say nothing about which system or action it is."""
+
+
+def _chinese_topics(text: str) -> list[str]:
+    """Chinese content words, as the segmenter splits them: "回滚 网关 配置" talks about the
+    gateway's configuration, whoever wrote it and however."""
+    if not cjk_count(text):
+        return []
+    return [word for word in _CJK_WORD.findall(segmented(text)) if word not in _CHINESE_STOPWORDS]
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from timeline_pipeline.synthesis.segment import segmented, words
+from timeline_pipeline.synthesis.text import topic_words
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,3 +46,11 @@ def test_segmenting_prints_nothing_and_writes_nothing_into_the_repository() -> N
     assert result.stdout.strip() == "已经 摘流量 了"
     assert result.stderr == ""
     assert {p for p in ROOT.iterdir()} == before
+
+
+def test_chinese_content_words_are_topics_so_two_messages_about_one_action_meet() -> None:
+    """Drafts merge on shared topic words (synthesis/rules.py); Chinese ones come from words."""
+    announced = topic_words("我去回滚网关配置")
+    done = topic_words("网关配置回滚完成")
+    assert {"回滚", "网关", "配置"} <= announced & done
+    assert "已经" not in topic_words("已经回滚了")
