@@ -25,9 +25,9 @@ from timeline_pipeline.synthesis.contract import (
 )
 from timeline_pipeline.synthesis.prompt import (
     PROMPT_VERSION,
-    SYSTEM_PROMPT,
     RecordEntriesInput,
     render_chunk,
+    system_prompt,
     tool_definition,
 )
 
@@ -64,7 +64,7 @@ class ClaudeSynthesizer(ForcedToolCaller):
 
     def synthesize(self, chunk: SynthesisChunk) -> SynthesisResult:
         answer = self.call(
-            system=SYSTEM_PROMPT,
+            system=system_prompt(chunk.locale),
             prompt=render_chunk(chunk),
             tool=self._tool,
             schema=RecordEntriesInput,
@@ -77,6 +77,7 @@ class ClaudeSynthesizer(ForcedToolCaller):
             **_chunk_ids(chunk),
             evidence_count=len(chunk.evidence),
             entry_count=len(entries),
+            locale=chunk.locale.value,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             model=answer.model,

@@ -15,6 +15,8 @@ from typing import Annotated, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from timeline_pipeline.i18n.locales import Locale
+
 __all__ = [
     "FINGERPRINT_SCOPE",
     "Category",
@@ -94,7 +96,8 @@ class SynthesisChunk(BaseModel):
     `context` is read-only: it may explain the evidence but must never be cited, because only
     evidence inside the window counts towards the window cursor and aggregate hash.
     `truncated_ids` names evidence whose text was shortened to fit the token budget, so that the
-    shortening is visible to the caller instead of silent.
+    shortening is visible to the caller instead of silent. `locale` is the workspace's language
+    (docs/i18n.md): a model synthesizer writes titles in it; the rule synthesizer ignores it.
     """
 
     model_config = _FROZEN
@@ -106,6 +109,7 @@ class SynthesisChunk(BaseModel):
     groups: list[ConversationGroup]
     context: list[EvidenceItem] = Field(default_factory=list)
     truncated_ids: list[int] = Field(default_factory=list)
+    locale: Locale = Locale.EN
 
 
 class DraftEntry(BaseModel):

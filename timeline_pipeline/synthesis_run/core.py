@@ -4,9 +4,9 @@ What a window's synthesis reads and asks is the same whether its drafts are then
 (`synthesis_run.runner`, docs/design.md §7) or only compared with the timeline (the rerun
 preview, docs/maintenance.md "Preview a rerun"): the window's eligible evidence in
 (occurred_at, id) order, the read-only context before it and around its threads, the chunks
-bounded by the settings' count and token limits, and each chunk's synthesizer call with its
-bounded attempts. Keeping these here, once, is what makes a preview's proposals the ones the
-rerun itself would make.
+bounded by the settings' count and token limits and carrying the workspace's language, and each
+chunk's synthesizer call with its bounded attempts. Keeping these here, once, is what makes a
+preview's proposals the ones the rerun itself would make.
 
 The reads take the caller's connection (the run's own, or the preview's batch transaction);
 the chunk call takes its clock, sleep and randomness from the caller.
@@ -22,6 +22,7 @@ from typing import Protocol
 import structlog
 from sqlalchemy import Connection
 
+from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.domain.evidence import EvidenceCursor, EvidenceRow
 from timeline_pipeline.domain.keys import (
     SOURCE_LARK,
@@ -29,6 +30,7 @@ from timeline_pipeline.domain.keys import (
     message_source_key,
 )
 from timeline_pipeline.domain.window_keys import WindowRef
+from timeline_pipeline.i18n.locales import Locale
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence
@@ -58,6 +60,7 @@ __all__ = [
     "context_candidates",
     "read_window",
     "window_chunks",
+    "window_locale",
 ]
 
 log = structlog.get_logger(__name__)
@@ -151,22 +154,32 @@ def context_candidates(
     return list(candidates.values())
 
 
+def window_locale(conn: Connection, ref: WindowRef, settings: LarkTimelineSettings) -> Locale:
+    """The language of the window's workspace (`curation.presentation`, docs/i18n.md): a model
+    synthesizer writes its titles in it, so that drafts read like the rest of the workspace."""
+    return presentation_of(conn, ref.workspace_id, settings).locale
+
+
 def window_chunks(
     ref: WindowRef,
     todo: Sequence[EvidenceItem],
     candidates: Sequence[EvidenceItem],
     settings: LarkTimelineSettings,
     size: timedelta,
+    *,
+    locale: Locale,
 ) -> list[SynthesisChunk]:
-    """`todo` cut into chunks bounded by the settings' count and token limits, with context;
-    `size` is the window's own, as for `read_window`."""
-    return plan_chunks(
+    """`todo` cut into chunks bounded by the settings' count and token limits, with context,
+    each carrying the workspace's `locale` (`window_locale`); `size` is the window's own, as for
+    `read_window`."""
+    chunks = plan_chunks(
         ref.window_start,
         ref.window_end(size),
         todo,
         limits=chunk_limits(settings),
         context_candidates=candidates,
     )
+    return [chunk.model_copy(update={"locale": locale}) for chunk in chunks]
 
 
 def call_synthesizer(

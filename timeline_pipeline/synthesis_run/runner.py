@@ -45,6 +45,7 @@ from timeline_pipeline.synthesis_run.core import (
     context_candidates,
     read_window,
     window_chunks,
+    window_locale,
 )
 from timeline_pipeline.synthesis_run.draft_matching import DraftOutcome
 from timeline_pipeline.synthesis_run.drafts import draft_write, evidence_item
@@ -348,9 +349,11 @@ class WindowRunner:
         current = state
         todo = resume.todo
         passes = 0
+        with self.engine.connect() as conn:
+            locale = window_locale(conn, ref, self.settings)  # once per run, late passes too
         while True:
             candidates = self._context_candidates(ref, items)
-            chunks = window_chunks(ref, todo, candidates, self.settings, size)
+            chunks = window_chunks(ref, todo, candidates, self.settings, size, locale=locale)
             if done_before:
                 # Planned from the cursor on: number them as parts of the whole window (the
                 # prompt and the logs say "part N"), not from zero again.

@@ -11,6 +11,7 @@ from typing import Any
 import anthropic
 import pytest
 
+from timeline_pipeline.i18n.locales import Locale
 from timeline_pipeline.llm.forced_tool import build_claude_client, is_transient
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
@@ -22,7 +23,7 @@ from timeline_pipeline.synthesis.contract import (
     SynthesisRejected,
     SynthesisUnavailable,
 )
-from timeline_pipeline.synthesis.prompt import SYSTEM_PROMPT, TOOL_NAME
+from timeline_pipeline.synthesis.prompt import SYSTEM_PROMPT, TOOL_NAME, system_prompt
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,
     ErrorReply,
@@ -109,7 +110,7 @@ def test_tool_output_becomes_validated_drafts_with_usage(
     assert entry.occurred_at == chunk.evidence[0].occurred_at
     assert (result.usage.input_tokens, result.usage.output_tokens) == (321, 54)
     assert result.model == "claude-standin"
-    assert result.prompt_version == PROMPT_VERSION == "claude-v2"
+    assert result.prompt_version == PROMPT_VERSION == "claude-v3"
 
 
 def test_request_forces_the_tool_and_lists_evidence_and_read_only_context(
@@ -134,6 +135,21 @@ def test_request_forces_the_tool_and_lists_evidence_and_read_only_context(
     assert prompt.index("CONTEXT (read-only") < prompt.index("context: the deploy finished")
     assert prompt.index("context: the deploy finished") < prompt.index("EVIDENCE")
     assert '"group":"g1"' in prompt
+
+
+def test_a_chinese_workspace_asks_for_chinese_titles_and_keeps_them(
+    standin: AnthropicStandIn, chunk: SynthesisChunk
+) -> None:
+    title = "支付网关 p99 升到 3s，已回滚 payments-config"
+    standin.enqueue(
+        tool_reply(_entries_input({"title": title, "category": "mitigation", "evidence_ids": [2]}))
+    )
+    chinese = chunk.model_copy(update={"locale": Locale.ZH_CN})
+    result = _synthesizer(standin.base_url).synthesize(chinese)
+    [request] = standin.requests
+    assert request.body["system"] == system_prompt(Locale.ZH_CN) != SYSTEM_PROMPT
+    assert "Simplified Chinese (zh-CN)" in request.body["system"]
+    assert [entry.title for entry in result.entries] == [title]
 
 
 def test_repeated_ids_are_cited_once(standin: AnthropicStandIn, chunk: SynthesisChunk) -> None:

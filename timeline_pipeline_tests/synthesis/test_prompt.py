@@ -3,18 +3,22 @@ pydantic model, and a compact listing where only window evidence carries citable
 
 from __future__ import annotations
 
+import hashlib
 import json
 
+from timeline_pipeline.i18n.locales import Locale
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
 from timeline_pipeline.synthesis.contract import Category
 from timeline_pipeline.synthesis.prompt import (
     CONTEXT_HEADER,
     EVIDENCE_HEADER,
+    LANGUAGE_INSTRUCTION,
     PROMPT_VERSION,
     SYSTEM_PROMPT,
     TOOL_NAME,
     RecordEntriesInput,
     render_chunk,
+    system_prompt,
     tool_definition,
     tool_input_schema,
 )
@@ -22,9 +26,38 @@ from timeline_pipeline_tests.synthesis.builders import WINDOW_END, WINDOW_START,
 
 
 def test_prompt_is_versioned() -> None:
-    assert PROMPT_VERSION == "claude-v2"
+    assert PROMPT_VERSION == "claude-v3"
     for category in Category:
         assert category.value in SYSTEM_PROMPT
+
+
+# SHA-256 of claude-v2's system prompt: English's wording did not move with v3.
+V2_SYSTEM_PROMPT_SHA256 = "af0f243b3cade71f4ae7c084f0c4a9aa7cfdb56e03d296f1d534a11b561d2b04"
+
+
+def test_an_english_workspace_keeps_the_default_system_prompt() -> None:
+    assert system_prompt(Locale.EN) == SYSTEM_PROMPT
+    assert hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest() == V2_SYSTEM_PROMPT_SHA256
+    assert "zh-CN" not in SYSTEM_PROMPT
+
+
+def test_a_chinese_workspace_is_named_and_asked_for_titles_in_simplified_chinese() -> None:
+    prompt = system_prompt(Locale.ZH_CN)
+    assert prompt.startswith(SYSTEM_PROMPT + "\n\n")
+    added = prompt.removeprefix(SYSTEM_PROMPT + "\n\n")
+    assert added == LANGUAGE_INSTRUCTION.format(language="Simplified Chinese", locale="zh-CN")
+    assert added.startswith("The workspace's language is Simplified Chinese (zh-CN).")
+    assert "Write every title and detail in Simplified Chinese" in added
+    assert "technical terms" in added and "exactly as the chat writes them" in added
+
+
+def test_the_user_turn_is_the_same_whatever_the_locale() -> None:
+    [chunk] = plan_chunks(
+        WINDOW_START, WINDOW_END, [evidence(1, "支付网关超时，已回滚")], limits=ChunkLimits()
+    )
+    chinese = chunk.model_copy(update={"locale": Locale.ZH_CN})
+    assert chunk.locale is Locale.EN
+    assert render_chunk(chinese) == render_chunk(chunk)
 
 
 def test_tool_schema_is_flat_and_matches_the_pydantic_model() -> None:

@@ -45,6 +45,7 @@ from timeline_pipeline.synthesis_run.core import (
     context_candidates,
     read_window,
     window_chunks,
+    window_locale,
 )
 from timeline_pipeline.synthesis_run.draft_matching import DraftOutcome
 from timeline_pipeline.synthesis_run.drafts import draft_write, evidence_item
@@ -173,7 +174,12 @@ class RerunPreview:
         synthesizer = self.synthesizer
         candidates = context_candidates(conn, ref, items, self._settings)
         chunks = window_chunks(
-            ref, items, candidates, self._settings, self._settings.synthesis_window
+            ref,
+            items,
+            candidates,
+            self._settings,
+            self._settings.synthesis_window,
+            locale=window_locale(conn, ref, self._settings),
         )
         for number, chunk in enumerate(chunks, start=1):
             totals["chunks"] += 1
