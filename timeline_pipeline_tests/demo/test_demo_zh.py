@@ -36,11 +36,12 @@ from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import workspaces
 from timeline_pipeline.synthesis.contract import Category
 
-MIN_RECALL = 0.55
+MIN_RECALL = 0.6
 MIN_PRECISION = 0.4
-"""Floors under what the rules measured on this chat when it was added (recall 0.69, precision
-0.51 by category and message, 22 of 32 expected facts from 43 drafts): a regression check, not
-a target. The chat was written without reading the synthesizer."""
+"""Floors under what the rules measured on this chat (matched by category and message): 0.69 /
+0.51 when it was added (22 of 32 expected facts from 43 drafts), 0.75 / 0.49 once the rules read
+Chinese in words (24 of 32 from 49). A regression check, not a target: the chat was written
+without reading the synthesizer."""
 HAN = re.compile(r"[\u4e00-\u9fff]")
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
