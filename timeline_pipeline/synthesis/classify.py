@@ -219,7 +219,7 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
             scores[category] -= _HEDGE_PENALTY
     if chinese and lexicon_zh.HISTORY.search(sentence):
         # "昨晚 22:10 发布 了 新 配置": a change told as history is a finding about it.
-        scores[Category.MITIGATION] -= _HEDGE_PENALTY
+        scores[Category.MITIGATION] = min(scores[Category.MITIGATION], 0.0)
     if _either(lexicon.FRONTED_REASON, lexicon_zh.FRONTED_REASON, sentence):
         # "Because X is off, replay has been paused": the state is explained, not changed.
         for category in (Category.MITIGATION, Category.DECISION):
@@ -241,9 +241,11 @@ def score_sentence(sentence: str) -> tuple[Category | None, float]:
     if any(scores[c] >= _SPECIFIC_CUE for c in scores if c is not Category.FINDING):
         # The structural signs of an observation (a name and a number) are in most sentences;
         # when a specific kind is clearly stated they are its evidence, not a finding of their own.
+        structural = lexicon.STRUCTURAL_CUES[Category.FINDING]
+        if chinese:
+            structural += lexicon_zh.STRUCTURAL_CUES.get(Category.FINDING, ())
         scores[Category.FINDING] -= sum(
-            _cue_weight(cue, sentence, Category.FINDING)
-            for cue in lexicon.STRUCTURAL_CUES[Category.FINDING]
+            _cue_weight(cue, sentence, Category.FINDING) for cue in structural
         )
     # Finding is the generic kind: many weak signs of an observation must not outvote one
     # specific cue ("purged 118k jobs, queue at 900" is an action with its result).

@@ -38,6 +38,7 @@ __all__ = [
     "REPORTS",
     "SOCIAL",
     "SPECULATION",
+    "STRUCTURAL_CUES",
     "TABLE_FILE",
     "UNKNOWN_CAUSE",
     "load_table",
@@ -57,8 +58,11 @@ def _expand(pattern: str, macros: dict[str, str]) -> str:
     return _MACRO.sub(value, pattern)
 
 
-def load_table(text: str) -> tuple[dict[str, re.Pattern[str]], dict[Category, tuple[Cue, ...]]]:
-    """The table's filters (one pattern each, its alternatives joined) and cues per category."""
+def load_table(
+    text: str, *, structural: bool = False
+) -> tuple[dict[str, re.Pattern[str]], dict[Category, tuple[Cue, ...]]]:
+    """The table's filters (one pattern each, its alternatives joined) and cues per category
+    (with `structural`, only the groups marked `structural = true`)."""
     raw: dict[str, Any] = tomllib.loads(text)
     macros: dict[str, str] = {}
     for name, value in raw.get("macros", {}).items():
@@ -75,14 +79,17 @@ def load_table(text: str) -> tuple[dict[str, re.Pattern[str]], dict[Category, tu
         cues[category] = tuple(
             Cue(re.compile(_expand(str(p), macros), re.IGNORECASE), float(group["weight"]))
             for group in groups
+            if not structural or group.get("structural", False)
             for p in group["patterns"]
         )
     return filters, cues
 
 
-_FILTERS, CATEGORY_CUES = load_table(
-    resources.files(__package__).joinpath(TABLE_FILE).read_text(encoding="utf-8")
-)
+_TEXT = resources.files(__package__).joinpath(TABLE_FILE).read_text(encoding="utf-8")
+_FILTERS, CATEGORY_CUES = load_table(_TEXT)
+STRUCTURAL_CUES = load_table(_TEXT, structural=True)[1]
+"""Numbers and units as evidence: discounted when a specific kind is clearly stated, as the
+English `lexicon.STRUCTURAL_CUES` are."""
 
 QUESTION = _FILTERS["question"]
 """A question, with or without its mark: "是不是 DNS 导致 的", "恢复 了 吗"."""

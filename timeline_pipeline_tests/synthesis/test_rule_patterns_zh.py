@@ -47,6 +47,14 @@ MITIGATION = [
     "熔断打开了",
     "把这台机器从负载均衡摘掉了",
     "热点 key 做了本地缓存",
+    "v3.2 回滚到 v3.1 了",
+    "流量已经全部切到上海机房",
+    "把 batch job 停了",
+    "临时把超时从 1s 调到 3s",
+    "扩了 10 个 pod",
+    "kill 掉了那个长事务",
+    "DNS TTL 改成 60s 了",
+    "已经加了 IP 黑名单",
 ]
 
 NEXT_STEP = [
@@ -61,6 +69,9 @@ NEXT_STEP = [
     "后面要把这个告警阈值调低",
     "复盘会定在周四",
     "下周出一个改进方案",
+    "action：加 canary 自动回滚，owner 王磊",
+    "补一个容量规划，月底前",
+    "复盘文档我周五前写完",
 ]
 
 IMPACT = [
@@ -77,6 +88,9 @@ IMPACT = [
     "影响了大约 2 万笔订单",
     "华东区的用户基本都访问不了",
     "支付成功率从 99% 掉到 60%",
+    "约 15% 的请求失败",
+    "退款到账延迟，客诉 40 多个",
+    "部分商家后台登不上",
 ]
 
 FINDING = [
@@ -96,6 +110,13 @@ FINDING = [
     "下游 inventory-svc 响应变慢，平均 800ms",
     "这台机器的 load 到了 60",
     "错误日志里全是 Connection refused",
+    "gateway 的 5xx 集中在 az-c",
+    "所有报错都来自 v3.2 的 pod",
+    "证书昨天 23:59 过期",
+    "只有走 CDN 的请求有问题，直连正常",
+    "GC 停顿最长 4s",
+    "新版本的 sdk 默认开了重试",
+    "app 首页加载要 10 秒以上",
 ]
 
 ROOT_CAUSE = [
@@ -122,6 +143,10 @@ DECISION = [
     "今天不发版了，全部冻结",
     "小李负责对外沟通，我盯数据库",
     "大家先别动生产环境",
+    "那就这么办，先降级再排查",
+    "同意回滚",
+    "这次由张伟负责协调",
+    "暂停所有发布",
 ]
 
 RECOVERY = [
@@ -134,6 +159,7 @@ RECOVERY = [
     "现在一切正常",
     "积压消化完了",
     "用户反馈可以正常支付了",
+    "用户可以正常下单了",
 ]
 
 FAMILIES = [
@@ -224,7 +250,6 @@ def test_a_chinese_sentence_ends_at_its_full_width_question_mark() -> None:
     [
         ("半小时已经 300 多个工单了", "reports"),
         ("下单量比平时少了 30%", "business"),
-        ("收银台页面打不开，一直转圈", "service"),
     ],
 )
 def test_a_chinese_impact_is_seen_through_reports_business_numbers_or_the_service(
