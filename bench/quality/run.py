@@ -398,6 +398,37 @@ def _quality_rows(
     ]
 
 
+MAX_LANGUAGE_GAP = 0.05
+"""Issue 33: Chinese and mixed chats within 0.05 of English, on recall and on precision."""
+
+
+def _language_gaps(per_language: Mapping[str, Row]) -> list[BenchRow]:
+    """Each other language's held-out precision and recall minus English's (0 or more: as good
+    as English)."""
+    english = per_language.get("en")
+    if english is None:
+        return []
+    table: list[BenchRow] = []
+    for language, overall in per_language.items():
+        if language == "en":
+            continue
+        for figure in ("precision", "recall"):
+            gap = round(getattr(overall, figure) - getattr(english, figure), 3)
+            table.append(
+                measured(
+                    "quality",
+                    f"rules {figure} against English, held-out half, {language}",
+                    gap,
+                    target=Target(">=", -MAX_LANGUAGE_GAP),
+                    note=(
+                        f"{language} {getattr(overall, figure):.2f}, "
+                        f"en {getattr(english, figure):.2f}"
+                    ),
+                )
+            )
+    return table
+
+
 def _set_label(name: str, set_rows: Sequence[Row]) -> str:
     count = len(set_rows) - 1
     return f"{LABELS[name]} ({count} transcript{'s' if count != 1 else ''})"
@@ -426,6 +457,8 @@ def rows(
             for overall in by_language(rules[name], languages).values():
                 label = f"{LABELS[name]}, {overall.transcript}"
                 table.extend(_quality_rows("rules ", label, overall, None))
+    if "held_out" in rules and languages is not None:
+        table.extend(_language_gaps(by_language(rules["held_out"], languages)))
     for name, set_rows in rules.items():
         overall = set_rows[-1]
         if overall.negatives:

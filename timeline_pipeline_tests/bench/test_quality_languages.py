@@ -49,3 +49,21 @@ def test_the_halves_are_reported_per_language_and_the_tuned_set_is_not() -> None
     assert figures["rules recall, tuning half, en (1 transcript)"] == 1.0
     assert figures["rules recall, held-out half, zh (1 transcript)"] == 0.5
     assert not any("tuned set, " in figure for figure in figures)
+
+
+def test_each_language_is_set_against_english_on_the_held_out_half() -> None:
+    rules = {
+        "held_out": [
+            _row("e", 10, 10, 6),
+            _row("z", 10, 10, 5),
+            _row("m", 8, 10, 6),
+            _row("overall", 28, 30, 17),
+        ]
+    }
+    table = rows(rules, None, (), {"z": "zh", "m": "mixed"})
+    gaps = {r.figure: r for r in table if "against English" in r.figure}
+    zh = gaps["rules precision against English, held-out half, zh"]
+    assert (zh.value, zh.met) == (-0.1, False)
+    mixed = gaps["rules recall against English, held-out half, mixed"]
+    assert (mixed.value, mixed.met) == (0.0, True)
+    assert len(gaps) == 4

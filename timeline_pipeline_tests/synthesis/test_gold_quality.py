@@ -47,18 +47,23 @@ MIN_RECALL = 0.8
 TUNED_MIN_PRECISION = 0.88
 TUNED_MIN_RECALL = 0.95
 """The tuned set may not fall below what it scored before the structural cues were added."""
-TUNING_FLOORS = {"en": (0.85, 0.78), "mixed": (0.85, 0.70), "zh": (0.85, 0.65)}
+TUNING_FLOORS = {"en": (0.85, 0.78), "mixed": (0.85, 0.85), "zh": (0.85, 0.78)}
 """Per language (`languages.json`), precision and recall. The English tuning transcripts scored
 0.89 / 0.81 with rules-v6 (their last four 0.53 / 0.40 under rules-v5 before they were tuned
 on); the Chinese and mixed ones were added with issue 33's Chinese cues (bench/quality/NOTES.md,
-"Chinese and mixed chats")."""
+"Chinese and mixed chats": 0.91 / 0.92 and 0.92 / 0.85 after it, tuned on)."""
 HELD_OUT_FLOOR_PRECISION = 0.55
 HELD_OUT_FLOOR_RECALL = 0.5
 """A regression floor under the measured held-out figures (the eight transcripts of rounds one
-to three: 0.60 / 0.53 under rules-v4, 0.59 / 0.54 under rules-v5, 0.63 / 0.58 under rules-v6),
+to three: 0.60 / 0.53 under rules-v4, 0.59 / 0.54 under rules-v5, 0.63 / 0.58 under rules-v6;
+with the eight Chinese and mixed ones of issue 33, sixteen: 0.69 / 0.64),
 not the 0.80 target: bench/quality reports the target and whether it is met. Raising these
 numbers by changing a rule for a held-out miss is what the split forbids
 (bench/quality/NOTES.md)."""
+HELD_OUT_FLOORS = {"en": (0.55, 0.5), "mixed": (0.65, 0.6), "zh": (0.6, 0.52)}
+"""Per language, under the figures measured when the Chinese cues were added (en 0.62 / 0.56, mixed
+0.75 / 0.71, zh 0.71 / 0.62; before them mixed 0.62 / 0.48, zh 0.68 / 0.36): a regression floor,
+not a target (bench/quality/NOTES.md, "Chinese and mixed chats")."""
 HELD_OUT_MIN_PRECISION = 0.6
 HELD_OUT_MIN_RECALL = 0.6
 """The bundled demo chat was written independently of the rules: a floor, not a tuning target."""
@@ -121,6 +126,18 @@ def test_the_held_out_half_stays_above_its_floor_with_every_category_hit() -> No
             c for c, s in category_scores(produced, transcript.expected).items() if s.matched
         )
     assert hit == set(Category)
+
+
+@pytest.mark.parametrize("language", sorted(HELD_OUT_FLOORS))
+def test_the_held_out_half_stays_above_its_floor_in_every_language(language: str) -> None:
+    languages = load_languages(GOLD)
+    held_out = load_gold_set(GOLD, split=Split.HELD_OUT)
+    part = [t for t in held_out if languages.get(t.name, "en") == language]
+    assert part
+    total = sum((_score(t) for t in part), Score(0, 0, 0))
+    precision, recall = HELD_OUT_FLOORS[language]
+    assert total.precision >= precision, total
+    assert total.recall >= recall, total
 
 
 def test_no_single_transcript_is_far_below_the_bar(gold: list[GoldTranscript]) -> None:
