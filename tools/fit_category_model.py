@@ -6,10 +6,11 @@
 The held-out half is never read (bench/quality/NOTES.md): only transcripts whose split is
 `tuned` or `tuning` in `splits.json` are fitted on, and their names are written into the model.
 Each evidence message a fact cites is one example, labelled with that fact's kind (the first
-fact, when several cite it). scikit-learn's multinomial logistic regression (lbfgs, L2, C=1) is
-deterministic, so a refit reproduces the file; weights are rounded to three decimals, features
-whose largest weight rounds to zero are left out, and the file has one feature per line so that a
-refit reads as a diff.
+fact, when several cite it), read in words (Chinese segmented by `synthesis/segment.py`, so the
+three languages of the gold set, en, mixed and zh, share one model). scikit-learn's
+multinomial logistic regression (lbfgs, L2, C=1) is deterministic, so a refit reproduces the
+file; weights are rounded to three decimals, features whose largest weight rounds to zero are
+left out, and the file has one feature per line so that a refit reads as a diff.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Kept apart from the scoring code so that a reviewer can read (and argue with) the vocabulary in
 one place. The cues are general English incident language (what on-call engineers write about
 impact, findings, actions and recovery in any system), not phrases from a particular incident.
+Chinese and mixed Chinese-English cues are a table of their own (`lexicon_zh.toml`, read by
+`lexicon_zh`), applied to sentences with Chinese in them.
 """
 
 from __future__ import annotations
@@ -509,8 +511,8 @@ OPENING_ACTION = re.compile(
 
 STRUCTURAL_CUES: dict[Category, tuple[Cue, ...]] = {
     # Cues that do not depend on a topic's vocabulary: how a sentence is built (who acts, in
-    # which tense, with which connective, on what measurement), in English and in Chinese, the
-    # two languages Lark incident chats are written in.
+    # which tense, with which connective, on what measurement). The Chinese ones are in
+    # `lexicon_zh.toml`.
     Category.ROOT_CAUSE: (
         # "X is because Y", "that happened because", "memory grows because ...".
         *_cues(

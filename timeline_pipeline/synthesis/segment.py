@@ -51,6 +51,8 @@ def _cache_dir() -> str:
 
 def _load() -> Any:
     global _tokenizer
+    if _tokenizer is not None:
+        return _tokenizer
     with _lock:
         if _tokenizer is None:
             import jieba  # type: ignore[import-untyped]
