@@ -18,6 +18,7 @@ from typing import Any, Final
 from sqlalchemy import Connection
 
 from timeline_pipeline.domain.evidence import HashInput
+from timeline_pipeline.lifecycle.hold_gate import EVIDENCE
 from timeline_pipeline.maintenance.processor import (
     StepOutcome,
     StepRequest,
@@ -37,7 +38,9 @@ Change = tuple[int, str, str]
 class ContentHashBackfill:
     type = "content_hash_backfill"
     version = "1"
-    rewrites: tuple[str, ...] = ()
+    rewrites: tuple[str, ...] = (EVIDENCE,)
+    """A held row's hash is part of what the hold keeps (docs/lifecycle.md, "What a hold
+    stops"): the job service asks the gate for it before and after every apply batch."""
 
     def validate(self, parameters: Mapping[str, Any]) -> ValidatedInput:
         _, workspace_id = scoped_parameters(parameters, {"workspace_id"})

@@ -64,6 +64,8 @@ from timeline_pipeline.windows.planning import DiscoveryLimits
 from timeline_pipeline.windows.rerun import Held, held_back
 
 STATE_VERSION: Final = 1
+ENTRIES: Final = "entries.workspace_timeline_entries"
+SUMMARIES: Final = "summaries.workspace_timeline_summaries"
 COUNTERS: Final = (
     "windows",
     "evidence",
@@ -80,6 +82,10 @@ HELD_COUNTERS: Final = {Held.OPEN: "held_open", Held.COLLECTING: "held_collectin
 MAX_LISTED_HELD: Final = 20
 """Held windows named in the verify pass's progress (the counters hold the full figures)."""
 PARAMETERS: Final = {"workspace_id", "processor_version", "chat_id", "since", "until"}
+EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST: Final = datetime(9000, 1, 1, tzinfo=UTC)
+"""The times a rerun accepts: window arithmetic (a window's end, the lookback) near
+`datetime.min` or `datetime.max` would overflow, and no chat was written outside them."""
 
 
 def _time(value: Any, name: str) -> datetime | None:
@@ -93,7 +99,15 @@ def _time(value: Any, name: str) -> datetime | None:
         raise InvalidInput(f"parameters.{name} is not an ISO 8601 time") from None
     if parsed.tzinfo is None:
         raise InvalidInput(f"parameters.{name} needs a timezone, e.g. Z")
-    return parsed.astimezone(UTC)
+    try:
+        utc = parsed.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+14:00: before the first UTC instant
+        utc = None
+    if utc is None or not EARLIEST <= utc < LATEST:
+        raise InvalidInput(
+            f"parameters.{name} must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} UTC"
+        )
+    return utc
 
 
 @dataclass
@@ -141,7 +155,11 @@ def _held_listed(progress: Mapping[str, Any]) -> list[dict[str, str]]:
 class WindowRerun:
     type = "window_rerun"
     version = "1"
-    rewrites: tuple[str, ...] = ()
+    rewrites: tuple[str, ...] = (ENTRIES, SUMMARIES)
+    """The windows an apply creates are synthesized again, which rewrites the workspace's
+    machine drafts and then its machine summary: a hold on either keeps them as they are
+    (docs/lifecycle.md, "What a hold stops"), so the job service asks the gate for both before
+    and after every apply batch."""
 
     def __init__(
         self,
