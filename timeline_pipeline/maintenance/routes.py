@@ -11,6 +11,7 @@
 | `Host` not 127.0.0.1/localhost on its port | 403    |
 | any `Origin` header (a browser page)      | 403    |
 | unknown job                               | 404    |
+| body over `MAX_BODY_BYTES`                | 413    |
 | stale revision, action not allowed now    | 409 with `job` |
 | batch in progress (busy)                  | 409 without `job` |
 | idempotency key reused with other input, second open job | 409 |
@@ -23,13 +24,15 @@ No `from __future__ import annotations`: FastAPI reads these annotations at rout
 import ipaddress
 import math
 import re
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from timeline_pipeline.db.engine import DatabaseUnavailable
 from timeline_pipeline.domain.errors import InvalidInput, Refused
@@ -38,9 +41,15 @@ from timeline_pipeline.maintenance.errors import TooEarly
 from timeline_pipeline.maintenance.limits import parse_limits
 from timeline_pipeline.maintenance.service import UNATTRIBUTED, JobService, job_json
 from timeline_pipeline.observability.logs import get_logger
+from timeline_pipeline.web.body import BodyTooLarge, read_bounded_body, replaying
 from timeline_pipeline.web.responses import SafeJSONResponse
 
 log = get_logger("timeline_pipeline.maintenance.routes")
+
+MAX_BODY_BYTES: Final = 64 * 1024
+"""The listener's body cap: a create carries a type, a key, a few parameters and four limits
+(and docs/maintenance.md keeps content out of parameters), so any valid body is far below it;
+no request costs more than this in memory."""
 
 
 def is_loopback(host: str | None) -> bool:
@@ -174,7 +183,28 @@ def install(app: FastAPI) -> None:
         )
 
 
-router = APIRouter()
+class BoundedRoute(APIRoute):
+    """A route whose body is read up to `MAX_BODY_BYTES` before FastAPI parses it, as the API's
+    routes are (`api.gate`; `web.body`): a declared Content-Length over the cap is refused
+    before one byte is read, a chunked body as soon as it passes the cap (413)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def bounded_handler(request: Request) -> Response:
+            try:
+                body = await read_bounded_body(request, MAX_BODY_BYTES)
+            except BodyTooLarge:
+                log.warning("maintenance.refused_body", reason="too_large")
+                return _problem(413, "body_too_large", f"the body is over {MAX_BODY_BYTES} bytes")
+            except ClientDisconnect:
+                return _problem(400, "client_disconnected", "the body was cut off")
+            return await handler(Request(request.scope, replaying(body, request.receive)))
+
+        return bounded_handler
+
+
+router = APIRouter(route_class=BoundedRoute)
 
 
 @router.post(JOBS_PATH)

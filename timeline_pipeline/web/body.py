@@ -8,6 +8,7 @@ callback never costs more than `limit` bytes of memory.
 from __future__ import annotations
 
 from starlette.requests import Request
+from starlette.types import Message, Receive
 
 
 class BodyTooLarge(Exception):
@@ -26,3 +27,18 @@ async def read_bounded_body(request: Request, limit: int) -> bytes:
             raise BodyTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A receive channel that gives a body already read (by `read_bounded_body`), then the
+    client's own messages (a disconnect), so a request built on it reads like the original."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
