@@ -457,6 +457,9 @@ maintenance_jobs = Table(
     Column("not_before", UTCDateTime(), nullable=True),
     *_timestamps(),
     Column("finished_at", UTCDateTime(), nullable=True),
+    # The job's workspace, its parameters' `workspace_id` (0018_maintenance_workspace): holds
+    # and the lifecycle see whose job it is. No foreign key: the record outlives nothing.
+    Column("workspace_id", String(128), nullable=True),
     CheckConstraint(_in("status", MAINTENANCE_STATUSES), name="status"),
     CheckConstraint(_in("phase", MAINTENANCE_PHASES), name="phase"),
     CheckConstraint("batch_size BETWEEN 1 AND 5000", name="batch_size"),
@@ -474,7 +477,8 @@ maintenance_jobs = Table(
         sqlite_where=text(MAINTENANCE_OPEN_PREDICATE),
         postgresql_where=text(MAINTENANCE_OPEN_PREDICATE),
     ),
-    Index(None, "updated_at", "id"),  # the lifecycle purge (0008_lifecycle)
+    Index(None, "updated_at", "id"),  # the lifecycle purge before 0018_maintenance_workspace
+    Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
 )
 
 # --- review cards (migration 0007_interactions; docs/review-cards.md) -----------------------

@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from timeline_pipeline.db.cas import compare_and_set_from
 from timeline_pipeline.db.rows import json_object
 from timeline_pipeline.db.schema import maintenance_jobs as mj
-from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass, Scope
+from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
 from timeline_pipeline.domain.maintenance import OPEN_MAINTENANCE_STATUSES
 from timeline_pipeline.domain.records import record_of
@@ -79,12 +79,23 @@ def _to_job(row: Row[Any]) -> MaintenanceJob:
     )
 
 
+def workspace_of(parameters: Any) -> str | None:
+    """The workspace a job's parameters name: every processor's scope (docs/maintenance.md),
+    stored in its own column so that holds and the lifecycle see whose job it is."""
+    if isinstance(parameters, Mapping):
+        found = parameters.get("workspace_id")
+        if isinstance(found, str) and found:
+            return found
+    return None
+
+
 def insert(conn: Connection, values: Mapping[str, Any]) -> MaintenanceJob:
     """Insert a new job in a savepoint; DuplicateJob when a unique rule refuses it (the caller
     then reads what is there), with the caller's transaction still usable."""
+    row_values = {"workspace_id": workspace_of(values.get("parameters_json")), **values}
     try:
         with conn.begin_nested():
-            row = conn.execute(mj.insert().values(**values).returning(*mj.c)).one()
+            row = conn.execute(mj.insert().values(**row_values).returning(*mj.c)).one()
     except IntegrityError:
         raise DuplicateJob from None
     return _to_job(row)
@@ -160,10 +171,12 @@ DESCRIPTOR = declare(
     RetentionClass.SYSTEM_EVENT,
     cursor_column="updated_at",
     min_days=30,
-    scope=Scope.GLOBAL,
-    workspace_column=None,
+    # Every job is scoped by its parameters' workspace (0018_maintenance_workspace): a
+    # workspace hold reaches its jobs, and the dry-run counts them held, not purgeable.
     batch_limit=1_000,
     # Finished jobs only: a ready or paused job is an operator's open work.
     only_where=(OnlyWhere("status", ("completed", "cancelled")),),
-    notes="Operator maintenance jobs (counts and checkpoints, no content): a year of history.",
+    notes="Operator maintenance jobs of a workspace (ids, counts and checkpoints; a rerun "
+    "preview's report keeps ids and counts, its titles stay in the preview's scratch rows): a "
+    "year of history, held with the workspace.",
 )

@@ -117,7 +117,7 @@ def test_who_placed_and_released_a_hold_is_the_token_and_the_audit_is_critical(
 
 def test_a_hold_that_would_hold_nothing_is_refused_with_a_reason(served: Served) -> None:
     creator = scoped(served.engine, api_tokens.SCOPE_HOLD_CREATE)
-    body = {**REASON, "descriptor_key": "maintenance_jobs.maintenance_jobs"}
+    body = {**REASON, "descriptor_key": "retired_partitions.lifecycle_retired_partitions"}
     refused = served.client.post(HOLDS, json=body, headers={**creator, **key("nothing-1")})
     assert refused.status_code == 422
     assert refused.json()["detail"]["code"] == "hold_holds_nothing"

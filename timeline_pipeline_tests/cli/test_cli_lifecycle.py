@@ -154,7 +154,7 @@ def test_a_hold_on_a_table_of_no_workspace_is_refused_with_one_line(run) -> None
             "--workspace",
             "inc-1",
             "--descriptor",
-            "maintenance_jobs.maintenance_jobs",
+            "retired_partitions.lifecycle_retired_partitions",
             "--reason",
             "preservation notice 22",
             "--idempotency-key",

@@ -250,7 +250,7 @@ def test_a_hold_on_a_table_of_no_workspace_is_refused(engine: Engine) -> None:
             conn,
             load_registry(),
             workspace_id=WS,
-            descriptor_key="maintenance_jobs.maintenance_jobs",
+            descriptor_key="retired_partitions.lifecycle_retired_partitions",
             reason="preservation notice 19",
             idempotency_key="notice-19",
             actor="cli:counsel",
