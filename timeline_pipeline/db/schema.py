@@ -669,3 +669,20 @@ timeline_chat_pins = Table(
     Index(None, "message_id", "operator_open_id"),
     Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
 )
+
+# A pin reaction's removal that arrived before its creation (migration 0017_pin_tombstones;
+# docs/pins.md): the later creation with an older `action_time` does not pin. One row per
+# workspace, message, curator and emoji; ids and times only.
+timeline_pin_tombstones = Table(
+    "timeline_pin_tombstones",
+    metadata,
+    _serial_id(),
+    _workspace_fk(),
+    Column("message_id", String(256), nullable=False),
+    Column("operator_open_id", String(128), nullable=False),
+    Column("emoji_type", String(64), nullable=False),
+    Column("removed_at", UTCDateTime(), nullable=False),
+    *_timestamps(),
+    UniqueConstraint("workspace_id", "message_id", "operator_open_id", "emoji_type"),
+    Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
+)

@@ -34,6 +34,8 @@ class Refusal(StrEnum):
     UNBOUND_CHAT = "unbound_chat"
     NOT_ELIGIBLE = "not_eligible"
     NOT_PINNED = "not_pinned"
+    SUPERSEDED = "superseded"
+    """A creation older than a removal of the same reaction that arrived before it."""
 
 
 class MalformedReaction(ValueError):

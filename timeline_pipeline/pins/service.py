@@ -11,9 +11,16 @@ reaction is new, the entry is unique by its fingerprint in the workspace, and th
 its idempotency uuid. Each workspace's pin, entry, audit event and reply card commit together.
 
 The message is looked up first in the stored evidence of the chats the curator's workspaces are
-bound to (the event names no chat); when it is not stored yet it is read from Lark and stored
-through the shared ingest path, so the same eligibility rules decide where it may go. That Lark
-call is the only I/O besides the database, and it happens outside any transaction.
+bound to (the event names no chat); when it is not stored yet it is read from Lark, but only
+when a workspace the curator curates could take it, and it is stored through the shared ingest
+path only in the bound workspaces the curator curates, so the same eligibility rules decide
+where it may go and no workspace gets a message because another workspace's curator asked
+(docs/pins.md, "What a reaction does"). That Lark call is the only I/O besides the database,
+and it happens outside any transaction.
+
+Unpinning counts only current curators of a workspace the chat is still bound to; a removal that
+arrives before its creation leaves a tombstone (`store.pin_tombstones`) that the creation, when
+older, honours (docs/pins.md, "A removal before its creation", "A removed curator").
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import PinMetrics
 from timeline_pipeline.pins.reactions import Reaction, Refusal
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.store import chat_pins, entries, evidence, workspaces
+from timeline_pipeline.store import chat_pins, entries, evidence, pin_tombstones, workspaces
 from timeline_pipeline.store import interaction_requests as cards
 
 log = get_logger("timeline_pipeline.pins")
@@ -194,6 +201,9 @@ class PinService:
                 # One of the product's own cards (a review card or a pin's reply).
                 return PinResult(reasons=Counter({Refusal.OWN_MESSAGE.value: 1}))
             chat_id = self._stored_chat(conn, curated, reaction.message_id)
+            if chat_id is None and not self._may_collect(conn, curated):
+                # No workspace this curator curates could take the message: Lark is not asked.
+                return PinResult(reasons=Counter({Refusal.NOT_ELIGIBLE.value: 1}))
         item: dict[str, Any] | None = None
         if chat_id is None:
             item, refusal = self._collect(reaction.message_id)
@@ -213,6 +223,13 @@ class PinService:
             if self._evidence(conn, workspace_id, chat_id, message_id) is not None:
                 return chat_id
         return None
+
+    def _may_collect(self, conn: Connection, curated: Sequence[tuple[str, str]]) -> bool:
+        """Whether a workspace the curator curates is in scope now: a message is read from Lark
+        only for a workspace that could store it (docs/pins.md, "What a reaction does")."""
+        found = workspaces.workspaces_by_ids(conn, [workspace_id for workspace_id, _ in curated])
+        now = self._clock()
+        return any(workspace_skip(w, self._settings, now) is None for w in found.values())
 
     def _collect(self, message_id: str) -> tuple[dict[str, Any] | None, Refusal | None]:
         """The message from Lark, or the refusal that reading it leads to."""
@@ -238,10 +255,12 @@ class PinService:
     def _pin_in_chat(
         self, conn: Connection, reaction: Reaction, chat_id: str, item: dict[str, Any] | None
     ) -> PinResult:
+        pin_tombstones.lock_reaction(conn, reaction.message_id, reaction.operator)
         bound = [b.workspace for b in workspaces.bindings_for_chat(conn, chat_id)]
         if not bound:
             return PinResult(reasons=Counter({Refusal.UNBOUND_CHAT.value: 1}), chat_id=chat_id)
         now = self._clock()
+        curating = {w.id for w in bound if reaction.operator in workspaces.curators_of(conn, w.id)}
         if item is not None:
             try:
                 message = normalize_list_item(
@@ -251,11 +270,17 @@ class PinService:
                 return PinResult(
                     reasons=Counter({Refusal.MESSAGE_UNAVAILABLE.value: 1}), chat_id=chat_id
                 )
-            # The shared write path: the message goes only where the eligibility rules let it.
-            ingest(conn, [message], bound, self._settings, now, app_id=self._app_id)
+            # The shared write path, and only into the workspaces whose curator asked: the
+            # message goes only where the eligibility rules let it.
+            mine = [w for w in bound if w.id in curating]
+            if mine:
+                ingest(conn, [message], mine, self._settings, now, app_id=self._app_id)
         pinned: list[str] = []
         reasons: Counter[str] = Counter()
         for workspace in bound:
+            if workspace.id not in curating:
+                reasons[Refusal.NOT_CURATOR.value] += 1
+                continue
             outcome = self._pin_workspace(conn, workspace, reaction, chat_id, now)
             if outcome is None:
                 pinned.append(workspace.id)
@@ -271,9 +296,8 @@ class PinService:
         chat_id: str,
         now: datetime,
     ) -> str | None:
-        """None when this workspace's pin changed; otherwise why not."""
-        if reaction.operator not in workspaces.curators_of(conn, workspace.id):
-            return Refusal.NOT_CURATOR.value
+        """None when this workspace's pin changed; otherwise why not. The caller checked that
+        the person curates the workspace."""
         row = self._evidence(conn, workspace.id, chat_id, reaction.message_id)
         if row is None or row.deleted:
             return Refusal.NOT_ELIGIBLE.value
@@ -285,6 +309,11 @@ class PinService:
             return Refusal.NOT_ELIGIBLE.value
         existing = chat_pins.get(conn, workspace.id, reaction.message_id, reaction.operator)
         if existing is None:
+            removed_at = pin_tombstones.removed_at(
+                conn, workspace.id, reaction.message_id, reaction.operator, reaction.emoji_type
+            )
+            if removed_at is not None and removed_at >= reaction.action_at:
+                return Refusal.SUPERSEDED.value  # its removal arrived first
             entry_id = self._entry(conn, workspace, row, reaction)
             if (
                 chat_pins.insert(
@@ -386,29 +415,78 @@ class PinService:
     # --- unpin ------------------------------------------------------------------------------
 
     def _unpin(self, reaction: Reaction) -> PinResult:
+        """Take the curator's pin back in every workspace where they pinned the message.
+
+        The pin row always follows the reaction (so it says what the chat shows), but only a
+        current curator of a workspace the chat is still bound to hides the entry, and a
+        removed curator's leftover row no longer counts as a pin. Where the curator has no
+        row yet, the removal leaves a tombstone for its creation to honour."""
         now = self._clock()
         unpinned: list[str] = []
         reasons: Counter[str] = Counter()
         with transaction(self._engine) as conn:
+            pin_tombstones.lock_reaction(conn, reaction.message_id, reaction.operator)
             pins = chat_pins.of_operator(conn, reaction.message_id, reaction.operator)
+            self._leave_tombstones(conn, reaction, {pin.workspace_id for pin in pins}, now)
             if not pins:
                 return PinResult(reasons=Counter({Refusal.NOT_PINNED.value: 1}))
             for pin in pins:
                 if pin.status != chat_pins.PINNED:
                     reasons[DUPLICATE] += 1
                     continue
+                curators = workspaces.curators_of(conn, pin.workspace_id)
+                refusal = self._unpin_refusal(conn, pin, reaction.operator, curators)
                 moved = chat_pins.move(
                     conn, pin, status=chat_pins.UNPINNED, action_at=reaction.action_at, now=now
                 )
                 if moved is None:
                     reasons[DUPLICATE] += 1
                     continue
-                if chat_pins.pinned_count(conn, pin.workspace_id, pin.message_id) == 0:
+                if refusal is not None:
+                    reasons[refusal.value] += 1
+                    continue
+                if (
+                    chat_pins.pinned_count(
+                        conn, pin.workspace_id, pin.message_id, curators=curators
+                    )
+                    == 0
+                ):
                     self._set_hidden(
                         conn, pin.workspace_id, pin.entry_id, reaction.operator, hidden=True
                     )
                 unpinned.append(pin.workspace_id)
         return PinResult(unpinned=tuple(unpinned), reasons=reasons, chat_id=pins[0].chat_id)
+
+    @staticmethod
+    def _unpin_refusal(
+        conn: Connection, pin: chat_pins.PinRow, operator: str, curators: Sequence[str]
+    ) -> Refusal | None:
+        """Why this removal may not hide the pin's entry: the person no longer curates the
+        workspace, or the chat is no longer bound to it (docs/pins.md, "A removed curator")."""
+        if operator not in curators:
+            return Refusal.NOT_CURATOR
+        if pin.chat_id not in workspaces.chats_of(conn, pin.workspace_id):
+            return Refusal.UNBOUND_CHAT
+        return None
+
+    def _leave_tombstones(
+        self, conn: Connection, reaction: Reaction, pinned_in: set[str], now: datetime
+    ) -> None:
+        """A removal with no pin row in a workspace the person curates (its creation may not
+        have arrived yet) is remembered there, so the older creation does not pin."""
+        curated = {
+            workspace_id for workspace_id, _ in workspaces.chats_curated_by(conn, reaction.operator)
+        }
+        for workspace_id in sorted(curated - pinned_in):
+            pin_tombstones.record(
+                conn,
+                workspace_id=workspace_id,
+                message_id=reaction.message_id,
+                operator=reaction.operator,
+                emoji_type=reaction.emoji_type,
+                removed_at=reaction.action_at,
+                now=now,
+            )
 
     def _set_hidden(
         self, conn: Connection, workspace_id: str, entry_id: int, operator: str, *, hidden: bool

@@ -9,6 +9,7 @@ event delivered late changes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -117,14 +118,21 @@ def of_operator(conn: Connection, message_id: str, operator: str) -> list[PinRow
     return [_to_pin(r) for r in rows]
 
 
-def pinned_count(conn: Connection, workspace_id: str, message_id: str) -> int:
-    """How many curators of the workspace still pin the message."""
+def pinned_count(
+    conn: Connection, workspace_id: str, message_id: str, *, curators: Sequence[str]
+) -> int:
+    """How many of `curators` (the workspace's current ones) still pin the message: a removed
+    curator's leftover row does not keep the entry pinned (docs/pins.md, "A removed
+    curator")."""
+    if not curators:
+        return 0
     return int(
         conn.execute(
             select(func.count()).where(
                 pins.c.workspace_id == workspace_id,
                 pins.c.message_id == message_id,
                 pins.c.status == PINNED,
+                pins.c.operator_open_id.in_(sorted(set(curators))),
             )
         ).scalar_one()
     )

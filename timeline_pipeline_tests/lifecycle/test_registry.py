@@ -140,6 +140,7 @@ DECLARED_RETENTION = {
     "interaction_tokens.interaction_tokens": (RetentionClass.OPERATIONAL_QUEUE, 7, 30, 365),
     "lifecycle_runs.lifecycle_runs": (RetentionClass.SYSTEM_EVENT, 90, 365, 1825),
     "maintenance_jobs.maintenance_jobs": (RetentionClass.SYSTEM_EVENT, 30, 365, 1825),
+    "pin_tombstones.timeline_pin_tombstones": (RetentionClass.OPERATIONAL_QUEUE, 1, 7, 30),
     "recall_tombstones.workspace_timeline_recall_tombstones": (
         RetentionClass.OPERATIONAL_QUEUE,
         3,
