@@ -22,6 +22,7 @@ from sqlalchemy import Connection
 from timeline_pipeline.domain.evidence import EvidenceRecord, UpsertOutcome, UpsertSummary
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, Scope, Skip, message_skip
+from timeline_pipeline.ingest.recall import recall_copies_of_records
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage, redact
 from timeline_pipeline.lifecycle import hold_gate
@@ -117,6 +118,9 @@ def ingest(
         result.upserts = result.upserts + evidence.upsert_many(conn, records, now=now)
     if free:
         hold_gate.recheck_recalled(conn, free, what="recall")
+    if recalled:
+        # Every copy of a recalled message's text follows it (ingest/recall.py).
+        recall_copies_of_records(conn, recalled, now=now)
     return result
 
 

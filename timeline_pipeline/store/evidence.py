@@ -40,6 +40,7 @@ from sqlalchemy.engine import Row
 from timeline_pipeline.db.rows import by_source_key, json_object
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.upsert import insert_for_dialect
+from timeline_pipeline.domain.content_lineage import OnRecall, Tie, declare_content
 from timeline_pipeline.domain.evidence import (
     EvidenceCursor,
     EvidenceRecord,
@@ -780,4 +781,14 @@ DESCRIPTOR = declare(
         "Raw chat messages: short retention by default (docs/lifecycle.md, Retention). Evidence "
         "that supports an entry stays while the entry does (the chain ages as a whole)."
     ),
+)
+
+CONTENT = declare_content(
+    __name__,
+    "workspace_timeline_evidence",
+    text_columns=("content", "metadata_json", "held_content_json"),
+    tie=Tie.EVIDENCE,
+    on_recall=OnRecall.REDACT,
+    notes="The message itself: the recall redacts it (`ingest/recall.py`); under a hold its "
+    "content is set aside in `held_content_json` until the release.",
 )

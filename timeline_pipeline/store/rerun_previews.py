@@ -21,10 +21,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, case, func, select
 
 from timeline_pipeline.db.rows import json_object
 from timeline_pipeline.db.schema import window_rerun_previews as pv
+from timeline_pipeline.domain.content_lineage import (
+    RECALLED_TEXT,
+    OnRecall,
+    RecallEffect,
+    RecallScope,
+    Tie,
+    declare_content,
+)
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
 from timeline_pipeline.domain.records import record_of
@@ -180,4 +188,52 @@ DESCRIPTOR = declare(
     batch_limit=10_000,
     notes="Scratch rows of rerun previews: the job's result keeps the report, so the rows are "
     "of no use once it is read; purged two days after they were written.",
+)
+
+
+# --- a recall's copies (docs/lifecycle.md, "What a recall and a hold do to each copy") ---------
+
+
+def recall_copies(conn: Connection, scope: RecallScope, changed: Iterable[int]) -> RecallEffect:
+    """Scratch rows quoting a recalled message (its evidence id in `evidence_json`) or an entry
+    the recall changed lose their titles and detail: a preview never keeps text a recall took
+    back (the rows live two days; the held message itself stays in its evidence row)."""
+    recalled = set(scope.evidence_ids)
+    entries = set(changed)
+    ids = [
+        row.id
+        for row in conn.execute(
+            select(pv.c.id, pv.c.entry_id, pv.c.evidence_json, pv.c.title).where(
+                pv.c.workspace_id == scope.workspace_id
+            )
+        )
+        if row.title != RECALLED_TEXT
+        and (row.entry_id in entries or recalled & _evidence_ids(json_object(row.evidence_json)))
+    ]
+    if ids:
+        conn.execute(
+            pv.update()
+            .where(pv.c.id.in_(ids))
+            .values(
+                title=RECALLED_TEXT,
+                detail=None,
+                old_title=case((pv.c.old_title.is_(None), None), else_=RECALLED_TEXT),
+            )
+        )
+    return RecallEffect(rows=len(ids))
+
+
+def _evidence_ids(evidence: Mapping[str, Any]) -> set[int]:
+    return {i for value in evidence.values() if isinstance(value, list) for i in value}
+
+
+CONTENT = declare_content(
+    __name__,
+    "window_rerun_previews",
+    text_columns=("title", "detail", "old_title"),
+    tie=Tie.EVIDENCE_ID,
+    tie_column="evidence_json",
+    on_recall=OnRecall.REDACT,
+    apply=recall_copies,
+    stage=1,
 )

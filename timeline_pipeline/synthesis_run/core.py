@@ -52,7 +52,6 @@ from timeline_pipeline.synthesis_run.failures import ChunkFailure, bounded
 
 __all__ = [
     "MAX_CONTEXT_ROWS",
-    "MAX_REFERENCED_ROOTS",
     "READ_PAGE",
     "CallTally",
     "ModelUnavailable",
@@ -67,7 +66,6 @@ log = structlog.get_logger(__name__)
 
 READ_PAGE = 1000
 MAX_CONTEXT_ROWS = 500
-MAX_REFERENCED_ROOTS = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +120,13 @@ def context_candidates(
 ) -> list[EvidenceItem]:
     """The lookback before the window, referenced roots and parents, and the window itself.
 
-    `select_context` picks from these per chunk; same-thread messages older than the lookback
-    are reached through the root and parent they reply to.
+    `select_context` picks from these per chunk, the chunk's own replies' roots and parents
+    first within its context budget (docs/design.md §7); same-thread messages older than the
+    lookback are reached through the root and parent they reply to. So every root and parent
+    the window's replies reference is a candidate, whatever the number of threads: a cap over
+    the whole window would leave the replies whose roots fell past it with none (issue 35,
+    item 5). Each is one indexed read of the message's key, once per distinct id; the count is
+    bounded by the window's own messages, which the window already reads.
     """
     lookback = settings.synthesis_context_lookback
     candidates: dict[int, EvidenceItem] = {item.id: item for item in window_items}
@@ -141,7 +144,7 @@ def context_candidates(
             limit=MAX_CONTEXT_ROWS,
         )
         candidates.update((row.id, evidence_item(row)) for row in before)
-    for message_id in sorted(referenced)[:MAX_REFERENCED_ROOTS]:
+    for message_id in sorted(referenced):
         row = evidence.get_by_key(
             conn,
             ref.workspace_id,
