@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -125,18 +126,41 @@ def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
 
 
-@pytest.fixture(autouse=True)
-def _no_dagster_state_from_other_tests() -> Iterator[None]:
-    """Each test starts without another test's Dagster defs-state storage.
-
-    Dagster keeps the storage of the instance last entered in a process-wide context variable,
-    which definitions loading reads; a test that leaves it pointing at a disposed instance
-    makes the next test in the same worker fail with "undefined DagsterInstance weakref".
-    """
+@contextmanager
+def _no_defs_state_storage() -> Iterator[None]:
     from dagster._core.storage.defs_state.base import set_defs_state_storage
 
     with set_defs_state_storage(None):
         yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Each phase of each test starts without another test's Dagster defs-state storage.
+
+    Dagster keeps the defs-state storage of the instance last entered in a process-wide context
+    variable, which every definitions load reads. Instances a fixture enters (module-scoped ones
+    are shared by tests in any order, and a schedule context enters one from its ref) set it
+    and, on exit, restore whatever it held before, which can be the storage of an instance
+    already disposed: the next `Definitions(...)` then fails with "undefined DagsterInstance
+    weakref", in whichever test happens to come next on the worker. A fixture could not prevent
+    it (module-scoped fixtures may be set up after a function-scoped one), so each phase (set-up,
+    call, tear-down) runs with no storage: the product has no state-backed definitions.
+    """
+    with _no_defs_state_storage():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _no_defs_state_storage():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    with _no_defs_state_storage():
+        return (yield)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -3,11 +3,16 @@
 It decides per bound workspace whether a message is eligible, builds the evidence rows and
 upserts them in the caller's transaction; it returns counts for metrics and asset metadata.
 
-A message whose recall arrived first (a tombstone, `store.recall_tombstones`) is written
-redacted, through the same deletion policy and legal-hold gate as a recall that follows its
-message (docs/design.md §4, "A recall before its message"; docs/lifecycle.md, "A recall under
-a hold"). The tombstones are read after the chats' shared lock is taken, in the transaction
-of the write, so a recall committing at the same moment is never missed.
+Every write goes through the legal-hold gate (`lifecycle.hold_gate.write_evidence`): in a
+held workspace an edit or a recall sets the version it replaces aside before the new one is
+visible, keeping every version (docs/lifecycle.md, "What a hold does to an edit"). The
+receiver, reconciliation (and its refresh) and a pin's read of a message all write here, so
+the rule holds on every path. A message whose recall arrived first (a tombstone,
+`store.recall_tombstones`) is written redacted, through the same deletion policy and gate as a
+recall that follows its message (docs/design.md §4, "A recall before its message";
+docs/lifecycle.md, "A recall under a hold"). The tombstones are read after the chats' shared
+lock is taken, in the transaction of the write, so a recall committing at the same moment is
+never missed.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
-from timeline_pipeline.domain.evidence import EvidenceRecord, UpsertOutcome, UpsertSummary
+from timeline_pipeline.domain.evidence import EvidenceRecord, UpsertSummary
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.ingest.eligibility import AUTOMATIC, Scope, Skip, message_skip
 from timeline_pipeline.ingest.recall import recall_copies_of_records
@@ -100,24 +105,15 @@ def ingest(
     if early:
         # Under a legal hold, "as if the recall had come after it" means the message is stored
         # first, so that the gate below sets its content aside before redacting the columns.
-        early_summary = evidence.upsert_many(conn, early, now=now)
+        early_summary = evidence.upsert_keeping_versions(conn, early, now=now)
         result.upserts = UpsertSummary(inserted=early_summary.inserted)
-    # A recall (a deleted message from history or an event) goes through the hold gate: a held
-    # workspace's content is set aside before the write redacts it (docs/lifecycle.md).
-    recalled = [r for r in records if r.deleted]
-    free = hold_gate.set_aside_recalled(conn, recalled) if recalled else set()
-    if len(records) == 1:
-        outcome = evidence.upsert(conn, records[0], now=now)
-        written = UpsertSummary(
-            inserted=int(outcome is UpsertOutcome.INSERTED),
-            updated=int(outcome is UpsertOutcome.UPDATED),
-            duplicate=int(outcome is UpsertOutcome.DUPLICATE),
-        )
+    # Every write goes through the hold gate: in a held workspace the version an edit or a
+    # recall replaces is set aside before the new one is written (docs/lifecycle.md, "What a
+    # hold does to an edit"; "A recall under a hold").
+    if records:
+        written = hold_gate.write_evidence(conn, records, now=now, what="evidence write")
         result.upserts = result.upserts + written
-    elif records:
-        result.upserts = result.upserts + evidence.upsert_many(conn, records, now=now)
-    if free:
-        hold_gate.recheck_recalled(conn, free, what="recall")
+    recalled = [record for record in records if record.deleted]
     if recalled:
         # Every copy of a recalled message's text follows it (ingest/recall.py).
         recall_copies_of_records(conn, recalled, now=now)

@@ -13,13 +13,14 @@ rolls the batch (or its savepoint) back.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from functools import cache
 from typing import Final, TypeVar
 
 from sqlalchemy import Connection
 
 from timeline_pipeline.domain.errors import LegalHoldActive
-from timeline_pipeline.domain.evidence import EvidenceRecord
+from timeline_pipeline.domain.evidence import EvidenceRecord, UpsertOutcome, UpsertSummary
 from timeline_pipeline.lifecycle.registry import Registry, load_registry
 from timeline_pipeline.store import evidence
 from timeline_pipeline.store import legal_holds as store
@@ -153,3 +154,53 @@ def recheck_recalled(
     transaction back (LegalHoldActive); the recall is written again on its next delivery."""
     for workspace_id in sorted(free):
         require_free(conn, EVIDENCE, workspace_id, what=what, registry=registry)
+
+
+# --- every evidence write: what a hold keeps of an edit ---------------------------------------
+
+
+def write_evidence(
+    conn: Connection,
+    records: Sequence[EvidenceRecord],
+    *,
+    now: datetime,
+    what: str,
+    registry: Registry | None = None,
+) -> UpsertSummary:
+    """Upsert a batch of evidence records through the gate (docs/lifecycle.md, "What a hold
+    does to an edit"): in a workspace a hold reaches, every version a record replaces (an edit
+    or a recall) is set aside before the new one is written (`evidence.upsert_keeping_versions`);
+    elsewhere the batch is written as usual. Holds are read once for the batch; the workspaces
+    are written in key order, as every writer locks rows. A hold that appeared on a workspace
+    found free while its rows were rewritten rolls the caller's transaction back
+    (LegalHoldActive), and the message is written again, set aside, on its next delivery."""
+    reg = registry or default_registry()
+    held = held_workspaces(conn, reg.chain_keys(reg.get(EVIDENCE)))
+    by_workspace: dict[str, list[EvidenceRecord]] = {}
+    for record in records:
+        by_workspace.setdefault(record.workspace_id, []).append(record)
+    total = UpsertSummary()
+    rewritten: list[str] = []
+    for workspace_id in sorted(by_workspace):
+        batch = by_workspace[workspace_id]
+        if workspace_id in held:
+            total = total + evidence.upsert_keeping_versions(conn, batch, now=now)
+            continue
+        written = _upsert(conn, batch, now)
+        if written.updated:
+            rewritten.append(workspace_id)
+        total = total + written
+    for workspace_id in rewritten:
+        require_free(conn, EVIDENCE, workspace_id, what=what, registry=reg)
+    return total
+
+
+def _upsert(conn: Connection, batch: Sequence[EvidenceRecord], now: datetime) -> UpsertSummary:
+    if len(batch) == 1:
+        outcome = evidence.upsert(conn, batch[0], now=now)
+        return UpsertSummary(
+            inserted=int(outcome is UpsertOutcome.INSERTED),
+            updated=int(outcome is UpsertOutcome.UPDATED),
+            duplicate=int(outcome is UpsertOutcome.DUPLICATE),
+        )
+    return evidence.upsert_many(conn, batch, now=now)

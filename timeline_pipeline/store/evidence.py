@@ -40,6 +40,7 @@ from sqlalchemy.engine import Row
 from timeline_pipeline.db.rows import by_source_key, json_object
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.upsert import insert_for_dialect
+from timeline_pipeline.domain import held_versions
 from timeline_pipeline.domain.content_lineage import OnRecall, Tie, declare_content
 from timeline_pipeline.domain.evidence import (
     EvidenceCursor,
@@ -694,13 +695,18 @@ _IDENTITY_KEYS = ("chat_id", "thread_id", "root_id", "parent_id", "message_type"
 def redact_recalled(
     conn: Connection, *, workspace_id: str | None, skip_workspaces: Sequence[str], limit: int
 ) -> list[str]:
-    """Redact in place up to `limit` recalled rows that still carry something of what was said:
-    content in their columns (rows recalled before the policy applied at ingest), or content a
-    legal hold set aside (`held_content_json`, dropped once no hold reaches the workspace).
+    """Redact in place up to `limit` rows that still carry something of what was said: recalled
+    rows with content in their columns (recalled before the policy applied at ingest), and any
+    row with versions a legal hold set aside (`held_content_json`, dropped once no hold reaches
+    the workspace: a recalled row's content, or the versions an edit under the hold replaced).
     They keep their identity. Rows of `skip_workspaces` (under legal hold) are left as they
     are. Returns the workspace of each row redacted."""
-    stmt = select(ev.c.id, ev.c.workspace_id, ev.c.metadata_json, ev.c.content).where(
-        ev.c.deleted == true(), or_(ev.c.content != "", ev.c.held_content_json.is_not(None))
+    # A live row a hold kept earlier versions of (an edit under the hold) only drops them.
+    stmt = select(ev.c.id, ev.c.workspace_id, ev.c.metadata_json, ev.c.content, ev.c.deleted).where(
+        or_(
+            and_(ev.c.deleted == true(), ev.c.content != ""),
+            ev.c.held_content_json.is_not(None),
+        )
     )
     if workspace_id is not None:
         stmt = stmt.where(ev.c.workspace_id == workspace_id)
@@ -710,7 +716,7 @@ def redact_recalled(
     now = datetime.now(UTC)
     for row in rows:
         values: dict[str, Any] = {"held_content_json": None, "updated_at": now}
-        if row.content:
+        if row.deleted and row.content:
             metadata = dict(row.metadata_json or {})
             kept = {key: metadata.get(key) for key in _IDENTITY_KEYS}
             kept.update(deleted=True, recalled_at=metadata.get("recalled_at"))
@@ -728,31 +734,108 @@ def redact_recalled(
 def set_aside_for_hold(
     conn: Connection, workspace_id: str, source_keys: Iterable[tuple[str, str, str]]
 ) -> int:
-    """Before a recall redacts rows of a held workspace: copy each live row's content, hash and
-    metadata into `held_content_json` (docs/lifecycle.md), where no read of this module returns
-    it; `source_keys` are (source, source_type, source_key). The number of rows set aside."""
+    """Before a recall redacts rows of a held workspace: set each live row's content, hash and
+    metadata aside in `held_content_json` (docs/lifecycle.md), on top of any version an edit
+    under the hold kept before, where no read of this module returns it; `source_keys` are
+    (source, source_type, source_key). The number of rows set aside."""
     total = 0
     for source, source_type, source_key in source_keys:
-        row = conn.execute(
-            select(ev.c.id, ev.c.content, ev.c.content_hash, ev.c.metadata_json).where(
-                ev.c.workspace_id == workspace_id,
-                ev.c.source == source,
-                ev.c.source_type == source_type,
-                ev.c.source_key == source_key,
-                ev.c.deleted == false(),
-                ev.c.held_content_json.is_(None),
-            )
-        ).first()
-        if row is None:
-            continue
-        kept = {
-            "content": row.content,
-            "content_hash": row.content_hash,
-            "metadata": dict(row.metadata_json or {}),
-        }
-        conn.execute(ev.update().where(ev.c.id == row.id).values(held_content_json=kept))
-        total += 1
+        key = (workspace_id, source, source_type, source_key)
+        while True:
+            stored = _stored_version(conn, key)
+            if stored is None or stored[1].deleted:
+                break
+            if _keep_version(conn, *stored):
+                total += 1
+                break
     return total
+
+
+def upsert_keeping_versions(
+    conn: Connection, records: Sequence[EvidenceRecord], *, now: datetime | None = None
+) -> UpsertSummary:
+    """`upsert_many` for a workspace under a legal hold: each row a record would replace (an
+    edit, or a recall) has its stored version set aside first, on top of the versions kept
+    before (`domain.held_versions`), in the caller's transaction, so no version the hold
+    reaches is ever lost (docs/lifecycle.md, "What a hold does to an edit"). Row by row, in
+    the batch's key order (`_latest_per_key`): the set-aside and the upsert of one row lock it
+    before the next, in the order every writer locks rows."""
+    stamp = now or datetime.now(UTC)
+    inserted = updated = 0
+    for record in _latest_per_key(records):
+        key = (record.workspace_id, record.source, record.source_type, record.source_key)
+        while True:
+            stored = _stored_version(conn, key)
+            if stored is None or not held_versions.replaces(
+                stored[1],
+                content_hash=record.content_hash,
+                source_updated_at=record.source_updated_at,
+                deleted=record.deleted,
+            ):
+                break
+            if _keep_version(conn, *stored):
+                break
+        outcome = upsert(conn, record, now=stamp)
+        inserted += int(outcome is UpsertOutcome.INSERTED)
+        updated += int(outcome is UpsertOutcome.UPDATED)
+    return UpsertSummary(inserted, updated, len(records) - inserted - updated)
+
+
+def _stored_version(
+    conn: Connection, key: tuple[str, str, str, str]
+) -> tuple[Any, held_versions.StoredVersion] | None:
+    workspace_id, source, source_type, source_key = key
+    row = conn.execute(
+        select(
+            ev.c.id,
+            ev.c.revision,
+            ev.c.content,
+            ev.c.content_hash,
+            ev.c.metadata_json,
+            ev.c.source_updated_at,
+            ev.c.deleted,
+            ev.c.held_content_json,
+        ).where(
+            ev.c.workspace_id == workspace_id,
+            ev.c.source == source,
+            ev.c.source_type == source_type,
+            ev.c.source_key == source_key,
+        )
+    ).first()
+    if row is None:
+        return None
+    stored = held_versions.StoredVersion(
+        revision=int(row.revision),
+        content=row.content,
+        content_hash=row.content_hash,
+        metadata=dict(row.metadata_json or {}),
+        source_updated_at=row.source_updated_at,
+        deleted=bool(row.deleted),
+    )
+    return row, stored
+
+
+def _keep_version(conn: Connection, row: Any, stored: held_versions.StoredVersion) -> bool:
+    """Set `stored` aside, only if the row is still at the revision it was read at (a
+    compare-and-set: on PostgreSQL the update also locks the row until the caller commits, so
+    the write that follows replaces exactly this version). False: another writer moved the row
+    first; read it again."""
+    held = None if row.held_content_json is None else dict(row.held_content_json)
+    if held_versions.already_kept(held, stored):
+        return True
+    kept = held_versions.keep(held, stored)
+    changed = conn.execute(
+        ev.update()
+        .where(ev.c.id == row.id, ev.c.revision == stored.revision)
+        .values(held_content_json=kept)
+    ).rowcount
+    return bool(changed)
+
+
+def held_versions_of(conn: Connection, workspace_id: str, evidence_id: int) -> list[dict[str, Any]]:
+    """Every version a hold set aside for one row, oldest first (for the hold's own review and
+    tests; no view reads it)."""
+    return held_versions.versions(held_content(conn, workspace_id, evidence_id))
 
 
 def held_content(conn: Connection, workspace_id: str, evidence_id: int) -> dict[str, Any] | None:
