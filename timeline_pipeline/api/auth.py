@@ -27,6 +27,7 @@ __all__ = [
     "SCOPES_STATE",
     "TOKEN_STATE",
     "AuthorizedWorkspace",
+    "RequestActor",
     "check_token",
     "request_actor",
     "workspace_guard",
@@ -94,9 +95,12 @@ def check_token_grant(
 
 def request_actor(request: Request) -> str:
     """Who makes this API request, for the audit trail: `token:<id>` of the token the gate
-    checked (docs/lifecycle.md, "Who did it")."""
+    checked (docs/design.md and docs/lifecycle.md, "Who did it"). A request the gate did not
+    pass has no token and names no one: it is refused, never recorded as a bare `api`."""
     token_id = getattr(request.state, TOKEN_STATE, None)
-    return f"token:{token_id}" if token_id else "api"
+    if not token_id:
+        raise _refuse(401, "unauthenticated", "send Authorization: Bearer <workspace token>")
+    return f"token:{token_id}"
 
 
 def workspace_guard(scope: str | None = None) -> Callable[..., str]:
@@ -128,3 +132,5 @@ def workspace_guard(scope: str | None = None) -> Callable[..., str]:
 
 AuthorizedWorkspace = Annotated[str, Depends(workspace_guard())]
 """The path's workspace id, once the API's gate let its bearer token pass."""
+RequestActor = Annotated[str, Depends(request_actor)]
+"""Who a change through the API is audited as: `token:<id>` of the request's token."""

@@ -21,7 +21,6 @@ OPENAPI_PATH: Final = "/api/openapi.json"
 MAX_LIMIT: Final = 500
 DEFAULT_LIMIT: Final = 100
 API_VERSION: Final = "1"
-ACTOR: Final = "api"
 
 Responses = dict[int | str, dict[str, Any]]
 

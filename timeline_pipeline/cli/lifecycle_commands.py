@@ -32,10 +32,6 @@ from timeline_pipeline.observability.logs import configure_logging
 from timeline_pipeline.store import legal_holds
 
 
-def _actor() -> str:
-    return cli_actor()
-
-
 def _registry(app: AppContext) -> Registry:
     """The registry with the defaults the settings give (`interactionRetention`)."""
     return load_registry(default_days=configured_defaults(app.settings.timeline))
@@ -206,7 +202,7 @@ def run_command(
         archive=LocalDirectoryArchive(archive_dir) if archive_dir is not None else None,
         batch_limit=batch_limit,
         batch_delay_ms=batch_delay_ms,
-        actor=_actor(),
+        actor=cli_actor(),
     )
     outcome = engine.run(**args)
 
@@ -273,7 +269,7 @@ def hold_create(
             descriptor_key=descriptor_key,
             reason=reason,
             idempotency_key=idempotency_key,
-            actor=_actor(),
+            actor=cli_actor(),
             review_at=review,
         )
     hold = result.hold
@@ -302,7 +298,7 @@ def hold_release(
             hold_id=hold_id,
             reason=reason,
             idempotency_key=idempotency_key,
-            actor=_actor(),
+            actor=cli_actor(),
         )
     data = {**jsonable(result.hold), "released": result.changed}
     verb = "released" if result.changed else "already released:"

@@ -44,8 +44,6 @@ from timeline_pipeline.store import workspaces as workspace_store
 from timeline_pipeline.store.api_tokens import TokenNotFound
 from timeline_pipeline.store.workspaces import WorkspaceError
 
-"""The actor audit events name for changes made from this command line."""
-
 USER_ERRORS: tuple[type[Exception], ...] = (
     SettingsError,
     DatabaseConfigError,

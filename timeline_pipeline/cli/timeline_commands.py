@@ -41,10 +41,10 @@ from timeline_pipeline.domain.entries import (
     SummarySource,
 )
 from timeline_pipeline.domain.errors import Refused
+from timeline_pipeline.maintenance.endpoint import cli_actor
 
 __all__ = ["timeline_group"]
 
-ACTOR = "cli"
 MIN_TITLE_WIDTH = 20
 
 
@@ -244,7 +244,7 @@ def _status_command(action: Action, verb: str, help_text: str) -> click.Command:
         app: AppContext, workspace_id: str, entry_id: int, revision: int | None, as_json: bool
     ) -> None:
         entry = CurationService(app.engine).transition(
-            workspace_id, entry_id, action, expected_revision=revision, actor=ACTOR
+            workspace_id, entry_id, action, expected_revision=revision, actor=cli_actor()
         )
         _print_entry(as_json, verb, entry)
 
@@ -305,7 +305,7 @@ def timeline_edit(
     if not changes:
         raise click.UsageError("give at least one of --title, --detail, --category, --occurred-at")
     entry = CurationService(app.engine).edit(
-        workspace_id, entry_id, changes, expected_revision=revision, actor=ACTOR
+        workspace_id, entry_id, changes, expected_revision=revision, actor=cli_actor()
     )
     _print_entry(as_json, "edited", entry)
 
@@ -347,7 +347,7 @@ def timeline_add(
             detail=detail,
             evidence_ids=evidence_ids,
         ),
-        actor=ACTOR,
+        actor=cli_actor(),
     )
     _print_entry(as_json, "added", entry)
 
@@ -396,7 +396,7 @@ def timeline_summary(
         content,
         expected_revision=revision,
         check=revision is not None,
-        actor=ACTOR,
+        actor=cli_actor(),
     )
     emit(
         as_json,

@@ -15,11 +15,22 @@ from timeline_pipeline.db.schema import audit_events
 from timeline_pipeline.domain.lifecycle import RetentionClass, Scope
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
 
-__all__ = ["CRITICAL", "INFO", "audit_curation", "events_for"]
+__all__ = ["ACTOR_FORMS", "CRITICAL", "INFO", "audit_curation", "dagster_actor", "events_for"]
 
 INFO = "info"
 CRITICAL = "critical"
 """Legal holds: placing and releasing one is audited critical (docs/lifecycle.md)."""
+
+ACTOR_FORMS = ("token:", "cli:", "dagster:", "lark:", "ui:")
+"""The prefixes of an audited actor, one per way in (docs/design.md, "Who did it"): an API
+token's id, the OS user of a command, a Dagster run's id, a Lark user's open_id, a timeline
+page session's id. A bare `api`, `cli` or `loopback` names no one."""
+
+
+def dagster_actor(run_id: str) -> str:
+    """`dagster:<run id>`: a change a Dagster run makes is the run's, found again in the UI
+    by its id (docs/design.md, "Who did it")."""
+    return f"dagster:{run_id}"[:128]
 
 
 def audit_curation(
@@ -35,9 +46,9 @@ def audit_curation(
     severity: str = INFO,
 ) -> None:
     """One audit event per change, in the change's own transaction (ids and revisions only:
-    never the text, which may quote the chat). `actor` says who: an API token
-    (`token:<id>`), a Lark user (`lark:<open_id>`), a page session's curator, or the OS user
-    of a command (`cli:<user>`)."""
+    never the text, which may quote the chat). `actor` says who, in one of `ACTOR_FORMS`: an
+    API token (`token:<id>`), the OS user of a command (`cli:<user>`), a Dagster run
+    (`dagster:<run id>`), a Lark user (`lark:<open_id>`) or a page session (`ui:<id>`)."""
     conn.execute(
         audit_events.insert().values(
             occurred_at=now,

@@ -13,11 +13,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, HTTPException, Path, Response, status
 
-from timeline_pipeline.api.auth import AuthorizedWorkspace
+from timeline_pipeline.api.auth import AuthorizedWorkspace, RequestActor
 from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
 from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.params import (
-    ACTOR,
     API_PREFIX,
     DOC_404,
     DOC_409,
@@ -69,6 +68,7 @@ def get_entry(
     entry_id: EntryId,
     response: Response,
     service: CurationServiceDep,
+    actor: RequestActor,
 ) -> EntryOut:
     with curation_errors():
         view = service.entry(workspace_id, entry_id)
@@ -107,6 +107,7 @@ def _transition(
     body: RevisionIn | None,
     if_match: str | None,
     response: Response,
+    actor: str,
 ) -> EntryOut:
     return _change(
         service,
@@ -116,7 +117,7 @@ def _transition(
         if_match,
         response,
         lambda expected: service.transition(
-            workspace_id, entry_id, action, expected_revision=expected, actor=ACTOR
+            workspace_id, entry_id, action, expected_revision=expected, actor=actor
         ),
     )
 
@@ -129,10 +130,11 @@ def _add_transition_route(action: Action) -> None:
         entry_id: EntryId,
         response: Response,
         service: CurationServiceDep,
+        actor: RequestActor,
         if_match: IfMatch = None,
         body: Annotated[RevisionIn | None, Body()] = None,
     ) -> EntryOut:
-        return _transition(service, action, workspace_id, entry_id, body, if_match, response)
+        return _transition(service, action, workspace_id, entry_id, body, if_match, response, actor)
 
     router.add_api_route(
         f"/workspaces/{{workspace_id}}/entries/{{entry_id}}/{action.value}",
@@ -165,6 +167,7 @@ def edit_entry(
     body: EntryEdit,
     response: Response,
     service: CurationServiceDep,
+    actor: RequestActor,
     if_match: IfMatch = None,
 ) -> EntryOut:
     changes = body.model_dump(exclude_unset=True, exclude={"revision"})
@@ -178,7 +181,7 @@ def edit_entry(
         if_match,
         response,
         lambda expected: service.edit(
-            workspace_id, entry_id, changes, expected_revision=expected, actor=ACTOR
+            workspace_id, entry_id, changes, expected_revision=expected, actor=actor
         ),
     )
 
@@ -195,6 +198,7 @@ def add_entry(
     body: EntryCreate,
     response: Response,
     service: CurationServiceDep,
+    actor: RequestActor,
 ) -> EntryOut:
     with curation_errors():
         view = service.add(
@@ -206,7 +210,7 @@ def add_entry(
                 detail=body.detail,
                 evidence_ids=body.evidence_ids,
             ),
-            actor=ACTOR,
+            actor=actor,
         )
     response.headers["ETag"] = view.etag
     response.headers["Location"] = f"{API_PREFIX}/workspaces/{workspace_id}/entries/{view.id}"

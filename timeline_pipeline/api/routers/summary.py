@@ -6,10 +6,10 @@ No `from __future__ import annotations`: FastAPI reads the handlers' annotations
 
 from fastapi import APIRouter, Response
 
-from timeline_pipeline.api.auth import AuthorizedWorkspace
+from timeline_pipeline.api.auth import AuthorizedWorkspace, RequestActor
 from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.params import ACTOR, DOC_409, IfMatch, doc, expected_revision
+from timeline_pipeline.api.params import DOC_409, IfMatch, doc, expected_revision
 from timeline_pipeline.api.presenters import summary_out
 from timeline_pipeline.api.schemas import SummaryIn, SummaryOut
 from timeline_pipeline.curation.rules import summary_etag_prefix
@@ -48,6 +48,7 @@ def put_summary(
     body: SummaryIn,
     response: Response,
     service: CurationServiceDep,
+    actor: RequestActor,
     if_match: IfMatch = None,
 ) -> SummaryOut:
     check, revision = expected_revision(
@@ -55,7 +56,7 @@ def put_summary(
     )
     with curation_errors():
         view = service.write_summary(
-            workspace_id, body.content, expected_revision=revision, check=check, actor=ACTOR
+            workspace_id, body.content, expected_revision=revision, check=check, actor=actor
         )
     response.headers["ETag"] = view.etag
     out = summary_out(view)
