@@ -12,14 +12,17 @@ from timeline_pipeline.maintenance.driver import Reply, TransportError
 from timeline_pipeline.maintenance.errors import MaintenanceError
 from timeline_pipeline.maintenance.limits import parse_limits
 from timeline_pipeline.maintenance.routes import refusal_body, refusal_status
-from timeline_pipeline.maintenance.service import JobService, job_json
+from timeline_pipeline.maintenance.service import UNATTRIBUTED, JobService, job_json
 
 
 class ServiceTransport:
-    """The job service called directly, its refusals turned into the listener's replies."""
+    """The job service called directly, its refusals turned into the listener's replies;
+    `actor` is who the transitions are audited as (a Dagster run: `dagster:<run id>`), as the
+    listener reads it from the driver's header (docs/maintenance.md, "Who did it")."""
 
-    def __init__(self, service: JobService) -> None:
+    def __init__(self, service: JobService, *, actor: str = UNATTRIBUTED) -> None:
         self._service = service
+        self._actor = actor
 
     def get(self, job_id: str) -> Reply:
         return self._answer(lambda: job_json(self._service.get(job_id)))
@@ -32,7 +35,11 @@ class ServiceTransport:
             revision = body.get("revision")
             if not isinstance(revision, int):
                 raise MaintenanceError("revision must be an integer")
-            return job_json(self._service.act(job_id, action, revision=revision, limits=limits))
+            return job_json(
+                self._service.act(
+                    job_id, action, revision=revision, limits=limits, actor=self._actor
+                )
+            )
 
         return self._answer(act)
 

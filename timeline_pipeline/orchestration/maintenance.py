@@ -32,6 +32,7 @@ from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService, job_json
 from timeline_pipeline.maintenance.transports import ServiceTransport
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.store.audit import dagster_actor
 from timeline_pipeline.synthesis_run.synthesizers import build_synthesizer
 
 MAINTENANCE_STATUS_JOB = "maintenance_status_job"
@@ -69,7 +70,8 @@ def drive_job(
     context: dg.OpExecutionContext, service: JobService, job_id: str, budget: Budget
 ) -> dg.Output[dict[str, Any]]:
     """Drive the job within `budget`, its progress on the run's tags; the final job as output
-    (with metadata), or a Failure naming why the job stopped."""
+    (with metadata), or a Failure naming why the job stopped. Its transitions are audited as
+    the run's (`dagster:<run id>`, docs/design.md "Who did it")."""
     current = service.get(job_id)
     processor = service.registry.get(current.job_type, current.processor_version)
     if getattr(processor, "rewrites", ()):
@@ -94,7 +96,8 @@ def drive_job(
             job["batches"],
         )
 
-    report = Driver(ServiceTransport(service), on_job=observed).run(job_id, budget)
+    transport = ServiceTransport(service, actor=dagster_actor(context.run_id))
+    report = Driver(transport, on_job=observed).run(job_id, budget)
     if report.job is not None:
         context.instance.add_run_tags(context.run_id, _tags(report.job))
     if report.exit_code not in (EXIT_COMPLETED, EXIT_BUDGET):

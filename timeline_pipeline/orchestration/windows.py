@@ -52,6 +52,7 @@ from timeline_pipeline.orchestration.resources import (
     TimelineSettingsResource,
 )
 from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_timeline_settings
+from timeline_pipeline.store.audit import dagster_actor
 from timeline_pipeline.synthesis.contract import Synthesizer
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
 from timeline_pipeline.synthesis_run.synthesizers import build_synthesizer
@@ -559,6 +560,7 @@ def create_rerun_windows(
             parameters=parameters,
             limits=limits,
             apply=not config.preview,
+            actor=dagster_actor(context.run_id),
         )
     except OpenJobExists as exc:
         wanted = service.registry.latest(WINDOW_RERUN).validate(parameters).parameters
