@@ -122,6 +122,12 @@ class EntryOut(BaseModel):
     links: list[EvidenceLinkOut]
     created_at: datetime
     updated_at: datetime
+    recalled_evidence: bool = Field(
+        default=False,
+        description="One of its messages was recalled: a curator's text is kept and flagged for "
+        "review, a pin's or a machine draft's text is replaced by `[recalled]` "
+        "(docs/lifecycle.md).",
+    )
 
 
 class SummaryOut(BaseModel):

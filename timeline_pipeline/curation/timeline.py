@@ -51,6 +51,8 @@ class EntryView:
     evidence: tuple[EvidenceLink, ...]
     created_at: datetime
     updated_at: datetime
+    recalled_evidence: bool = False
+    """One of its messages was recalled; its text is kept or redacted (docs/lifecycle.md)."""
 
     @property
     def evidence_ids(self) -> list[int]:

@@ -101,6 +101,8 @@ class EntryRow:
     created_at: datetime
     updated_at: datetime
     evidence_ids: tuple[int, ...] = ()
+    recalled_evidence: bool = False
+    """One of its messages was recalled and it kept its text (docs/lifecycle.md)."""
 
     @property
     def curator_owned(self) -> bool:

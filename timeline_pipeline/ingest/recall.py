@@ -10,6 +10,14 @@ A recall goes through the legal-hold gate (`lifecycle.hold_gate`, docs/lifecycle
 workspace a hold reaches, the row is redacted in its columns like any recall (so no view, API,
 summary, card or synthesis sees it) and its content is set aside until the hold is released.
 
+Every copy of the message's text follows (docs/lifecycle.md, "What a recall and a hold do to
+each copy"): `recall_copies` is the one seam, called here for a recall event and by the shared
+ingest path (`ingest/writer.py`) for a recall read from history or reconciliation. It applies
+each table's declared rule (`domain/content_lineage`, declared beside the table in its store
+module) in the recall's transaction: entries first, by who wrote them, then what quotes them
+(cards, patched in Lark by the card worker; previews; the summary). Under a hold the replaced
+text is set aside where the table keeps it, never dropped.
+
 A recall that arrives before its message (out of order) finds no row: it leaves a tombstone
 (`store.recall_tombstones`) in each workspace that lacks the row, and the shared ingest path
 stores the message's later arrival redacted, by event or by history, as if the recall had come
@@ -21,17 +29,19 @@ replica or reconciliation is committing at that moment is redacted here instead.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from functools import partial
+from functools import cache, partial
 
 from sqlalchemy import Connection
 
-from timeline_pipeline.domain.evidence import EvidenceRow, UpsertOutcome
+from timeline_pipeline.domain.content_lineage import ContentCopy, RecallScope
+from timeline_pipeline.domain.evidence import EvidenceRecord, EvidenceRow, UpsertOutcome
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, message_source_key
 from timeline_pipeline.ingest.records import evidence_record
 from timeline_pipeline.lark.normalize import NormalizedLarkMessage, redact
 from timeline_pipeline.lifecycle import hold_gate
+from timeline_pipeline.lifecycle.registry import content_copies
 from timeline_pipeline.store import evidence, recall_tombstones
 
 REDACTED = "redacted"
@@ -130,6 +140,8 @@ def _redact_row(
 ) -> None:
     if row.deleted:
         counts[ALREADY_REDACTED] += 1
+        held = bool(hold_gate.holds_on(conn, hold_gate.EVIDENCE, row.workspace_id))
+        recall_copies(conn, row.workspace_id, (row.id,), now=now, held=held)
         return
     redacted = redact(message_from_row(row, message_id=message_id), recalled_at=recalled_at)
     record = evidence_record(redacted, row.workspace_id)
@@ -143,3 +155,59 @@ def _redact_row(
     counts[REDACTED if outcome is UpsertOutcome.UPDATED else ALREADY_REDACTED] += 1
     if held:
         counts[HELD] += 1
+    recall_copies(conn, row.workspace_id, (row.id,), now=now, held=held)
+
+
+# --- every copy of the text (docs/lifecycle.md, "What a recall and a hold do to each copy") ---
+
+
+@cache
+def _copies() -> tuple[ContentCopy, ...]:
+    """The declared copies that a recall acts on, in their order (loaded once per process)."""
+    return tuple(c for c in content_copies() if c.apply is not None)
+
+
+def recall_copies(
+    conn: Connection,
+    workspace_id: str,
+    evidence_ids: Iterable[int],
+    *,
+    now: datetime,
+    held: bool,
+) -> Counter[str]:
+    """The one seam: apply the recall of `evidence_ids` (already redacted, in the caller's
+    transaction) to every declared copy in the workspace. Returns rows changed per copy key
+    (ids and counts only: nothing here is logged with text)."""
+    scope = RecallScope(workspace_id, tuple(sorted(set(evidence_ids))), now, held)
+    counts: Counter[str] = Counter()
+    if not scope.evidence_ids:
+        return counts
+    changed: list[int] = []
+    for copy in _copies():
+        assert copy.apply is not None
+        effect = copy.apply(conn, scope, tuple(changed))
+        changed.extend(effect.entry_ids)
+        counts[copy.key] += effect.rows
+    return counts
+
+
+def recall_copies_of_records(
+    conn: Connection, records: Sequence[EvidenceRecord], *, now: datetime
+) -> Counter[str]:
+    """`recall_copies` for the recalled records a batch just wrote (the shared ingest path:
+    a recall read from history, by reconciliation or a pin's read): each workspace's stored
+    rows of them, with whether a hold reaches it."""
+    by_workspace: dict[str, list[int]] = {}
+    for record in records:
+        if not record.deleted:
+            continue
+        row = evidence.get_by_key(
+            conn, record.workspace_id, record.source, record.source_type, record.source_key
+        )
+        if row is not None:
+            by_workspace.setdefault(record.workspace_id, []).append(row.id)
+    counts: Counter[str] = Counter()
+    for workspace_id, ids in sorted(by_workspace.items()):
+        held = bool(hold_gate.holds_on(conn, hold_gate.EVIDENCE, workspace_id))
+        counts.update(recall_copies(conn, workspace_id, ids, now=now, held=held))
+    return counts

@@ -170,6 +170,7 @@ class CardWorker:
                 )
             for card in queued:
                 report.sent += self._deliver(card)
+            self._redraw_recalled()
         with transaction(self._engine) as conn:
             taken = admissions.claim(
                 conn,
@@ -420,6 +421,20 @@ class CardWorker:
             presentation = presentation_of(conn, card.workspace_id, self._settings)
         self._sender.redraw(card.message_id, self._render(card, token, presentation))
         self._metrics.cards.labels("patched").inc()
+
+    def _redraw_recalled(self) -> None:
+        """Patch the cards whose text a recall redacted (`redraw_pending`, docs/lifecycle.md
+        "What a recall and a hold do to each copy"); a failed patch is tried next round."""
+        with transaction(self._engine) as conn:
+            waiting = cards.claim_redraws(conn)
+        for card in waiting:
+            try:
+                self._redraw(card)
+            except LarkApiError as error:
+                log.warning("review_card.patch_failed", card_id=card.id, code=error.code)
+                continue
+            with transaction(self._engine) as conn:
+                cards.redrawn(conn, card, now=self._clock())
 
     def _redraw_closed(self, card: CardRow) -> None:
         if not card.message_id or self._sender is None:

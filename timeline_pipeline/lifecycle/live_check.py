@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from sqlalchemy import Connection, inspect, text
+from sqlalchemy import JSON, Connection, MetaData, String, Table, Text, inspect, text
 
 from timeline_pipeline.db.schema import metadata
+from timeline_pipeline.domain.content_lineage import ContentCopy, check_copies
 from timeline_pipeline.domain.lifecycle import LifecycleDescriptor, RegistryError
-from timeline_pipeline.lifecycle.registry import check_declarations, declarations
+from timeline_pipeline.lifecycle.registry import check_declarations, content_copies, declarations
 
 
 def _index_column_sets(conn: Connection, table: str) -> list[tuple[str, ...]]:
@@ -117,11 +118,83 @@ def unregistered(found: list[tuple[str, LifecycleDescriptor]]) -> list[RegistryE
     ]
 
 
+FREE_TEXT_MIN_LENGTH: Final = 512
+"""A string column this long or longer (or unbounded text, or JSON) can hold a message's words,
+a title or a summary: its table must say what a recall does to it."""
+
+NO_MESSAGE_TEXT: Final = {
+    "workspaces": "the workspace's own title, set by an operator",
+    "workspace_timeline_sync_states": "window and checkpoint states: keys, counts and errors",
+    "audit_events": "who did what: ids, actors and field names, never a title or a body",
+    "api_tokens": "credentials: hashes and scopes",
+    "legal_holds": "a hold's reason, written by an operator",
+    "lifecycle_runs": "counts per descriptor, an archive path and an error message",
+    "lifecycle_retired_partitions": "window partition keys",
+    "interaction_admissions": "a curator's decision on a card: the value is the curator's words",
+}
+"""Tables with free-text columns that hold no message text, each with its reason; any other
+such table without a content declaration (`domain/content_lineage.declare_content` in its store
+module) fails the check, so a new copy of a message's text cannot land without a recall rule."""
+
+
+def text_columns(table: Table) -> list[str]:
+    """The columns of `table` that can hold free text (`FREE_TEXT_MIN_LENGTH`, text, JSON)."""
+    found: list[str] = []
+    for column in table.columns:
+        # A TypeDecorator (the JSON and UTC time types) is judged by what it stores.
+        kind = getattr(column.type, "impl_instance", column.type)
+        unbounded = isinstance(kind, Text | JSON)
+        long = (
+            isinstance(kind, String)
+            and (kind.length or FREE_TEXT_MIN_LENGTH) >= FREE_TEXT_MIN_LENGTH
+        )
+        if unbounded or long:
+            found.append(column.name)
+    return found
+
+
+def unlineaged(
+    copies: list[ContentCopy],
+    schema: MetaData = metadata,
+    no_message_text: dict[str, str] = NO_MESSAGE_TEXT,
+) -> list[RegistryError]:
+    """Tables with free-text columns and neither a content declaration nor a reason for having
+    none; declarations naming a table or text column the schema lacks; the declarations' own
+    errors (`content_lineage.check_copies`)."""
+    errors = [RegistryError("content", "declaration", reason) for reason in check_copies(copies)]
+    declared = {c.table_name: c for c in copies}
+    for name, table in sorted(schema.tables.items()):
+        free = text_columns(table)
+        copy = declared.get(name)
+        if copy is None:
+            if free and name not in no_message_text:
+                errors.append(
+                    RegistryError(
+                        name,
+                        "content",
+                        f"free-text columns {free} and no content declaration: declare what a "
+                        "recall does to them (domain/content_lineage.declare_content in the "
+                        "table's store module) or state why they hold no message text "
+                        "(lifecycle/live_check.py NO_MESSAGE_TEXT)",
+                    )
+                )
+            continue
+        missing = [c for c in copy.text_columns if c not in table.columns]
+        if missing:
+            errors.append(RegistryError(copy.key, "text_columns", f"not in {name}: {missing}"))
+    for copy in copies:
+        if copy.table_name not in schema.tables:
+            errors.append(RegistryError(copy.key, "table_name", "no such table in the schema"))
+    return errors
+
+
 def registry_check(conn: Connection) -> tuple[int, list[RegistryError]]:
-    """(descriptors checked, every error) for the registry as declared by the store modules."""
+    """(descriptors checked, every error) for the registry as declared by the store modules,
+    the content lineage included."""
     found = declarations()
     errors = check_declarations(found)
     errors.extend(unregistered(found))
+    errors.extend(unlineaged(content_copies()))
     for _, d in found:
         errors.extend(check_live(conn, d))
     return len(found), errors

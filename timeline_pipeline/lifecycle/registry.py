@@ -18,6 +18,7 @@ from datetime import timedelta
 from types import ModuleType
 from typing import Final
 
+from timeline_pipeline.domain.content_lineage import ContentCopy
 from timeline_pipeline.domain.lifecycle import (
     LifecycleDescriptor,
     RegistryError,
@@ -69,6 +70,20 @@ def declarations(
     """(declaring module's short name, descriptor) for every declaration."""
     chosen = store_modules() if modules is None else modules
     return [(m.__name__.rsplit(".", 1)[-1], d) for m in chosen for d in _declared_in(m)]
+
+
+def content_copies(modules: Iterable[ModuleType] | None = None) -> list[ContentCopy]:
+    """Every table's declared copy of message text (`CONTENT`, or a tuple `CONTENTS`, beside
+    the module's lifecycle descriptor; docs/lifecycle.md "What a recall and a hold do to each
+    copy"), in the order a recall applies them: by stage, then key."""
+    chosen = store_modules() if modules is None else modules
+    found: list[ContentCopy] = []
+    for module in chosen:
+        single = getattr(module, "CONTENT", None)
+        if isinstance(single, ContentCopy):
+            found.append(single)
+        found.extend(c for c in getattr(module, "CONTENTS", ()) or () if isinstance(c, ContentCopy))
+    return sorted(found, key=lambda c: (c.stage, c.key))
 
 
 def check_declarations(found: list[tuple[str, LifecycleDescriptor]]) -> list[RegistryError]:

@@ -22,11 +22,22 @@ from typing import Any
 from sqlalchemy import Connection, false, func, select, tuple_
 from sqlalchemy.engine import Row
 
+from timeline_pipeline.db.cas import compare_and_set
 from timeline_pipeline.db.rows import json_object
 from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.domain.content_lineage import (
+    RECALLED_TEXT,
+    EntryRecall,
+    OnRecall,
+    RecallEffect,
+    RecallScope,
+    Tie,
+    declare_content,
+    entry_recall,
+)
 from timeline_pipeline.domain.entries import (
     ENTRY_STATUSES,
     MACHINE_SOURCES,
@@ -84,6 +95,7 @@ def _to_entry(row: Row[Any], evidence_ids: Sequence[int] = ()) -> EntryRow:
         source=EntrySource(row.source),
         status=EntryStatus(row.status),
         human_edited=bool(row.human_edited),
+        recalled_evidence=bool(row.recalled_evidence),
         metadata=json_object(row.metadata_json),
         evidence_ids=tuple(evidence_ids),
     )
@@ -481,6 +493,85 @@ def visible_entry_counts(conn: Connection, windows: Sequence[SummaryWindow]) -> 
     for row in rows:
         counts[row.window_state_id] = int(row.n)
     return counts
+
+
+# --- a recall's copies (docs/lifecycle.md, "What a recall and a hold do to each copy") ---------
+
+HELD_TEXT_KEY = "held_recalled_text"
+"""Where a held workspace's entry keeps the text a recall replaced, until the hold is released
+(as the evidence keeps its content in `held_content_json`); no view or API reads it."""
+
+
+def recall_copies(
+    conn: Connection, scope: RecallScope, _changed: Sequence[int] = ()
+) -> RecallEffect:
+    """Apply the recall of `scope.evidence_ids` to every entry of the workspace bound to them,
+    each by who wrote it (`content_lineage.entry_recall`), one compare-and-set per entry in the
+    recall's transaction. An entry already in its recalled state is left as it is, so a recall
+    delivered twice changes nothing. Returns the entries whose text or flag moved."""
+    if not scope.evidence_ids:
+        return RecallEffect()
+    entry_ids = sorted(
+        {
+            row.entry_id
+            for row in conn.execute(
+                select(ee.c.entry_id).where(
+                    ee.c.workspace_id == scope.workspace_id,
+                    ee.c.evidence_id.in_(list(scope.evidence_ids)),
+                )
+            )
+        }
+    )
+    bound = bound_evidence(conn, scope.workspace_id, entry_ids)
+    moved: list[int] = []
+    for entry_id in entry_ids:
+        entry = get_entry(conn, scope.workspace_id, entry_id)
+        if entry is None:
+            continue
+        action = entry_recall(
+            source=entry.source,
+            status=entry.status,
+            human_edited=entry.human_edited,
+            fingerprint=entry.fingerprint,
+            all_evidence_recalled=all(b.deleted for b in bound[entry_id]),
+        )
+        values = _recalled_values(entry, action, held=scope.held)
+        if not values:
+            continue
+        values["updated_at"] = scope.now
+        if compare_and_set(conn, en, row_id=entry.id, revision=entry.revision, values=values):
+            moved.append(entry.id)
+    return RecallEffect(rows=len(moved), entry_ids=tuple(moved))
+
+
+def _recalled_values(entry: EntryRow, action: EntryRecall, *, held: bool) -> dict[str, Any]:
+    """The columns a recall changes on `entry`; empty when it is already so."""
+    values: dict[str, Any] = {}
+    if not entry.recalled_evidence:
+        values["recalled_evidence"] = True
+    if action is EntryRecall.FLAG:
+        return values
+    if entry.title != RECALLED_TEXT or entry.detail is not None:
+        values.update(title=RECALLED_TEXT, detail=None)
+        if held and HELD_TEXT_KEY not in entry.metadata:
+            kept = {"title": entry.title, "detail": entry.detail}
+            values["metadata_json"] = {**entry.metadata, HELD_TEXT_KEY: kept}
+    if action is EntryRecall.REDACT_AND_HIDE and entry.status != EntryStatus.HIDDEN:
+        values["status"] = EntryStatus.HIDDEN
+    return values
+
+
+CONTENT = declare_content(
+    __name__,
+    "workspace_timeline_entries",
+    text_columns=("title", "detail"),
+    tie=Tie.ENTRY_EVIDENCE,
+    on_recall=OnRecall.BY_AUTHOR,
+    apply=recall_copies,
+    stage=0,
+    notes="A machine draft whose every message is recalled is redacted and hidden; a pin's "
+    "entry is redacted; a curator's text is kept and flagged (`recalled_evidence`).",
+)
 
 
 # --- lifecycle -------------------------------------------------------------------------------

@@ -7,12 +7,12 @@ cannot lose each other's writes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, true
 from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each
@@ -23,10 +23,19 @@ from timeline_pipeline.domain.card_requests import (
     Decisions,
     decisions_as_json,
     decisions_from_json,
+    pending_count,
+)
+from timeline_pipeline.domain.content_lineage import (
+    OnRecall,
+    RecallEffect,
+    RecallScope,
+    Tie,
+    declare_content,
 )
 from timeline_pipeline.domain.interactions import CardStatus, DeliveryStatus
 from timeline_pipeline.domain.lifecycle import ChildLink, OnlyWhere, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
+from timeline_pipeline.store import entries
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +296,63 @@ def counts(conn: Connection) -> Mapping[str, int]:
         )
     ).scalar_one()
     return {**{s.value: int(by_status.get(s.value, 0)) for s in CardStatus}, "undelivered": queued}
+
+
+# --- a recall's copies (docs/lifecycle.md, "What a recall and a hold do to each copy") ---------
+
+
+def recall_copies(conn: Connection, scope: RecallScope, changed: Sequence[int]) -> RecallEffect:
+    """Cards that quote an entry the recall changed (a pin's reply, a review card) take the
+    entry's text as it now is, and wait for the card worker to patch them in Lark
+    (`redraw_pending`, `claim_redraws`): the chat shows what the timeline shows. A card's own
+    revision of the entry follows the stored one, so a click on the patched card still applies."""
+    if not changed:
+        return RecallEffect()
+    wanted = set(changed)
+    moved = 0
+    for row in conn.execute(select(ir).where(ir.c.workspace_id == scope.workspace_id)).all():
+        card = _to_card(row)
+        request = card.request
+        for quoted in card.request.entries:
+            stored = entries.get(conn, quoted.id) if quoted.id in wanted else None
+            if stored is None or stored.title == quoted.title:
+                continue
+            ahead = pending_count(card.decisions.get(quoted.id, []))
+            request = request.with_revision(quoted.id, stored.revision + ahead, title=stored.title)
+        if request == card.request:
+            continue
+        values = {"request_json": request.as_json(), "redraw_pending": True}
+        moved += int(_transition(conn, card, {**values, "updated_at": scope.now}) is not None)
+    return RecallEffect(rows=moved)
+
+
+def claim_redraws(conn: Connection, *, limit: int = 20) -> list[CardRow]:
+    """Delivered cards a recall redacted, to be patched in Lark (oldest first)."""
+    rows = conn.execute(
+        select(ir)
+        .where(ir.c.redraw_pending == true(), ir.c.message_id.is_not(None))
+        .order_by(ir.c.updated_at, ir.c.id)
+        .limit(limit)
+    ).all()
+    return [_to_card(row) for row in rows]
+
+
+def redrawn(conn: Connection, card: CardRow, *, now: datetime) -> CardRow | None:
+    """The card was patched as read; None when it changed meanwhile (patched again later)."""
+    return _transition(conn, card, {"redraw_pending": False, "updated_at": now})
+
+
+CONTENT = declare_content(
+    __name__,
+    "interaction_requests",
+    text_columns=("request_json",),
+    tie=Tie.ENTRY,
+    tie_column="request_json",
+    on_recall=OnRecall.REDACT,
+    apply=recall_copies,
+    stage=1,
+    notes="A card quotes its entries' titles; it follows the entry and is patched in Lark.",
+)
 
 
 # --- lifecycle -------------------------------------------------------------------------------

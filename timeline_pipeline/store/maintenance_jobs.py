@@ -21,6 +21,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from timeline_pipeline.db.cas import compare_and_set_from
 from timeline_pipeline.db.rows import json_object
 from timeline_pipeline.db.schema import maintenance_jobs as mj
+from timeline_pipeline.domain.content_lineage import OnRecall, Tie, declare_content
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
 from timeline_pipeline.domain.maintenance import OPEN_MAINTENANCE_STATUSES
@@ -179,4 +180,14 @@ DESCRIPTOR = declare(
     notes="Operator maintenance jobs of a workspace (ids, counts and checkpoints; a rerun "
     "preview's report keeps ids and counts, its titles stay in the preview's scratch rows): a "
     "year of history, held with the workspace.",
+)
+
+CONTENT = declare_content(
+    __name__,
+    "maintenance_jobs",
+    text_columns=("result_json", "progress_json"),
+    tie=Tie.EVIDENCE_ID,
+    tie_column="result_json",
+    on_recall=OnRecall.IDS_ONLY,
+    notes="A job's report keeps ids and counts, never a message's text (docs/maintenance.md).",
 )

@@ -49,6 +49,7 @@ __all__ = [
     "latest_change",
     "proposal_entry_ids",
     "rows_for_job",
+    "texts",
 ]
 
 PROPOSAL: Final = "proposal"
@@ -176,6 +177,30 @@ def count_for_job(conn: Connection, job_id: str) -> int:
     )
 
 
+TEXT_PAGE: Final = 1_000
+
+
+def texts(
+    conn: Connection, job_id: str, row_ids: Iterable[int]
+) -> dict[int, tuple[str, str, str | None]]:
+    """The kind, title and old title of this preview's rows among `row_ids`, as they are now:
+    the report a curator reads takes its titles from here at read time, never from the job's
+    stored result, so a recall or the purge of these rows takes the text out of the report
+    too (docs/maintenance.md, "Preview a rerun")."""
+    wanted = sorted(set(row_ids))
+    found: dict[int, tuple[str, str, str | None]] = {}
+    for start in range(0, len(wanted), TEXT_PAGE):
+        page = wanted[start : start + TEXT_PAGE]
+        rows = conn.execute(
+            select(pv.c.id, pv.c.kind, pv.c.title, pv.c.old_title).where(
+                pv.c.job_id == job_id, pv.c.id.in_(page)
+            )
+        )
+        for row in rows:
+            found[int(row.id)] = (str(row.kind), str(row.title), row.old_title)
+    return found
+
+
 # --- lifecycle -------------------------------------------------------------------------------
 
 DESCRIPTOR = declare(
@@ -186,8 +211,9 @@ DESCRIPTOR = declare(
     default_days=2,
     max_days=14,
     batch_limit=10_000,
-    notes="Scratch rows of rerun previews: the job's result keeps the report, so the rows are "
-    "of no use once it is read; purged two days after they were written.",
+    notes="Scratch rows of rerun previews, the only place a preview keeps proposed titles (the "
+    "job's report keeps ids and counts and reads them from here); purged two days after they "
+    "were written.",
 )
 
 

@@ -18,10 +18,19 @@ from sqlalchemy.engine import Row
 from timeline_pipeline.db.rows import json_object
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
 from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.domain.content_lineage import (
+    RECALLED_TEXT,
+    OnRecall,
+    RecallEffect,
+    RecallScope,
+    Tie,
+    declare_content,
+)
 from timeline_pipeline.domain.entries import SummarySource
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
 from timeline_pipeline.domain.records import record_of
+from timeline_pipeline.store import entries, window_states
 
 __all__ = [
     "SummaryRow",
@@ -144,6 +153,62 @@ def write_human_summary(
             .returning(su.c.workspace_id)
         ).first()
     return get_summary(conn, workspace_id) if row is not None else None
+
+
+# --- a recall's copies (docs/lifecycle.md, "What a recall and a hold do to each copy") ---------
+
+STALE_KEY = "stale"
+HELD_TEXT_KEY = "held_recalled_text"
+
+
+def recall_copies(conn: Connection, scope: RecallScope, changed: Sequence[int]) -> RecallEffect:
+    """A summary written from entries a recall just changed (`changed`) is stale: an automatic
+    one loses its text (`RECALLED_TEXT`, `metadata.stale = "recall"`; under a hold the text is
+    kept aside in its metadata) and the windows of those entries are opened again for the
+    summary sensor, which writes it anew from what is still visible. A curator's summary is
+    the curator's words: kept, marked `recalled_evidence` in its metadata."""
+    if not changed:
+        return RecallEffect()
+    row = conn.execute(select(su).where(su.c.workspace_id == scope.workspace_id)).first()
+    if row is None:
+        return RecallEffect()
+    current = _to_summary(row)
+    meta = dict(current.metadata)
+    values: dict[str, Any] = {}
+    if current.source == SummarySource.HUMAN:
+        if not meta.get("recalled_evidence"):
+            values["metadata_json"] = {**meta, "recalled_evidence": True}
+    elif current.content != RECALLED_TEXT:
+        meta[STALE_KEY] = "recall"
+        if scope.held and HELD_TEXT_KEY not in meta:
+            meta[HELD_TEXT_KEY] = current.content
+        values.update(content=RECALLED_TEXT, metadata_json=meta)
+    windows = [
+        found.window_state_id
+        for entry_id in changed
+        if (found := entries.get(conn, entry_id)) is not None and found.window_state_id is not None
+    ]
+    window_states.reopen_summary(conn, windows)
+    if not values:
+        return RecallEffect()
+    conn.execute(
+        su.update()
+        .where(su.c.workspace_id == scope.workspace_id, su.c.revision == current.revision)
+        .values(**values, revision=su.c.revision + 1, updated_at=scope.now)
+    )
+    return RecallEffect(rows=1)
+
+
+CONTENT = declare_content(
+    __name__,
+    "workspace_timeline_summaries",
+    text_columns=("content",),
+    tie=Tie.WORKSPACE,
+    on_recall=OnRecall.STALE,
+    apply=recall_copies,
+    stage=1,
+    notes="Written from the visible entries: stale once a recall changed one of them.",
+)
 
 
 # --- lifecycle -------------------------------------------------------------------------------

@@ -318,6 +318,20 @@ def mark_summary_attempted(conn: Connection, state_id: int) -> bool:
     return result.rowcount == 1
 
 
+def reopen_summary(conn: Connection, state_ids: Sequence[int]) -> int:
+    """Let the summary decide again for these finished windows (a recall changed one of their
+    entries, docs/lifecycle.md "What a recall and a hold do to each copy"): the flag
+    `mark_summary_attempted` flipped goes back, so the summary sensor sees the windows again."""
+    if not state_ids:
+        return 0
+    result = conn.execute(
+        ss.update()
+        .where(ss.c.id.in_(sorted(set(state_ids))), ss.c.summary_attempted == true())
+        .values(summary_attempted=False, revision=ss.c.revision + 1)
+    )
+    return int(result.rowcount)
+
+
 # --- window discovery (docs/design.md §6): the sensor's reads and its one extra transition ---
 
 

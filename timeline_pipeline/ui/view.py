@@ -164,6 +164,8 @@ class EntryCard:
     evidence_count: int
     actions: tuple[tuple[str, str], ...]
     """(action, its shown name): the buttons the entry's status allows."""
+    recalled_evidence: bool = False
+    """One of its messages was recalled (docs/lifecycle.md): the page shows a badge."""
 
 
 def _actions(status: str) -> tuple[str, ...]:
@@ -202,6 +204,7 @@ def entry_card(view: EntryView | EntryRow, presentation: Presentation, *, dated:
         revision=view.revision,
         evidence_count=len(view.evidence_ids),
         actions=tuple((action, t.gettext(_ACTIONS[action])) for action in _actions(view.status)),
+        recalled_evidence=view.recalled_evidence,
     )
 
 
