@@ -7,7 +7,9 @@ round, before it posts) reads the flagged windows by keyset and, for each, clear
 compare-and-set and plans the card in one transaction of its own. So a completed window with
 drafts always gets its card queued, exactly once: a pass that fails before its commit leaves the
 flag for the next one, and a second pass finds the flag taken. A window with no drafts has its
-flag cleared and no card.
+flag cleared and no card. A flagged window replayed meanwhile is planned once its drafts are
+final: when the replay finishes, or fails with no attempt left (`store/review_card_outbox.py`
+`plannable`), so a failed replay's drafts still get their card.
 
 The card is a reply in the thread when every draft's evidence comes from one thread, a message
 in the chat otherwise. A rerun of the same window and processor version finds the card planned
@@ -124,13 +126,17 @@ def plan_flagged_cards(
     if not settings.review_cards_enabled:
         return PlanPass()
     with transaction(engine) as conn:
-        flagged = outbox.windows_awaiting_card(conn, limit=limit, after=after)
+        flagged = outbox.windows_awaiting_card(
+            conn, limit=limit, max_attempts=settings.synthesis_window_max_attempts, after=after
+        )
     planned = cleared = failed = 0
     for window in flagged:
         try:
             with transaction(engine) as conn:
                 card = None
-                taken = outbox.take_card_flag(conn, window.id)
+                taken = outbox.take_card_flag(
+                    conn, window.id, max_attempts=settings.synthesis_window_max_attempts
+                )
                 if taken:
                     card = plan_review_card(conn, window, settings, now=now)
         except Exception as error:  # the flag stays: a later pass plans it
@@ -144,6 +150,11 @@ def plan_flagged_cards(
         cleared += taken
         if card is not None:
             planned += 1
-            log.info("review_card.planned", card_id=card.id, window_state_id=window.id)
+            log.info(
+                "review_card.planned",
+                card_id=card.id,
+                window_state_id=window.id,
+                window_status=window.status,
+            )
     resume = flagged[-1].id if len(flagged) == limit else None
     return PlanPass(planned=planned, cleared=cleared, failed=failed, after=resume)

@@ -317,3 +317,65 @@ def test_the_health_figures_count_the_windows_whose_card_is_still_to_plan(
     planned = review_card_figures(engine, NOW)
     assert planned["review_cards_unplanned"] == 0
     assert planned["review_cards_unplanned_oldest_seconds"] == 0.0
+
+
+ONE_ATTEMPT = settings(review_cards_enabled=True, synthesis_window_max_attempts=1)
+"""A window's synthesis gets one attempt: a replay's first failure is its last."""
+
+
+def _replay_fails(engine: Engine, state: SyncState, *, attempts: int) -> SyncState:
+    """An operator's replay of the flagged window that fails `attempts` times, through the real
+    transitions (reset, claim, fail), as a replay's synthesis that keeps failing leaves it."""
+    with engine.begin() as conn:
+        assert window_states.reset_window(conn, state, now=NOW)
+    for _ in range(attempts):
+        current = state_of(engine)
+        with engine.begin() as conn:
+            claimed = window_states.claim_window(
+                conn,
+                current,
+                owner="replay",
+                max_attempts=3,
+                stale_timeout=timedelta(minutes=15),
+                now=NOW,
+            )
+            assert claimed is not None
+            assert window_states.fail_window(
+                conn, claimed, error="chunk 1 refused", retry_at=NOW, now=NOW
+            )
+    return state_of(engine)
+
+
+def test_a_flagged_window_whose_replay_fails_for_good_still_gets_its_card(engine: Engine) -> None:
+    """Issue 35, item 9: the replay's failure is final (no attempt left), so the drafts the
+    window has are the ones it ends with: its card is planned from them, once."""
+    workspace(engine)
+    state = synthesize(engine, ONE_ATTEMPT)
+    failed = _replay_fails(engine, state, attempts=1)
+    assert (failed.status, failed.attempt_count) == ("failed", 1)
+    assert flagged(engine, state.id)
+
+    assert plan_flagged_cards(engine, ONE_ATTEMPT, now=NOW) == PlanPass(planned=1, cleared=1)
+    assert [c.window_state_id for c in card_rows(engine)] == [state.id]
+    assert not flagged(engine, state.id)
+    assert review_card_figures(engine, NOW)["review_cards_unplanned"] == 0
+
+
+def test_a_flagged_window_whose_replay_will_be_retried_waits_and_is_counted(
+    engine: Engine,
+) -> None:
+    """A failure with attempts left is no end: the card waits for the drafts the retry ends
+    with, and the health figure counts the window meanwhile, as it does while it runs."""
+    workspace(engine)
+    state = synthesize(engine, ON)
+    with engine.begin() as conn:
+        assert window_states.reset_window(conn, state, now=NOW)
+    assert review_card_figures(engine, NOW)["review_cards_unplanned"] == 1  # pending again
+    _replay_fails(engine, state_of(engine), attempts=1)
+    assert state_of(engine).status == "failed"
+
+    assert plan_flagged_cards(engine, ON, now=NOW) == PlanPass()
+    assert flagged(engine, state.id)
+    figures = review_card_figures(engine, NOW + timedelta(minutes=1))
+    assert figures["review_cards_unplanned"] == 1
+    assert figures["review_cards_unplanned_oldest_seconds"] == 60.0
