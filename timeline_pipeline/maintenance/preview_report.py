@@ -1,6 +1,13 @@
 """The report of a rerun preview, as JSON and as Markdown (docs/maintenance.md, "Preview a
 rerun"). No I/O: built from the preview's scratch rows, rendered from the JSON.
 
+The report kept in the job's result (`build_report`) holds ids, categories, times and counts,
+never text: a title is taken from a message, and the job row lives a year in a table a recall
+does not reach. Each item names its scratch row (`row`); the report a curator reads gets its
+titles from those rows at read time (`with_titles`), so a recall or the purge of the rows
+takes them out of every later reading. `without_text` is the same report for places that must
+never carry text (Dagster's run metadata, a stored report written before this rule).
+
 Per window: the drafts the rerun would `added`, the entries it would `changed` (old and new
 title and category), the ones it would re-find `unchanged` (new supporting evidence counted),
 the machine drafts the new version no longer proposes (`dropped`: the rerun leaves them on the
@@ -11,15 +18,28 @@ configured prices, what the calls cost (an apply makes the same calls again).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from timeline_pipeline.store.rerun_previews import PRIOR, PROPOSAL, PreviewRow
 
-__all__ = ["build_report", "markdown"]
+__all__ = ["RowText", "build_report", "markdown", "row_ids", "with_titles", "without_text"]
 
 ITEM_KINDS = ("added", "changed", "unchanged", "dropped", "left_alone")
+TEXT_KEYS: Final = ("title", "old_title")
+"""The keys of an item that carry text: only ever filled at read time."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowText:
+    """The text of one scratch row as it is now (`store.rerun_previews.texts`)."""
+
+    kind: str
+    title: str
+    old_title: str | None
 
 
 def _window_key(row: PreviewRow) -> tuple[str, datetime]:
@@ -71,7 +91,7 @@ def build_report(
                 window["dropped"].append(
                     {
                         "entry_id": row.entry_id,
-                        "title": row.title,
+                        "row": row.id,
                         "category": row.category,
                         "occurred_at": row.occurred_at.isoformat(),
                         "evidence_ids": _ids(row, "bound"),
@@ -83,7 +103,7 @@ def build_report(
         if row.outcome == "added":
             window["added"].append(
                 {
-                    "title": row.title,
+                    "row": row.id,
                     "category": row.category,
                     "occurred_at": row.occurred_at.isoformat(),
                     "evidence_ids": _ids(row, "cited"),
@@ -94,8 +114,7 @@ def build_report(
                 {
                     "entry_id": row.entry_id,
                     "new_in_preview": row.entry_id is None,
-                    "old_title": row.old_title,
-                    "title": row.title,
+                    "row": row.id,
                     "old_category": row.old_category,
                     "category": row.category,
                     "occurred_at": row.occurred_at.isoformat(),
@@ -107,7 +126,7 @@ def build_report(
                 {
                     "entry_id": row.entry_id,
                     "new_in_preview": row.entry_id is None,
-                    "title": row.old_title,
+                    "row": row.id,
                     "category": row.old_category,
                     "new_evidence": len(_ids(row, "new")),
                 }
@@ -171,7 +190,7 @@ def _left_alone(
     window["left_alone"].append(
         {
             "entry_id": row.entry_id,
-            "title": row.title if is_prior else row.old_title,
+            "row": row.id,
             "category": row.category if is_prior else row.old_category,
             "status": row.status,
             "reason": row.reason,
@@ -179,6 +198,52 @@ def _left_alone(
             "new_evidence": new_evidence,
         }
     )
+
+
+def row_ids(report: Mapping[str, Any]) -> set[int]:
+    """The scratch rows a report's items name (their titles are read from these)."""
+    return {
+        int(item["row"])
+        for window in report.get("windows", [])
+        for kind in ITEM_KINDS
+        for item in window.get(kind, [])
+        if isinstance(item.get("row"), int)
+    }
+
+
+def _titles(kind: str, text: RowText | None) -> dict[str, str | None]:
+    """An item's text from its row: a proposal's title (and, changed, the entry's before it),
+    the entry's own title for what the rerun re-finds or leaves alone. None where the row is
+    gone (purged after its short retention)."""
+    if text is None:
+        return {"title": None, "old_title": None} if kind == "changed" else {"title": None}
+    if kind == "changed":
+        return {"title": text.title, "old_title": text.old_title}
+    if kind == "unchanged" or (kind == "left_alone" and text.kind != PRIOR):
+        return {"title": text.old_title}
+    return {"title": text.title}
+
+
+def with_titles(report: Mapping[str, Any], texts: Mapping[int, RowText]) -> dict[str, Any]:
+    """The report a curator reads: each item with the title its scratch row holds now."""
+    shown = without_text(report)
+    for window in shown.get("windows", []):
+        for kind in ITEM_KINDS:
+            for item in window.get(kind, []):
+                row = item.get("row")
+                item.update(_titles(kind, texts.get(row) if isinstance(row, int) else None))
+    return shown
+
+
+def without_text(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of the report with no item text: ids, categories, times and counts."""
+    bare = copy.deepcopy(dict(report))
+    for window in bare.get("windows", []):
+        for kind in ITEM_KINDS:
+            for item in window.get(kind, []):
+                for key in TEXT_KEYS:
+                    item.pop(key, None)
+    return bare
 
 
 def _cell(value: Any) -> str:
@@ -235,25 +300,26 @@ def markdown(report: Mapping[str, Any]) -> str:
         for item in window["added"]:
             replaces = ", ".join(f"#{i}" for i in item.get("replaces", []))
             lines.append(
-                f"| {at} | added | | {_cell(item['title'])} | {_cell(item['category'])} | "
+                f"| {at} | added | | {_cell(item.get('title'))} | {_cell(item['category'])} | "
                 f"{'instead of ' + replaces if replaces else ''} |"
             )
         for item in window["changed"]:
             entry = "" if item["entry_id"] is None else f"#{item['entry_id']}"
             lines.append(
-                f"| {at} | changed | {entry} | {_cell(item['title'])} | "
-                f"{_cell(item['category'])} | {_cell(item['old_title'])} "
+                f"| {at} | changed | {entry} | {_cell(item.get('title'))} | "
+                f"{_cell(item['category'])} | {_cell(item.get('old_title'))} "
                 f"({_cell(item['old_category'])}) |"
             )
         for item in window["dropped"]:
             lines.append(
                 f"| {at} | dropped (stays until hidden) | #{item['entry_id']} | "
-                f"{_cell(item['title'])} | {_cell(item['category'])} | |"
+                f"{_cell(item.get('title'))} | {_cell(item['category'])} | |"
             )
         for item in window["left_alone"]:
+            title, category = _cell(item.get("title")), _cell(item["category"])
             lines.append(
                 f"| {at} | left alone: {_cell(item['reason'])} | #{item['entry_id']} | "
-                f"{_cell(item['title'])} | {_cell(item['category'])} | {_cell(item['status'])} |"
+                f"{title} | {category} | {_cell(item['status'])} |"
             )
     if report.get("rows_omitted"):
         lines += ["", f"{report['rows_omitted']} more rows are not listed."]

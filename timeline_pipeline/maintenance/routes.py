@@ -222,7 +222,7 @@ def create_job(body: CreateBody, request: Request, service: JobServiceDep) -> Re
 
 @router.get(JOBS_PATH + "/{job_id}")
 def get_job(job_id: str, service: JobServiceDep) -> Response:
-    return SafeJSONResponse(job_json(service.get(job_id)))
+    return SafeJSONResponse(service.view(job_id))
 
 
 @router.post(JOBS_PATH + "/{job_id}/{action}")
@@ -233,4 +233,4 @@ def act(
     job = service.act(
         job_id, action, revision=body.revision, limits=limits, actor=request_actor(request)
     )
-    return SafeJSONResponse(job_json(job))
+    return SafeJSONResponse(service.present(job))

@@ -62,11 +62,13 @@ from timeline_pipeline.maintenance.errors import (
     UnknownProcessor,
 )
 from timeline_pipeline.maintenance.limits import Limits, check_limits
+from timeline_pipeline.maintenance.preview_report import RowText, row_ids, with_titles
 from timeline_pipeline.maintenance.processor import Processor, Registry, StepOutcome, StepRequest
 from timeline_pipeline.maintenance.sql import batch_transaction, bounded, describe_sql_error
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import MaintenanceMetrics
 from timeline_pipeline.store import maintenance_jobs as store
+from timeline_pipeline.store import rerun_previews
 from timeline_pipeline.store.audit import audit_curation
 from timeline_pipeline.store.maintenance_jobs import DuplicateJob, JobRowBusy, MaintenanceJob
 
@@ -280,6 +282,25 @@ class JobService:
         if job is None:
             raise JobNotFound("no maintenance job with this id")
         return job
+
+    def view(self, job_id: str) -> dict[str, Any]:
+        """The job as the listener answers it (`present`)."""
+        return self.present(self.get(job_id))
+
+    def present(self, job: MaintenanceJob) -> dict[str, Any]:
+        """The job JSON, with a rerun preview's report given its titles from the preview's
+        scratch rows as they are now (docs/maintenance.md, "Preview a rerun"): the stored
+        result keeps ids and counts only, so a recall or the purge of the rows takes their
+        text out of every later answer."""
+        shown = job_json(job)
+        report = (job.result or {}).get("preview")
+        if not isinstance(report, dict):
+            return shown
+        with connection(self.engine) as conn:
+            found = rerun_previews.texts(conn, job.id, row_ids(report))
+        texts = {row: RowText(*text) for row, text in found.items()}
+        shown["result"] = {**(job.result or {}), "preview": with_titles(report, texts)}
+        return shown
 
     # --- revisioned actions --------------------------------------------------------------
 

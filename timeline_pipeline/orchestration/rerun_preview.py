@@ -4,7 +4,10 @@ a rerun"; docs/dagster.md).
 With `preview: true` the job creates the `window_rerun` dry-run instead of the apply; the dry-run
 synthesizes each window with the synthesizer of the code location's window runs (the
 `synthesizer` resource), and the completed job's report becomes the run's output metadata: a
-table per window the UI shows, the same report as Markdown, and the JSON.
+table per window the UI shows, the same report as Markdown, and the JSON. The metadata carries
+ids, categories and counts only, never a title (`preview_report.without_text`): Dagster's
+storage is out of reach of a recall, a hold and the product's purge. The titles are read from
+the preview's scratch rows by `maintenance status` (docs/maintenance.md, "Preview a rerun").
 
 No `from __future__ import annotations`: kept like the other Dagster modules.
 """
@@ -14,7 +17,7 @@ from typing import Any
 
 import dagster as dg
 
-from timeline_pipeline.maintenance.preview_report import markdown
+from timeline_pipeline.maintenance.preview_report import markdown, without_text
 from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
@@ -45,10 +48,12 @@ def rerun_service(
 
 
 def preview_metadata(job: dict[str, Any]) -> dict[str, Any]:
-    """The report of a completed preview job as run metadata; nothing while it is unfinished."""
-    report = (job.get("result") or {}).get("preview")
-    if not isinstance(report, dict):
+    """The report of a completed preview job as run metadata, without text; nothing while it
+    is unfinished."""
+    stored = (job.get("result") or {}).get("preview")
+    if not isinstance(stored, dict):
         return {}
+    report = without_text(stored)
     windows = report.get("windows", [])
     rows = [
         dg.TableRecord(

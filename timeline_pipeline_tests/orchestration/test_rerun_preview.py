@@ -4,6 +4,7 @@ metadata, with the model calls, tokens and their cost at the configured prices."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -116,7 +117,18 @@ def test_a_preview_run_shows_its_report_as_metadata_with_the_model_cost(
     ]
     report = metadata["preview_report"]
     assert isinstance(report, dg.MarkdownMetadataValue)
-    assert "Payments API rolled back to v41" in (report.md_str or "")
+    assert "| window | change | entry | title | category | before |" in (report.md_str or "")
+    # Ids and counts only: no title, old or new, reaches Dagster's storage (a recall, a hold
+    # and the purge never reach it; docs/maintenance.md, "Preview a rerun").
+    stored = [
+        dg.serialize_value(record.dagster_event)
+        for record in instance.all_logs(result.run_id)
+        if record.dagster_event is not None
+    ]
+    for text in ("Payments API rolled back to v41", FACT, FACT.capitalize()):
+        assert text not in (report.md_str or "")
+        assert all(text not in event for event in stored)
+        assert text not in json.dumps(job)
     assert metadata["preview_model_calls"].value == 2
     # A preview wrote no entry and no window state.
     assert (_count(engine, en), _count(engine, ss)) == (entries_before, states_before)
