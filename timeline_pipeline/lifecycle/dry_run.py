@@ -3,7 +3,10 @@
 Holds are read first: a workspace an active hold reaches (workspace-wide, or naming any link of
 the descriptor's chain) reports every eligible row as held and none purgeable, whatever the
 override, before any query that could count a row purgeable runs. The descriptor's
-`legal_hold` field is never read. Only SELECTs run, in one read-only transaction, so two calls
+`legal_hold` field is never read. Rows of a table with no workspace column that go with a
+registered parent by ON DELETE CASCADE (`queries.cascade_parent`: a review card's callback
+tokens) are counted in the parent's workspace, held and purgeable by the parent's rule, as the
+purge keeps or takes them (docs/lifecycle.md, "Dry-run"). Only SELECTs run, in one read-only transaction, so two calls
 with the same input (`as_of` included) answer the same and change nothing.
 """
 
@@ -21,7 +24,16 @@ from timeline_pipeline.db.engine import connection
 from timeline_pipeline.domain.lifecycle import LifecycleDescriptor
 from timeline_pipeline.lifecycle.hold_gate import held_workspaces
 from timeline_pipeline.lifecycle.plan import RetentionPlan, build_plan
-from timeline_pipeline.lifecycle.queries import col, in_scope, purge_scope, table_of
+from timeline_pipeline.lifecycle.queries import (
+    CascadeParent,
+    cascade_parent,
+    col,
+    eligible,
+    in_scope,
+    in_workspace,
+    purge_scope,
+    table_of,
+)
 from timeline_pipeline.lifecycle.registry import Registry
 
 
@@ -81,6 +93,26 @@ def report_descriptor(
     plan: RetentionPlan,
     workspace_id: str | None,
 ) -> DescriptorReport:
+    parent = cascade_parent(d, registry)
+    if parent is not None:
+        counted, purgeable, holds = _cascaded_counts(conn, registry, d, parent, plan, workspace_id)
+    else:
+        counted, purgeable, holds = _own_counts(conn, registry, d, plan, workspace_id)
+    return _report(d, plan, workspace_id, counted, purgeable, holds)
+
+
+Counts = tuple[list[tuple[str | None, Any, Any]], dict[str | None, int], dict[str, list[str]]]
+"""Per workspace (None for rows of no workspace): eligible count and oldest cursor; purgeable
+count; and the holds reaching each held workspace."""
+
+
+def _own_counts(
+    conn: Connection,
+    registry: Registry,
+    d: LifecycleDescriptor,
+    plan: RetentionPlan,
+    workspace_id: str | None,
+) -> Counts:
     # Holds first: nothing below may report a held workspace's rows purgeable.
     holds = held_workspaces(conn, registry.chain_keys(d))
     t = table_of(d)
@@ -88,17 +120,62 @@ def report_descriptor(
     cursor = col(t, d.cursor_column)
     scope = in_scope(d, plan, workspace_id)
     group = [ws] if ws is not None else []
-    counted = conn.execute(
-        select(*group, func.count(), func.min(cursor)).where(*scope).group_by(*group)
-    ).all()
+    counted = [
+        (row[0] if group else None, row[-2], row[-1])
+        for row in conn.execute(
+            select(*group, func.count(), func.min(cursor)).where(*scope).group_by(*group)
+        ).all()
+    ]
     purgeable: dict[str | None, int] = {}
     free = purge_scope(d, registry, plan, workspace_id, holds)
     for row in conn.execute(select(*group, func.count()).where(*free).group_by(*group)).all():
         purgeable[row[0] if group else None] = int(row[-1])
+    return counted, purgeable, holds
+
+
+def _cascaded_counts(
+    conn: Connection,
+    registry: Registry,
+    d: LifecycleDescriptor,
+    parent: CascadeParent,
+    plan: RetentionPlan,
+    workspace_id: str | None,
+) -> Counts:
+    """Rows that go with their parent (ON DELETE CASCADE) and have no workspace of their own:
+    counted in their parent's workspace, held where a hold reaches the parent (the purge keeps
+    the parent, so it keeps them), purgeable only where the purge takes the parent (its own
+    `purge_scope`): the purge's rule, not a guess of it."""
+    pd = parent.descriptor
+    holds = held_workspaces(conn, registry.chain_keys(pd))
+    t, pt = table_of(d), table_of(pd)
+    ws = col(pt, pd.workspace_column or "")
+    cursor = col(t, d.cursor_column)
+    joined = t.join(pt, col(t, parent.column) == col(pt, pd.id_column))
+    scope = [*eligible(d, plan), *in_workspace(pd, workspace_id)]
+    counted = conn.execute(
+        select(ws, func.count(), func.min(cursor)).select_from(joined).where(*scope).group_by(ws)
+    ).all()
+    free = purge_scope(pd, registry, plan, workspace_id, holds)
+    purgeable = {
+        row[0]: int(row[1])
+        for row in conn.execute(
+            select(ws, func.count()).select_from(joined).where(*scope, *free).group_by(ws)
+        ).all()
+    }
+    return [(row[0], row[1], row[2]) for row in counted], purgeable, holds
+
+
+def _report(
+    d: LifecycleDescriptor,
+    plan: RetentionPlan,
+    workspace_id: str | None,
+    counted: list[tuple[str | None, Any, Any]],
+    purgeable: dict[str | None, int],
+    holds: dict[str, list[str]],
+) -> DescriptorReport:
     rows: list[WorkspaceCounts] = []
-    for row in counted:
-        name = row[0] if group else None
-        n, oldest = int(row[-2]), row[-1]
+    for name, count, oldest in counted:
+        n = int(count)
         if isinstance(oldest, str):  # SQLite aggregates lose the column type
             oldest = datetime.fromisoformat(oldest)
         hold_ids = holds.get(name, []) if name is not None else []

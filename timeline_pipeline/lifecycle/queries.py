@@ -8,6 +8,7 @@ exists. Every value (cutoffs, workspace ids, statuses) is a bound parameter.
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Table, exists, false, not_, or_
@@ -99,3 +100,32 @@ def purge_scope(
     if d.is_generic:
         conds.extend(chain_free(d, registry, plan))
     return conds
+
+
+@dataclass(frozen=True)
+class CascadeParent:
+    """The registered table whose rows take `column`'s rows with them (ON DELETE CASCADE)."""
+
+    descriptor: LifecycleDescriptor
+    column: str
+
+
+def cascade_parent(d: LifecycleDescriptor, registry: Registry) -> CascadeParent | None:
+    """For a table with no workspace column whose rows go by ON DELETE CASCADE with a
+    registered parent that has one (`interaction_tokens` with its card): the parent, read from
+    the schema's own foreign key. Such rows belong to their parent's workspace and are purged
+    exactly when it is, so the dry-run reports them by the parent's rule (docs/lifecycle.md,
+    "Dry-run"); None for any other table."""
+    if d.workspace_column is not None:
+        return None
+    by_table = {p.table_name: p for p in registry.descriptors.values()}
+    for fk in sorted(table_of(d).foreign_keys, key=lambda fk: fk.parent.name):
+        parent = by_table.get(fk.column.table.name)
+        if (
+            (fk.ondelete or "").upper() == "CASCADE"
+            and parent is not None
+            and parent.workspace_column is not None
+            and fk.column.name == parent.id_column
+        ):
+            return CascadeParent(parent, col(table_of(d), fk.parent.name).name)
+    return None
