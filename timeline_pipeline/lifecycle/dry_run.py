@@ -6,8 +6,9 @@ override, before any query that could count a row purgeable runs. The descriptor
 `legal_hold` field is never read. Rows of a table with no workspace column that go with a
 registered parent by ON DELETE CASCADE (`queries.cascade_parent`: a review card's callback
 tokens) are counted in the parent's workspace, held and purgeable by the parent's rule, as the
-purge keeps or takes them (docs/lifecycle.md, "Dry-run"). Only SELECTs run, in one read-only transaction, so two calls
-with the same input (`as_of` included) answer the same and change nothing.
+purge keeps or takes them (docs/lifecycle.md, "Dry-run"). Only SELECTs run, in one read-only
+transaction, so two calls with the same input (`as_of` included) answer the same and change
+nothing.
 """
 
 from __future__ import annotations
