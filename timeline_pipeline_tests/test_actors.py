@@ -4,8 +4,8 @@ Dagster `dagster:<run id>`, the chat `lark:<open_id>` (and the timeline page `ui
 
 `AUDITED` is the table of every action the code audits, with the way in each is triggered by
 here through its real entry point: the `serve` app with a bearer token, the CLI through
-CliRunner (maintenance through a real loopback listener), a reaction and a card click as Lark
-sends them. A bare `api`, `cli` or `loopback`, or anything
+CliRunner (maintenance through a real loopback listener), the `rerun_windows` Dagster job, a
+reaction and a card click as Lark sends them. A bare `api`, `cli` or `loopback`, or anything
 not of the forms, fails; so does a module that starts writing the audit without a row here.
 """
 
@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pytest
 from click.testing import CliRunner, Result
 from fastapi.testclient import TestClient
@@ -32,6 +33,8 @@ from timeline_pipeline.db.schema import audit_events
 from timeline_pipeline.http.app import create_app
 from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService
+from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.orchestration.windows import RERUN_JOB, SynthesizerResource, window_defs
 from timeline_pipeline.settings import (
     LarkTimelineSettings,
     RuntimeEnvironment,
@@ -49,7 +52,7 @@ from timeline_pipeline_tests.pins.harness import CURATOR as PIN_CURATOR
 from timeline_pipeline_tests.pins.harness import pin_harness
 from timeline_pipeline_tests.ui.support import session
 
-API, CLI, CHAT, PAGE = "api", "cli", "chat", "page"
+API, CLI, DAGSTER, CHAT, PAGE = "api", "cli", "dagster", "chat", "page"
 WORKSPACE = "inc-1"
 
 AUDITED: tuple[tuple[str, str, str], ...] = (
@@ -81,6 +84,9 @@ AUDITED: tuple[tuple[str, str, str], ...] = (
     ("maintenance.run", CLI, "maintenance run (its first batch)"),
     ("maintenance.completed", CLI, "maintenance run (to the end)"),
     ("maintenance.cancel", CLI, "maintenance cancel"),
+    ("maintenance.create", DAGSTER, "job rerun_windows (preview)"),
+    ("maintenance.run", DAGSTER, "job rerun_windows (its first batch)"),
+    ("maintenance.completed", DAGSTER, "job rerun_windows (to the end)"),
     ("entry.add", CHAT, "im.message.reaction.created_v1 (a pin)"),
     ("entry.hide", CHAT, "im.message.reaction.deleted_v1 (an unpin)"),
     ("entry.restore", CHAT, "im.message.reaction.created_v1 (a pin again)"),
@@ -317,6 +323,33 @@ def test_every_cli_action_is_the_os_user_s(
     finally:
         listener.stop()
     audit.check(CLI, f"cli:{getpass.getuser()}")
+
+
+# --- through Dagster ----------------------------------------------------------------------------
+
+
+def test_the_rerun_job_is_the_run_s(
+    engine: Engine, db_url: str, draft: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    overrides = {"enabled": True}
+    defs = dg.Definitions.merge(
+        dg.Definitions(
+            resources={
+                "database": DatabaseResource(url=db_url),
+                "timeline_settings": TimelineSettingsResource(overrides=overrides),
+            }
+        ),
+        window_defs(load_timeline_settings(**overrides), SynthesizerResource()),
+    )
+    audit = Audit(engine)
+    config = {"workspace_id": WORKSPACE, "processor_version": "rules-v2", "preview": True}
+    with dg.instance_for_test() as instance:
+        result = defs.resolve_job_def(RERUN_JOB).execute_in_process(
+            instance=instance, run_config={"ops": {"create_rerun_windows": {"config": config}}}
+        )
+    assert result.success
+    audit.check(DAGSTER, f"dagster:{result.run_id}")
 
 
 # --- from the chat ------------------------------------------------------------------------------
