@@ -231,3 +231,39 @@ def test_reconciliation_and_its_refresh_keep_the_version_an_edit_replaces(
     row, versions = _row(h.engine, edited["message_id"])
     assert row.content == "root cause: expired cert"
     assert _texts(versions) == [original]
+
+
+def test_a_pins_read_of_an_edited_message_keeps_the_version_it_replaces(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pin reads a message no workspace of its curator had stored, from Lark, where it was
+    edited since; meanwhile the receiver stored the first version in the held workspace. The
+    pin's write goes through the shared path and keeps that version."""
+    from datetime import UTC
+    from datetime import datetime as clock
+
+    from timeline_pipeline.lark.normalize import normalize_list_item
+    from timeline_pipeline.pins.service import PinService
+    from timeline_pipeline.store import workspaces
+    from timeline_pipeline_tests.pins.harness import pin_harness
+
+    with pin_harness(engine) as h:
+        message_id = h.say("rollback of build 7781 failed", stored=False)
+        item = h.lark.store.get(message_id)
+        assert item is not None
+        first = normalize_list_item(item, max_text_chars=4000, app_id=h.app_id)
+        _hold(engine, h.workspace_id)
+        h.lark.store.edit_message(message_id, {"text": "rollback of build 7781 succeeded"})
+        read = PinService._collect
+
+        def read_while_the_receiver_stores(self: PinService, wanted: str) -> Any:
+            with engine.begin() as conn:
+                held = workspaces.require(conn, h.workspace_id)
+                ingest(conn, [first], [held], h.settings, clock.now(UTC), app_id=h.app_id)
+            return read(self, wanted)
+
+        monkeypatch.setattr(PinService, "_collect", read_while_the_receiver_stores)
+        assert h.react(message_id).pinned == (h.workspace_id,)
+        row, versions = _row(engine, message_id, h.workspace_id)
+        assert row.content == "rollback of build 7781 succeeded"
+        assert _texts(versions) == ["rollback of build 7781 failed"]
