@@ -243,6 +243,10 @@ class LarkTimelineSettings(BaseSettings):
     """Timeout of one Lark OpenAPI request."""
     reconcile_max_threads: int = Field(default=200, ge=0)
     """Threads whose replies one reconciliation run fetches at most (0: none)."""
+    reconcile_pre_floor_scan_limit: int = Field(default=500, ge=50, le=5000)
+    """Messages one reconciliation run reads back from the ingestion floor (newest first, in
+    pages, within the hour before it) for threads rooted there; past it the run gives up and
+    reports `pre_floor_roots_given_up` (docs/design.md §3, "Threads")."""
 
     # Review cards (docs/review-cards.md).
     review_cards_enabled: bool = False

@@ -44,6 +44,11 @@ class ChatReport:
     threads_fetched: int = 0
     threads_skipped: int = 0
     """Known threads left out by `reconcileMaxThreads`; each holds `covered_until` back."""
+    pre_floor_messages_read: int = 0
+    """Messages read before the ingestion floor for the threads rooted there (ids only)."""
+    pre_floor_roots_given_up: bool = False
+    """The scan before the floor stopped at `reconcilePreFloorScanLimit` with the margin not
+    read to its start: a thread rooted further back is not known from it (`runner`)."""
     items: int = 0
     """Raw items listed, malformed ones included."""
     messages: int = 0
@@ -96,6 +101,8 @@ class ChatReport:
             "thread_pages": self.thread_pages,
             "threads_fetched": self.threads_fetched,
             "threads_skipped": self.threads_skipped,
+            "pre_floor_messages_read": self.pre_floor_messages_read,
+            "pre_floor_roots_given_up": self.pre_floor_roots_given_up,
             "items": self.items,
             "messages": self.messages,
             "inserted": self.upserts.inserted,

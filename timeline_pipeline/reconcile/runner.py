@@ -10,10 +10,15 @@ last page (docs/design.md §3); any failure leaves it where it was, records the 
 checkpoint and is reported as a counted failure, and the next run resumes from the marker.
 
 A thread whose root was posted before the ingestion floor (the alert that opened the incident,
-posted just before the workspace was created) is known from the chat's newest messages in the
-`PRE_FLOOR_ROOT_MARGIN` before the floor, one page read for thread ids only: the root stays out
-of evidence (it is out of scope, docs/design.md §1), but its replies inside the floor are listed
-like any other thread's, and coverage stops where such a thread was not listed.
+posted just before the workspace was created) is known from the chat's messages in the
+`PRE_FLOOR_ROOT_MARGIN` before the floor, read back from the floor page by page (newest first,
+for thread ids only) up to `reconcilePreFloorScanLimit` messages, so an alert storm between the
+root and the floor does not hide it (issue 35, item 6); a thread whose replies are stored is
+known from their thread id anyway (`thread_first_seen`). The root stays out of evidence (it is
+out of scope, docs/design.md §1), but its replies inside the floor are listed like any other
+thread's, and coverage stops where such a thread was not listed. A scan that reaches its limit
+gives up, and the chat's report and checkpoint say so (`pre_floor_roots_given_up`): the margin
+before a fixed floor never changes, so holding coverage for it would hold it for good.
 
 Completed synthesis windows are never touched here: an edit or recall refreshes evidence only
 (docs/design.md §3, §11).
@@ -92,7 +97,7 @@ PRE_FLOOR_ROOT_MARGIN = timedelta(hours=1)
 """How far before the ingestion floor the chat is read for the roots of threads that reach
 into it (thread ids only; nothing before the floor is stored)."""
 PRE_FLOOR_ROOT_PAGE = 50
-"""Messages read in that margin, newest first: one page."""
+"""Messages one request reads in that margin, newest first (Lark's largest page)."""
 
 T = TypeVar("T")
 
@@ -280,23 +285,45 @@ class _ChatRun:
 
     def _threads_rooted_before(self, plan: ReconcileRange) -> list[str]:
         """Threads whose root lies in the margin before the floor: their replies may fall
-        inside it, and no stored evidence or in-range listing names them."""
+        inside it, and no stored evidence or in-range listing names them.
+
+        Read back from the floor a page at a time, each page ending at the oldest message the
+        last one read (the client's bound is in whole seconds, so that second is read again and
+        its messages told apart by id), until the margin is read or the scan limit is reached.
+        """
         if self.settings.reconcile_max_threads <= 0:
             return []
-        page = self.client.newest_chat_messages_before(
-            self.chat_id,
-            plan.floor,
-            plan.floor - PRE_FLOOR_ROOT_MARGIN,
-            limit=PRE_FLOOR_ROOT_PAGE,
-        )
-        normalized = self._normalize(page.items)
-        found = sorted(
-            {
-                message.thread_id
-                for message in normalized.messages
-                if message.thread_id and message.created_at < plan.floor
-            }
-        )
+        limit = self.settings.reconcile_pre_floor_scan_limit
+        not_before = plan.floor - PRE_FLOOR_ROOT_MARGIN
+        before = plan.floor
+        read: set[str] = set()
+        found: set[str] = set()
+        while True:
+            size = min(PRE_FLOOR_ROOT_PAGE, limit - len(read))
+            if size <= 0:
+                self.report.pre_floor_roots_given_up = True
+                break
+            page = self.client.newest_chat_messages_before(
+                self.chat_id, before, not_before, limit=size
+            )
+            normalized = self._normalize(page.items)
+            fresh = [m for m in normalized.messages if m.message_id not in read]
+            read.update(m.message_id for m in fresh)
+            found.update(m.thread_id for m in fresh if m.thread_id and m.created_at < plan.floor)
+            if len(page.items) < size:
+                break  # the margin is read to its start
+            if not fresh:  # a full page of one second already read: no way further back
+                self.report.pre_floor_roots_given_up = True
+                break
+            before = min(m.created_at for m in fresh)
+        self.report.pre_floor_messages_read = len(read)
+        if self.report.pre_floor_roots_given_up:
+            log.warning(
+                "reconcile.threads.pre_floor_scan_given_up",
+                workspace_id=self.workspace.id,
+                chat_id=self.chat_id,
+                messages_read=len(read),
+            )
         if found:
             log.info(
                 "reconcile.threads.rooted_before_floor",
@@ -304,7 +331,7 @@ class _ChatRun:
                 chat_id=self.chat_id,
                 threads=len(found),
             )
-        return found
+        return sorted(found)
 
     def _plan_threads(self, plan: ReconcileRange, listed_roots: dict[str, datetime]) -> ThreadPlan:
         """Every thread known within the lookback competes for the budget, oldest-served first."""
@@ -413,6 +440,7 @@ class _ChatRun:
             "pages": self.report.pages,
             "messages": self.report.messages,
             "threads_skipped": self.report.threads_skipped,
+            "pre_floor_roots_given_up": self.report.pre_floor_roots_given_up,
         }
         metadata: dict[str, object] = {
             "version": CHECKPOINT_METADATA_VERSION,
