@@ -254,7 +254,7 @@ workspace_timeline_entries = Table(
     ),
     Column("metadata_json", JSONType, nullable=False),
     *_timestamps(),
-    # One of its messages was recalled and the entry kept its text (0020_recalled_copies).
+    # One of its messages was recalled and the entry kept its text (0019_recalled_copies).
     Column("recalled_evidence", Boolean(), nullable=False, server_default=text("false")),
     CheckConstraint(_in("source", tuple(EntrySource)), name="source"),
     CheckConstraint(_in("status", tuple(EntryStatus)), name="status"),
@@ -518,7 +518,7 @@ interaction_requests = Table(
     _revision(),
     Column("expires_at", UTCDateTime(), nullable=False),
     *_timestamps(),
-    # A recall redacted the card's text: patch it in Lark (0020_recalled_copies).
+    # A recall redacted the card's text: patch it in Lark (0019_recalled_copies).
     Column("redraw_pending", Boolean(), nullable=False, server_default=text("false")),
     CheckConstraint(_in("status", CARD_STATUSES), name="status"),
     CheckConstraint(_in("delivery_status", DELIVERY_STATUSES), name="delivery_status"),

@@ -127,35 +127,6 @@ def redact_evidence(
     return result, False
 
 
-def set_aside_recalled(
-    conn: Connection, records: Sequence[EvidenceRecord], registry: Registry | None = None
-) -> set[str]:
-    """Before a batch of evidence records is written: the recalled ones of held workspaces
-    have their stored content set aside first (the write then redacts the columns only). The
-    workspaces whose recalls were checked free, for `recheck_recalled` after the write."""
-    by_workspace: dict[str, list[tuple[str, str, str]]] = {}
-    for record in records:
-        if record.deleted:
-            key = (record.source, record.source_type, record.source_key)
-            by_workspace.setdefault(record.workspace_id, []).append(key)
-    free: set[str] = set()
-    for workspace_id, keys in by_workspace.items():
-        if holds_on(conn, EVIDENCE, workspace_id, registry):
-            evidence.set_aside_for_hold(conn, workspace_id, keys)
-        else:
-            free.add(workspace_id)
-    return free
-
-
-def recheck_recalled(
-    conn: Connection, free: Iterable[str], *, what: str, registry: Registry | None = None
-) -> None:
-    """After the write: a hold that appeared on a workspace found free rolls the caller's
-    transaction back (LegalHoldActive); the recall is written again on its next delivery."""
-    for workspace_id in sorted(free):
-        require_free(conn, EVIDENCE, workspace_id, what=what, registry=registry)
-
-
 # --- every evidence write: what a hold keeps of an edit ---------------------------------------
 
 

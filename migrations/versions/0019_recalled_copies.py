@@ -4,7 +4,7 @@ flagged for its curators (`recalled_evidence`, shown on the page and in the API)
 whose stored text a recall redacted waits to be patched in Lark (`redraw_pending`, the card
 worker's queue). Both false on every existing row: nothing was recalled under the new rules yet.
 
-Revision ID: 0020_recalled_copies
+Revision ID: 0019_recalled_copies
 Revises: 0018_maintenance_workspace
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0020_recalled_copies"
+revision: str = "0019_recalled_copies"
 down_revision: str | None = "0018_maintenance_workspace"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
