@@ -11,8 +11,13 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.migrate import upgrade
+from timeline_pipeline.maintenance.driver import Budget
 from timeline_pipeline.maintenance.limits import Limits
-from timeline_pipeline.orchestration.maintenance import MAINTENANCE_STATUS_JOB, maintenance_defs
+from timeline_pipeline.orchestration.maintenance import (
+    MAINTENANCE_STATUS_JOB,
+    drive_job,
+    maintenance_defs,
+)
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline_tests.maintenance.support import seed_evidence, service, stale_hashes
 
@@ -79,3 +84,25 @@ def test_the_code_location_carries_the_maintenance_job() -> None:
         names = {job.name for job in defs.resolve_all_job_defs()}
     assert {MAINTENANCE_STATUS_JOB, "rerun_windows"} <= names
     assert "drive_maintenance_job" not in names
+
+
+@pytest.mark.parametrize("apply", [True, False])
+def test_the_rerun_driver_refuses_any_job_but_a_window_rerun(url: str, apply: bool) -> None:
+    """`drive_job` exists for `rerun_windows`' own job: a hash backfill (which rewrites
+    evidence) is driven through the loopback listener only, whether it applies or not."""
+    engine: Engine = make_engine(url)
+    seed_evidence(engine, 5)
+    svc = service(engine)
+    job, _ = svc.create(
+        job_type="content_hash_backfill",
+        idempotency_key="k",
+        parameters={"workspace_id": "inc-1"},
+        limits=Limits(10, 1, 200, 2000),
+        apply=apply,
+    )
+    with pytest.raises(dg.Failure, match="through the loopback listener"):
+        drive_job(dg.build_op_context(), svc, job.id, Budget(max_batches=5, max_seconds=5))
+    after = svc.get(job.id)
+    assert (after.status, after.revision, after.batches) == (job.status, job.revision, 0)
+    assert stale_hashes(engine) == 5
+    engine.dispose()
