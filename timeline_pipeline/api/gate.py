@@ -19,7 +19,6 @@ from typing import Any, Final
 from fastapi import Request, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
-from starlette.types import Message, Receive
 
 from timeline_pipeline.api.auth import (
     AUTHORIZED_STATE,
@@ -29,7 +28,7 @@ from timeline_pipeline.api.auth import (
 )
 from timeline_pipeline.api.errors import ApiRoute, ProblemResponse, problem_body
 from timeline_pipeline.curation.rules import DETAIL_MAX_CHARS, SUMMARY_MAX_CHARS, TITLE_MAX_CHARS
-from timeline_pipeline.web.body import BodyTooLarge, read_bounded_body
+from timeline_pipeline.web.body import BodyTooLarge, read_bounded_body, replaying
 from timeline_pipeline.web.deps import get_engine, resolve
 
 __all__ = ["MAX_BODY_BYTES", "GatedRoute"]
@@ -37,21 +36,6 @@ __all__ = ["MAX_BODY_BYTES", "GatedRoute"]
 MAX_BODY_BYTES: Final = max(SUMMARY_MAX_CHARS, TITLE_MAX_CHARS + DETAIL_MAX_CHARS) * 6 + 16 * 1024
 """The largest valid body with every character JSON-escaped (`\\uXXXX`), plus room for the
 other fields: no valid request is refused, and no request costs more than this in memory."""
-
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    """A receive channel that gives the body already read, then the client's own messages
-    (a disconnect), so the request handed on reads like the original one."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 class GatedRoute(ApiRoute):
@@ -95,6 +79,6 @@ class GatedRoute(ApiRoute):
                 return ProblemResponse(
                     problem_body("client_disconnected", "the body was cut off"), 400
                 )
-            return await handler(Request(request.scope, _replaying(body, request.receive)))
+            return await handler(Request(request.scope, replaying(body, request.receive)))
 
         return gated
