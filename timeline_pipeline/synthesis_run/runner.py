@@ -49,7 +49,7 @@ from timeline_pipeline.synthesis_run.core import (
 )
 from timeline_pipeline.synthesis_run.draft_matching import DraftOutcome
 from timeline_pipeline.synthesis_run.drafts import draft_write, evidence_item
-from timeline_pipeline.synthesis_run.failures import ChunkFailure, bounded
+from timeline_pipeline.synthesis_run.failures import ChunkFailure, bounded, error_kind
 from timeline_pipeline.synthesis_run.lineage import (
     aggregate_hash,
     evidence_lineage,
@@ -224,6 +224,8 @@ class WindowRunner:
             report.reason = str(exc)
             log.warning("window.lease_lost", window=ref.partition_key, state_id=claimed.id)
             return report
+        except Exception as exc:  # any error ends this window, never the batch
+            return self._end_on_error(claimed, owner, report, exc)
 
     # --- state transitions -------------------------------------------------------------------
 
@@ -577,6 +579,67 @@ class WindowRunner:
             reason=failure.reason,
             retryable=failure.retryable,
         )
+        return report
+
+    def _end_on_error(
+        self, claimed: SyncState, owner: str, report: WindowRunReport, exc: Exception
+    ) -> WindowRunReport:
+        """Any other error (a database error at commit, a bug) ends this window's attempt and
+        releases it, so a batch goes on and the window is never left `processing` under a
+        run that still works (docs/design.md §11, "error inside a window").
+
+        The window is marked `failed` by the same bounded-attempt rule as a chunk out of
+        attempts (`fail_window`, retried after the policy's backoff while attempts are left),
+        from the row as it is now: the failed transaction rolled back, and only a row this
+        claim still holds (same owner and attempt, still `processing`) is moved. The diagnostic
+        names the error's type only: a database error's text may carry statement parameters,
+        that is message-derived text.
+        """
+        diagnostic = bounded(
+            f"attempt {claimed.attempt_count} ended by an error after "
+            f"{report.chunks_run} committed chunk(s) of {report.chunks_total}: {error_kind(exc)}"
+        )
+        report.status = RunStatus.FAILED
+        report.reason = diagnostic
+        log.error(
+            "window.error",
+            window=report.ref.partition_key,
+            state_id=claimed.id,
+            error=error_kind(exc),
+            chunks_committed=report.chunks_run,
+        )
+        now = self.clock()
+        try:
+            with self.engine.begin() as conn:
+                current = sync_states.get(conn, claimed.id)
+                held = (
+                    current is not None
+                    and current.status == WindowStatus.PROCESSING
+                    and current.lease_owner == owner
+                    and current.attempt_count == claimed.attempt_count
+                )
+                failed = (
+                    window_states.fail_window(
+                        conn,
+                        current,
+                        error=diagnostic,
+                        retry_at=now + timedelta(seconds=self.retry.ceiling(claimed.attempt_count)),
+                        now=now,
+                    )
+                    if held and current is not None
+                    else None
+                )
+        except Exception as release_error:  # the stale timeout is the backstop
+            log.error(
+                "window.release_failed",
+                window=report.ref.partition_key,
+                state_id=claimed.id,
+                error=error_kind(release_error),
+            )
+            report.reason = bounded(f"{diagnostic}; the window could not be released")
+            return report
+        if failed is None:
+            report.reason = bounded(f"{diagnostic}; the window was no longer held by this run")
         return report
 
     def _state_metadata(
