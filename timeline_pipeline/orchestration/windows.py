@@ -57,13 +57,15 @@ from timeline_pipeline.synthesis.contract import Synthesizer
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
 from timeline_pipeline.synthesis_run.synthesizers import build_synthesizer
 from timeline_pipeline.windows.batches import (
+    PARTITION_TAG,
     TAG_LANE,
     TAG_REQUEST,
     BatchItem,
+    RunScope,
     lane_of,
     plan_runs,
 )
-from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup
+from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup, RunScopes
 from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE, DiscoveryCursor
 
 WINDOW_PARTITIONS = "timeline_windows"
@@ -292,6 +294,8 @@ def timeline_window_drafts(
             statuses["stopped"] += 1
             break
         try:
+            # The runner ends and releases a window it claimed whatever the error; what can
+            # still raise here comes before the claim, with nothing held.
             report = runner.run(ref, owner=context.run.run_id, replay=replay)
         except Exception as exc:  # one window's crash must not lose the others
             context.log.error("window %s raised %s", ref.partition_key, type(exc).__name__)
@@ -381,6 +385,30 @@ def request_group_lookup(instance: dg.DagsterInstance) -> RunLookup:
 _ALIVE = {dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED}
 
 
+def run_scope_lookup(instance: dg.DagsterInstance) -> RunScopes:
+    """The windows each run the sensor requested was asked to synthesize, from its tags (its
+    request group and partition or range), minus the windows of its group that got runs of
+    their own. Asked only for runs whose windows went stale: rare, two queries a run."""
+
+    def lookup(run_ids: Sequence[str]) -> Mapping[str, RunScope]:
+        scopes: dict[str, RunScope] = {}
+        for run in instance.get_runs(filters=dg.RunsFilter(run_ids=list(run_ids))):
+            group = run.tags.get(TAG_REQUEST)
+            if not group:
+                continue
+            others = {
+                key
+                for other in instance.get_runs(filters=dg.RunsFilter(tags={TAG_REQUEST: group}))
+                if other.run_id != run.run_id and (key := other.tags.get(PARTITION_TAG))
+            }
+            scope = RunScope.from_tags(run.tags, others)
+            if scope is not None:
+                scopes[run.run_id] = scope
+        return scopes
+
+    return lookup
+
+
 def release_abandoned_runs(
     instance: dg.DagsterInstance, run_ids: Sequence[str], stale_timeout: str
 ) -> list[str]:
@@ -424,6 +452,7 @@ def evaluate_discovery(
         cursor,
         now or datetime.now(UTC),
         run_lookup=request_group_lookup(context.instance),
+        run_scopes=run_scope_lookup(context.instance),
     )
     outcome = tick.run()
     released = release_abandoned_runs(

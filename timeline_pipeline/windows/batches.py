@@ -31,7 +31,11 @@ from dataclasses import dataclass
 from datetime import UTC
 
 from timeline_pipeline.domain.sync_states import SyncState
-from timeline_pipeline.domain.window_keys import WindowRef
+from timeline_pipeline.domain.window_keys import (
+    InvalidPartitionKey,
+    WindowRef,
+    parse_partition_key,
+)
 from timeline_pipeline.windows.planning import (
     TAG_PRIORITY,
     TAG_SYNTHESIS,
@@ -48,6 +52,7 @@ __all__ = [
     "TAG_WINDOWS",
     "PlannedRun",
     "RunPlan",
+    "RunScope",
     "lane_of",
     "plan_runs",
     "request_group",
@@ -59,6 +64,7 @@ TAG_REQUEST = "timeline/request"
 TAG_WINDOWS = "timeline/windows"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
+PARTITION_TAG = "dagster/partition"
 
 
 def lane_of(workspace_id: str, lanes: int) -> str:
@@ -173,3 +179,44 @@ def _chunk_run(group: str, chunk: Sequence[BatchItem], keys: tuple[str, ...]) ->
         }
     )
     return PlannedRun(keys, f"{group}/{keys[0]}/{len(keys)}", tags)
+
+
+@dataclass(frozen=True, slots=True)
+class RunScope:
+    """The windows a sensor's run was asked to synthesize, read back from its tags: its request
+    group and its partition (a run of one window) or partition range (a batch), minus the
+    windows of the group that got runs of their own (`others`).
+
+    A batch's range holds the group's new windows between its first and last key in window
+    order (`plan_runs` cuts each group's new windows, sorted, into contiguous ranges); a window
+    of the group whose partition already existed got a run of its own, named in `others`.
+    """
+
+    group: str
+    first: WindowRef
+    last: WindowRef
+    others: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str], others: Collection[str] = ()) -> RunScope | None:
+        """None for a run the sensor did not request (a UI launch, a backfill) or whose keys do
+        not parse."""
+        group = tags.get(TAG_REQUEST)
+        first = tags.get(RANGE_START_TAG) or tags.get(PARTITION_TAG)
+        last = tags.get(RANGE_END_TAG) or tags.get(PARTITION_TAG)
+        if not group or not first or not last:
+            return None
+        try:
+            return cls(
+                group, parse_partition_key(first), parse_partition_key(last), frozenset(others)
+            )
+        except InvalidPartitionKey:
+            return None
+
+    def covers(self, ref: WindowRef, group: str) -> bool:
+        """Whether this run was asked to synthesize the window `ref` requested in `group`."""
+        return (
+            group == self.group
+            and ref.partition_key not in self.others
+            and self.first.sort_key() <= ref.sort_key() <= self.last.sort_key()
+        )

@@ -23,6 +23,9 @@ What a tick does, cheapest first:
    deferred by an AI outage are requested again once a backoff ends (all of them, in window
    order, keeping their slots), and requests that never turned into a Dagster run are re-issued
    after a stale timeout (a run that ended without claiming its window counts as an attempt).
+   A stale window's run is released only when it holds no live lease (a run that still works
+   keeps going and loses only the window taken from it); the windows a released run was asked
+   to synthesize and never claimed are requested again at once, with no attempt charged.
 
 Workspace eligibility (status, age, type) decides what is ingested, not what is synthesized:
 every chat with stored evidence is followed and every window state is handled the same in every
@@ -54,7 +57,7 @@ from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
 from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import checkpoints, evidence, window_states, workspaces
-from timeline_pipeline.windows.batches import request_group, run_tags
+from timeline_pipeline.windows.batches import RunScope, request_group, run_tags
 from timeline_pipeline.windows.collection import waits_for_collection
 from timeline_pipeline.windows.planning import (
     Admission,
@@ -74,6 +77,7 @@ __all__ = [
     "SCAN_CAP",
     "DiscoveryTick",
     "RunLookup",
+    "RunScopes",
     "TickOutcome",
     "WindowRequest",
 ]
@@ -113,6 +117,13 @@ class RunLookup(Protocol):
     def __call__(self, groups: Sequence[str], /) -> Mapping[str, bool]: ...
 
 
+class RunScopes(Protocol):
+    """The windows each of these runs (lease owners) was asked to synthesize
+    (`windows.batches.RunScope`); a run the sensor did not request is left out."""
+
+    def __call__(self, run_ids: Sequence[str], /) -> Mapping[str, RunScope]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class WindowRequest:
     """A run to request for one window partition."""
@@ -122,7 +133,7 @@ class WindowRequest:
     run_key: str
     """The key of a run of this window alone; a batch run has its own (`windows.batches`)."""
     tags: Mapping[str, str]
-    reason: str  # new | retry | stale | deferred | pending | reissue | relaunch
+    reason: str  # new | retry | stale | deferred | pending | reissue | relaunch | unreached
     group: str = ""
     """The tick and lane that requested it (`timeline/request`)."""
 
@@ -135,8 +146,9 @@ class TickOutcome:
     oldest_uncovered: datetime | None = None
     skip_reason: str | None = None
     abandoned_owners: list[str] = field(default_factory=list)
-    """Lease owners (run ids) of windows found stale this tick: they stopped reporting, so
-    whatever tracks them as running (Dagster's run queue) should stop counting them."""
+    """Lease owners (run ids) of windows found stale this tick that hold no live lease: they
+    stopped reporting, so whatever tracks them as running (Dagster's run queue) should stop
+    counting them. A run with a live lease on another window still works and is not named."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +183,7 @@ class DiscoveryTick:
         now: datetime,
         *,
         run_lookup: RunLookup | None = None,
+        run_scopes: RunScopes | None = None,
         budget: timedelta = DEFAULT_TICK_BUDGET,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -180,6 +193,7 @@ class DiscoveryTick:
         self.cursor = cursor
         self.now = now
         self.run_lookup = run_lookup
+        self.run_scopes = run_scopes
         self._clock = clock
         self._deadline = clock() + budget.total_seconds()
         self.outcome = TickOutcome(cursor=cursor)
@@ -190,6 +204,9 @@ class DiscoveryTick:
         self._walk_at: dict[ChatKey, datetime] = {}
         self._held: dict[ChatKey, datetime] = {}
         self._polled: set[int] = set()
+        self._alive: set[str] = set()
+        """Lease owners holding a live (not stale) lease: runs that still work."""
+        self._rerequested: set[int] = set()
         self._conn: Connection | None = None
         self._began: float | None = None
 
@@ -313,6 +330,7 @@ class DiscoveryTick:
             self._push(start, _Walk(chat))
         self._load_coverage()
         self._drain(admission)
+        self._release_dead_runs(unfinished)
         self._reissue(unfinished)
         self._finish_cursor()
         self.outcome.counts["in_flight"] = admission.total
@@ -425,6 +443,8 @@ class DiscoveryTick:
                 self.outcome.counts["invalid_ids"] += 1
                 continue
             action = classify_state(state, self.now, limits)
+            if action is StateAction.RUNNING and state.lease_owner:
+                self._alive.add(state.lease_owner)
             if action is StateAction.DEFERRED and outage_due:
                 # One deferred window's backoff is over: all of them go again, in window
                 # order, so that once the model answers the backlog resumes oldest first
@@ -592,6 +612,51 @@ class DiscoveryTick:
             self._walk_at[chat] = end
             self._push(end, _Walk(chat))
 
+    def _release_dead_runs(self, unfinished: Sequence[SyncState]) -> None:
+        """Name the runs whose stale windows the sweep took, and request again at once, with no
+        attempt charged, the windows they were asked to synthesize and never claimed.
+
+        A run that holds a live lease on another window still works: the sweep took only the
+        stale window from it (its late writes to that window fail their compare-and-set) and it
+        goes on with its batch, so it is not named. A run that holds none is dead (or hung): it
+        is named, so that the orchestrator releases its queue slot, and its batch's windows
+        still `pending` under its request are requested again in this tick rather than after
+        two more stale timeouts, and not as an unclaimed run's attempt: they were never its
+        fault (docs/scaling.md).
+        """
+        owners = dict.fromkeys(self.outcome.abandoned_owners)
+        dead = [owner for owner in owners if owner not in self._alive]
+        self.outcome.abandoned_owners = dead
+        if not dead or self.run_scopes is None:
+            return
+        scopes = list(self.run_scopes(dead).values())
+        if not scopes:
+            return
+        for state in unfinished:
+            if classify_state(state, self.now, self.limits) is not StateAction.QUEUED:
+                continue
+            if state.scope_key is None or state.window_start is None:
+                continue
+            ref = WindowRef(
+                state.workspace_id, state.scope_key, state.window_start, state.processor_version
+            )
+            group = request_group(ref, state, self.limits.lanes)
+            if not any(scope.covers(ref, group) for scope in scopes):
+                continue
+            with self._tx() as conn:
+                requeued = window_states.requeue_window(
+                    conn,
+                    state,
+                    max_attempts=self.limits.max_attempts,
+                    stale_timeout=self.limits.stale_timeout,
+                    reissue_at=self.now + self.limits.reissue_after,
+                    now=self.now,
+                )
+            if requeued is None:
+                continue  # the run (or another) claimed it meanwhile
+            self._rerequested.add(state.id)
+            self._request(ref, requeued, "unreached")
+
     def _reissue(self, unfinished: Sequence[SyncState]) -> None:
         """Requests that Dagster never turned into a run are made again, same run key.
 
@@ -609,6 +674,8 @@ class DiscoveryTick:
         self.cursor = replace(cursor, reissue_at=self.now + self.limits.reissue_after)
         due: list[tuple[str, WindowRef, SyncState]] = []
         for state in unfinished:
+            if state.id in self._rerequested:
+                continue
             if classify_state(state, self.now, self.limits) is not StateAction.QUEUED:
                 continue
             if state.next_attempt_at is None or state.next_attempt_at > self.now:

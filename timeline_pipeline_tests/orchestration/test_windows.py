@@ -15,7 +15,8 @@ from dagster._core.storage.dagster_run import DagsterRun
 from dagster._core.utils import make_new_run_id
 from sqlalchemy import Engine
 
-from timeline_pipeline.domain.window_keys import WindowRef, window_start_of
+from timeline_pipeline.domain.sync_states import SyncState
+from timeline_pipeline.domain.window_keys import WindowRef, parse_partition_key, window_start_of
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.windows import (
     DISCOVERY_SENSOR,
@@ -24,6 +25,7 @@ from timeline_pipeline.orchestration.windows import (
     WINDOW_DRAFTS_KEY,
     WINDOW_PARTITIONS,
     SynthesizerResource,
+    evaluate_discovery,
     partition_tags,
     release_abandoned_runs,
     timeline_window_drafts,
@@ -31,7 +33,8 @@ from timeline_pipeline.orchestration.windows import (
 )
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import entries
-from timeline_pipeline.windows.batches import lane_of
+from timeline_pipeline.store import window_states as window_store
+from timeline_pipeline.windows.batches import RunScope, lane_of
 from timeline_pipeline.windows.planning import run_priority
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,
@@ -41,6 +44,7 @@ from timeline_pipeline_tests.support.anthropic_standin import (
     tool_reply,
 )
 from timeline_pipeline_tests.support.windows import WINDOW
+from timeline_pipeline_tests.synthesis_run.commit_faults import advances_cursor, failing_commits
 from timeline_pipeline_tests.windows.support import post, window_states, workspace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -496,3 +500,163 @@ def test_runs_whose_windows_went_stale_are_failed_so_they_free_their_queue_slot(
     assert dead is not None and dead.status is dg.DagsterRunStatus.FAILURE
     done = instance.get_run_by_id(finished)
     assert done is not None and done.status is dg.DagsterRunStatus.SUCCESS
+
+
+# --- a window in a batch is isolated (docs/scaling.md) ----------------------------------------
+
+
+def sensor_tick(
+    db_url: str, instance: dg.DagsterInstance, now: datetime, cursor: str | None = None
+) -> dg.SensorResult:
+    """One evaluation of the window sensor at `now`, on a real instance."""
+    with dg.build_sensor_context(instance=instance, cursor=cursor) as context:
+        return evaluate_discovery(
+            context,
+            DatabaseResource(url=db_url),
+            TimelineSettingsResource(overrides=OVERRIDES),
+            now=now,
+        )
+
+
+def started_run(instance: dg.DagsterInstance, tags: Mapping[str, str]) -> str:
+    """A run the daemon launched and that still runs (or was SIGKILLed: Dagster cannot tell)."""
+    run = DagsterRun(
+        job_name=SYNTHESIS_JOB,
+        run_id=make_new_run_id(),
+        status=dg.DagsterRunStatus.STARTED,
+        tags=dict(tags),
+    )
+    instance.add_run(run)
+    return run.run_id
+
+
+def claimed_by(engine: Engine, key: str, owner: str, at: datetime) -> SyncState:
+    state = window_states(engine)[key]
+    with engine.begin() as conn:
+        claimed = window_store.claim_window(
+            conn,
+            state,
+            owner=owner,
+            max_attempts=3,
+            stale_timeout=timedelta(minutes=15),
+            now=at,
+        )
+    assert claimed is not None
+    return claimed
+
+
+def test_a_database_error_in_one_window_of_a_batch_releases_it_and_the_batch_goes_on(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance
+) -> None:
+    """The second window's chunk commit fails (the database's `OperationalError`): that window
+    is failed by the bounded-attempt rule and released, the third still runs and commits."""
+    workspace(engine, created_at=NOW - timedelta(hours=3))
+    starts = [W1, W1 + WINDOW, W1 + 2 * WINDOW]
+    ids = post(engine, [start + timedelta(minutes=1) for start in starts], text=FACT)
+    defs = defs_for(db_url)
+    first = tick(defs, instance)
+    (batch,) = first.run_requests
+    keys = add_partitions(instance, first)
+    with failing_commits(Engine, advances_cursor, skip=1) as fault:
+        result = run_request(defs, instance, batch)
+    assert fault.failed == 1
+    states = window_states(engine)
+    middle = states[keys[1]]
+    assert (middle.status, middle.lease_owner, middle.attempt_count) == ("failed", None, 1)
+    assert middle.next_attempt_at is not None
+    assert middle.last_error is not None and "OperationalError" in middle.last_error
+    assert states[keys[0]].status == states[keys[2]].status == "completed"
+    meta = materializations(instance, result.run_id)
+    assert list(meta) == [keys[0], keys[2]]
+    assert meta[keys[2]]["evidence_ids"] == [ids[2]]
+    assert not result.success
+    failure = result.get_step_failure_events()[0].step_failure_data.user_failure_data
+    assert failure is not None and "1 of 3 windows failed" in (failure.description or "")
+
+
+def test_a_stale_sweep_takes_only_the_stale_window_from_a_run_that_still_works(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance
+) -> None:
+    """A run holding a live lease still works: the sweep requeues the window it left stale but
+    does not fail the run in Dagster, so the run is not stopped before its remaining windows."""
+    workspace(engine, created_at=NOW - timedelta(hours=3))
+    post(engine, [W1 + timedelta(minutes=1), W1 + timedelta(minutes=11)], text=FACT)
+    first = sensor_tick(db_url, instance, NOW)
+    (batch,) = first.run_requests or []
+    keys = add_partitions(instance, first)
+    run_id = started_run(instance, batch.tags)
+    claimed_by(engine, keys[0], run_id, NOW)  # left processing, then goes stale
+    later = NOW + timedelta(minutes=16)
+    claimed_by(engine, keys[1], run_id, later - timedelta(minutes=1))  # the run's live lease
+    swept = sensor_tick(db_url, instance, later, first.cursor)
+    assert [r.partition_key for r in swept.run_requests or []] == [keys[0]]
+    states = window_states(engine)
+    assert (states[keys[0]].status, states[keys[0]].lease_owner) == ("pending", None)
+    assert (states[keys[1]].status, states[keys[1]].lease_owner) == ("processing", run_id)
+    run = instance.get_run_by_id(run_id)
+    assert run is not None and run.status is dg.DagsterRunStatus.STARTED
+
+
+def test_windows_a_dead_batch_never_reached_are_requested_at_the_first_stale_check_free(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance
+) -> None:
+    """SIGKILL inside window 2 of a 4-window batch: the tick that finds window 2 stale releases
+    the run and requests windows 2, 3 and 4 again at once; 3 and 4 lose no attempt."""
+    workspace(engine, created_at=NOW - timedelta(hours=3))
+    post(engine, [W1 + timedelta(minutes=1 + 10 * i) for i in range(4)], text=FACT)
+    first = sensor_tick(db_url, instance, NOW)
+    (batch,) = first.run_requests or []
+    keys = add_partitions(instance, first)
+    assert len(keys) == 4
+    run_id = started_run(instance, batch.tags)
+    done = claimed_by(engine, keys[0], run_id, NOW)
+    with engine.begin() as conn:
+        assert window_store.finish_window(
+            conn, done, status="completed", aggregate_hash="h", metadata={}, now=NOW
+        )
+    killed_at = NOW + timedelta(minutes=1)
+    claimed_by(engine, keys[1], run_id, killed_at)  # then SIGKILL
+
+    stale = killed_at + timedelta(minutes=15, seconds=30)
+    swept = sensor_tick(db_url, instance, stale, first.cursor)
+
+    requested = sorted(k for r in swept.run_requests or [] for k in request_keys(r, keys))
+    assert requested == keys[1:]
+    run = instance.get_run_by_id(run_id)
+    assert run is not None and run.status is dg.DagsterRunStatus.FAILURE
+    states = window_states(engine)
+    assert states[keys[1]].attempt_count == 1  # its one claim
+    for key in keys[2:]:
+        state = states[key]
+        assert (state.status, state.attempt_count, state.unclaimed_runs) == ("pending", 0, 0)
+    # The next stale check sees them requested under this tick's group: nothing is charged.
+    sensor_tick(db_url, instance, stale + timedelta(minutes=16), swept.cursor)
+    for key in keys[2:]:
+        state = window_states(engine)[key]
+        assert (state.attempt_count, state.unclaimed_runs) == (0, 0)
+
+
+def request_keys(request: dg.RunRequest, keys: list[str]) -> list[str]:
+    """The partitions a request covers: its own, or those of its range among `keys`."""
+    if request.partition_key is not None:
+        return [request.partition_key]
+    start = request.tags["dagster/asset_partition_range_start"]
+    end = request.tags["dagster/asset_partition_range_end"]
+    return [key for key in keys if start <= key <= end]
+
+
+def test_a_runs_scope_is_its_range_in_its_group_minus_the_windows_with_runs_of_their_own() -> None:
+    keys = [WindowRef("inc-1", "oc_chat", W1 + i * WINDOW).partition_key for i in range(4)]
+    tags = {
+        "timeline/request": "1@g",
+        "dagster/asset_partition_range_start": keys[0],
+        "dagster/asset_partition_range_end": keys[2],
+    }
+    scope = RunScope.from_tags(tags, others={keys[1]})
+    assert scope is not None
+    refs = [parse_partition_key(key) for key in keys]
+    assert [scope.covers(ref, "1@g") for ref in refs] == [True, False, True, False]
+    assert not scope.covers(refs[0], "1@other")
+    single = RunScope.from_tags({"timeline/request": "1@g", "dagster/partition": keys[3]})
+    assert single is not None and single.covers(refs[3], "1@g")
+    assert RunScope.from_tags({"dagster/partition": keys[3]}) is None  # not the sensor's run
