@@ -46,6 +46,11 @@ def _window_key(row: PreviewRow) -> tuple[str, datetime]:
     return (row.chat_id, row.window_start)
 
 
+def _apply_order(key: tuple[str, datetime]) -> tuple[datetime, str]:
+    chat_id, window_start = key
+    return (window_start, chat_id)
+
+
 def _ids(row: PreviewRow, key: str) -> list[int]:
     return [int(i) for i in row.evidence.get(key, [])]
 
@@ -71,7 +76,9 @@ def build_report(
     prices: tuple[float | None, float | None],
     omitted_rows: int = 0,
 ) -> dict[str, Any]:
-    """The preview's report: `windows` (in walk order) and `totals`."""
+    """The preview's report: `windows` in the apply's order (oldest first across chats, ties by
+    chat: the order the sensor runs the rerun's windows and the preview walks them,
+    `processors.rerun_walk`), whatever order `rows` come in, and `totals`."""
     windows: dict[tuple[str, datetime], dict[str, Any]] = {}
     left_alone_ids: set[int] = set()
     for row in rows:
@@ -144,7 +151,7 @@ def build_report(
                 for dropped in window["dropped"]
                 if cited & set(dropped["evidence_ids"])
             ]
-    listed = list(windows.values())
+    listed = [windows[key] for key in sorted(windows, key=_apply_order)]
     counts = {
         kind: sum(len(window[kind]) for window in listed)
         for kind in ("added", "changed", "unchanged", "dropped")

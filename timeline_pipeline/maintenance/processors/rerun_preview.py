@@ -7,7 +7,9 @@ synthesizer and attempts) and decides each proposal's fate with the write path's
 duplicate-draft policy (`synthesis_run.draft_matching`): added, changed (old and new title
 and category), unchanged, or left alone because a person owns the entry. It plans against the
 timeline overlaid with what its earlier windows would have written (the scratch images of
-`store.rerun_previews`), since the rerun's later windows see the drafts of its earlier ones.
+`store.rerun_previews`), since the rerun's later windows see the drafts of its earlier ones;
+`window_rerun` hands it the windows in the order the sensor will run them, oldest first across
+chats (`rerun_walk`), so that "earlier" means what it will mean in the apply.
 Entries the window's evidence already supports are listed as `prior` rows: the machine drafts
 the new version does not restate anywhere in the preview are reported `dropped` (the rerun
 never deletes: they stay on the timeline until a curator hides them), and the ones a person
@@ -27,6 +29,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
+from timeline_pipeline.db.synthesis_slots import hold_synthesis_slot
 from timeline_pipeline.domain import entries as domain_entries
 from timeline_pipeline.domain.entries import DraftWrite, EntryRow, EntrySource, EntryStatus
 from timeline_pipeline.domain.window_keys import WindowRef
@@ -181,6 +184,9 @@ class RerunPreview:
             self._settings.synthesis_window,
             locale=window_locale(conn, ref, self._settings),
         )
+        if synthesizer.name != RULES and chunks:
+            # Model calls hold a synthesis slot to the batch's end (db/synthesis_slots.py).
+            hold_synthesis_slot(conn, self._settings.max_concurrent_synthesis, holder=job_id)
         for number, chunk in enumerate(chunks, start=1):
             totals["chunks"] += 1
             totals["estimated_input_tokens"] += estimate_total_tokens(

@@ -4,9 +4,10 @@ processor version namespace (docs/dagster.md).
 After a prompt or schema upgrade the windows are synthesized again as
 `chat/<chat_id>/processor/<version>/window/<start>`: new state rows beside the old ones, which
 the window sensor then runs oldest first within the backlog limits. Scan: walk each bound chat's
-non-empty windows in time order, one index seek per window (never a scan of the messages);
-dry-run counts windows and evidence, apply creates the missing versioned state rows, both in
-batches of `batch_size` windows with the position as checkpoint. Only windows discovery itself
+non-empty windows in the order the sensor will run them, oldest first across chats
+(`rerun_walk`), one index seek per window (never a scan of the messages); dry-run counts
+windows and evidence, apply creates the missing versioned state rows, both in batches of
+`batch_size` windows with the position as checkpoint. Only windows discovery itself
 would take get a row (`windows.rerun.held_back`: closed, and with reconciliation on collected
 past their end), since the sensor requests every such row as soon as there is room; the others
 are counted as held, and a later rerun job adds them. Whether a window waits for collection at
@@ -28,7 +29,6 @@ Parameters: `{"workspace_id": W, "processor_version": V, "chat_id"?: C, "since"?
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -51,13 +51,13 @@ from timeline_pipeline.maintenance.processor import (
     ValidatedInput,
     counters,
     scoped_parameters,
-    state_version,
 )
 from timeline_pipeline.maintenance.processors.rerun_preview import (
     PREVIEW_COUNTERS,
     RerunPreview,
     SynthesizerFactory,
 )
+from timeline_pipeline.maintenance.processors.rerun_walk import RerunWalk
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import checkpoints, evidence, sync_states, window_states, workspaces
 from timeline_pipeline.windows.planning import DiscoveryLimits
@@ -108,23 +108,6 @@ def _time(value: Any, name: str) -> datetime | None:
             f"parameters.{name} must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} UTC"
         )
     return utc
-
-
-@dataclass
-class _Position:
-    """Where the walk is: the chat, and the time from which its next window is sought."""
-
-    until: datetime
-    chat: str | None
-    at: datetime | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "v": STATE_VERSION,
-            "until": self.until.isoformat(),
-            "chat": self.chat,
-            "at": None if self.at is None else self.at.isoformat(),
-        }
 
 
 def _stored_time(state: Mapping[str, Any], key: str) -> datetime | None:
@@ -225,24 +208,18 @@ class WindowRerun:
             since = workspace.created_at
         return window_start_of(since, self._limits.window)
 
-    def _position(self, request: StepRequest, chats: list[str], start: datetime) -> _Position:
-        state_version(request.checkpoint, STATE_VERSION, "checkpoint")
-        if not request.checkpoint:
-            # A pass starts here; verification reuses the scan's end, so that a window closing
-            # between the two passes is not taken for one the scan missed.
-            until = (
-                _stored_time(request.progress, "until")
-                or _stored_time(request.parameters, "until")
-                or request.now
-            )
-            return _Position(until, chats[0] if chats else None, start)
-        stored_until = _stored_time(request.checkpoint, "until")
-        if stored_until is None:
-            raise ProcessorRefused("malformed_state", "checkpoint.until is missing")
-        chat = request.checkpoint.get("chat")
-        if chat is not None and not isinstance(chat, str):
-            raise ProcessorRefused("malformed_state", "checkpoint.chat is not a chat id")
-        return _Position(stored_until, chat, _stored_time(request.checkpoint, "at") or start)
+    def _walk(self, request: StepRequest, chats: list[str], start: datetime) -> RerunWalk:
+        """The walk in the apply's order (`rerun_walk`), from the checkpoint or from `start`."""
+        if request.checkpoint:
+            return RerunWalk.from_checkpoint(request.checkpoint, self._limits.window, chats, start)
+        # A pass starts here; verification reuses the scan's end, so that a window closing
+        # between the two passes is not taken for one the scan missed.
+        until = (
+            _stored_time(request.progress, "until")
+            or _stored_time(request.parameters, "until")
+            or request.now
+        )
+        return RerunWalk.start(until, self._limits.window, chats, start)
 
     def step(self, conn: Connection, request: StepRequest) -> StepOutcome:
         params = request.parameters
@@ -250,25 +227,21 @@ class WindowRerun:
         version = str(params["processor_version"])
         chats = self._chats(conn, params)
         start = self._start(conn, params)
-        position = self._position(request, chats, start)
+        walk = self._walk(request, chats, start)
         progress = counters(request.progress, COUNTERS)
         held_listed = _held_listed(request.progress)
-        window = self._limits.window
         budget = request.batch_size
         # Which windows are held back is decided as of the first batch, in both passes: a window
         # that closes meanwhile is left to a later rerun, not taken for one the scan missed.
         as_of = _stored_time(request.progress, "as_of") or request.now
         previewed = self._previewed(request)
-        while budget > 0 and position.chat is not None:
-            at = position.at or start
-            occurred = evidence.first_eligible_at_or_after(conn, workspace_id, position.chat, at)
-            if occurred is None or occurred >= position.until:
-                later = [chat for chat in chats if chat > position.chat]
-                position.chat, position.at = (later[0] if later else None), start
-                continue
+
+        def seek(chat: str, at: datetime) -> datetime | None:
+            return evidence.first_eligible_at_or_after(conn, workspace_id, chat, at)
+
+        while budget > 0 and (found := walk.next(seek)) is not None:
             budget -= 1
-            ref = WindowRef(workspace_id, position.chat, window_start_of(occurred, window), version)
-            position.at = ref.window_start + window
+            ref = WindowRef(workspace_id, found[0], found[1], version)
             would_create = progress["would_create"]
             violation = self._window(conn, ref, request, progress, held_listed, as_of)
             if (
@@ -276,7 +249,8 @@ class WindowRerun:
                 and self._preview is not None
                 and progress["would_create"] > would_create
             ):
-                # A window the apply would create, so the sensor would run: preview it.
+                # A window the apply would create, so the sensor would run: preview it, in the
+                # order the sensor runs them (oldest first across chats).
                 self._preview.window(
                     conn, ref, job_id=request.job_id, now=request.now, totals=previewed
                 )
@@ -284,10 +258,10 @@ class WindowRerun:
                 return StepOutcome(
                     dict(request.checkpoint), dict(request.progress), False, violation=violation
                 )
-        done = position.chat is None
+        done = walk.done
         totals: dict[str, Any] = {
             "v": STATE_VERSION,
-            "until": position.until.isoformat(),
+            "until": walk.until.isoformat(),
             "as_of": as_of.isoformat(),
             **progress,
         }
@@ -302,7 +276,7 @@ class WindowRerun:
                 result["preview"] = self._preview.report(
                     conn, request.job_id, previewed, processor_version=version
                 )
-        return StepOutcome(position.as_json(), totals, done, result)
+        return StepOutcome(walk.as_json(), totals, done, result)
 
     def _previewed(self, request: StepRequest) -> dict[str, Any] | None:
         """The preview's running totals, when this is a previewing dry-run's scan."""
