@@ -8,9 +8,14 @@ listener) and the Dagster job (straight to the job service). Its rules:
   error, a cancelled job, or a paused one (a job paused before the run starts is resumed only
   with `resume=True`; one paused by a retryable SQL error during the run is resumed with backoff
   up to `max_retries` times);
+* an advance waits for its answer as long as the job's batch may take
+  (`advance_timeout.AdvanceTimeout`: batch size times a window's bound for a preview, else the
+  statement timeout, plus a margin), within the time budget;
 * an advance whose answer was lost (timeout, transport error) is retried with its *original*
   revision: a 409 carrying a job at another revision acknowledges that the lost advance
-  committed, and nothing is advanced twice;
+  committed, and nothing is advanced twice; while the lost batch still runs the retry finds
+  the job busy, and those answers are waited out for as long as the batch may take, without
+  spending `max_retries`;
 * 429 waits out the job's delay; busy (409 without a job) retries with capped exponential
   backoff; the time budget covers requests, delays and retries alike, and every wait is cut
   short by it.
@@ -28,10 +33,11 @@ from tenacity import (
     Retrying,
     retry_if_exception_type,
     retry_if_result,
-    stop_after_attempt,
     wait_exponential,
 )
 from tenacity.stop import stop_base
+
+from timeline_pipeline.maintenance.advance_timeout import AdvanceTimeout
 
 EXIT_COMPLETED: Final = 0
 EXIT_ERROR: Final = 1
@@ -78,7 +84,11 @@ class Reply:
 class Transport(Protocol):
     def get(self, job_id: str) -> Reply: ...
 
-    def post(self, job_id: str, action: str, body: Mapping[str, Any]) -> Reply: ...
+    def post(
+        self, job_id: str, action: str, body: Mapping[str, Any], *, timeout: float | None = None
+    ) -> Reply:
+        """`timeout`: how long to wait for the answer (None: the transport's own)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -105,8 +115,10 @@ class Driver:
         on_job: Callable[[dict[str, Any]], None] = lambda _job: None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        timeouts: AdvanceTimeout | None = None,
     ) -> None:
         self._transport = transport
+        self._timeouts = timeouts or AdvanceTimeout()
         self._on_job = on_job
         self._sleep = sleep
         self._clock = clock
@@ -170,12 +182,23 @@ class Driver:
     ) -> tuple[dict[str, Any], int] | RunReport:
         """The job after one advance and whether a batch was committed (0 or 1)."""
         revision = int(job["revision"])
-        while True:
-            reply = self._call(
-                lambda: self._transport.post(job["id"], "advance", {"revision": revision}),
-                budget,
-                deadline,
+
+        def advance() -> Reply:
+            timeout = self._timeouts.read_timeout(job, deadline - self._clock())
+            return self._transport.post(
+                job["id"], "advance", {"revision": revision}, timeout=timeout
             )
+
+        while True:
+            reply = self._call(advance, budget, deadline)
+            if self._clock() >= deadline and (not isinstance(reply, Reply) or reply.busy):
+                return RunReport(
+                    EXIT_BUDGET,
+                    job,
+                    0,
+                    "time budget ran out with a batch in flight: it may still commit, and a "
+                    "later run recognises it by the job's revision",
+                )
             if not isinstance(reply, Reply):
                 return self._failed(job, 0, reply)
             if reply.status == 200 and reply.job is not None:
@@ -219,13 +242,35 @@ class Driver:
     def _call(
         self, request: Callable[[], Reply], budget: Budget, deadline: float
     ) -> Reply | TransportError:
-        """The request, retried while its outcome is unknown or the job row is busy."""
+        """The request, retried while its outcome is unknown or the job row is busy.
+
+        Once an answer was lost, a busy job is most likely that very request's batch still
+        running (it outlasted its read timeout): busy answers are then waited out within the
+        time budget without counting against `max_retries`, until the batch commits (the next
+        answer names the job at another revision) or ends; the driver must learn which.
+        """
 
         clock = self._clock
+        lost: list[bool] = []
+        charged = [0]
 
-        class _OutOfTime(stop_base):
+        def attempt() -> Reply:
+            try:
+                return request()
+            except TransportError:
+                lost.append(True)
+                raise
+
+        class _Spent(stop_base):
             def __call__(self, retry_state: RetryCallState) -> bool:
-                return clock() >= deadline
+                if clock() >= deadline:
+                    return True
+                outcome = retry_state.outcome
+                settling = lost and outcome is not None and not outcome.failed
+                if settling and outcome is not None and outcome.result().busy:
+                    return False  # the lost batch still holds the job row: wait for it
+                charged[0] += 1
+                return charged[0] >= budget.max_retries + 1
 
         def last(state: RetryCallState) -> Reply | TransportError:
             assert state.outcome is not None
@@ -236,13 +281,13 @@ class Driver:
             return result
 
         retrying = Retrying(
-            stop=stop_after_attempt(budget.max_retries + 1) | _OutOfTime(),
+            stop=_Spent(),
             wait=wait_exponential(multiplier=BACKOFF_BASE_SECONDS, max=BACKOFF_CAP_SECONDS),
             retry=retry_if_exception_type(TransportError) | retry_if_result(lambda r: r.busy),
             sleep=lambda seconds: self._wait(seconds, deadline),
             retry_error_callback=last,
         )
-        outcome: Reply | TransportError = retrying(request)
+        outcome: Reply | TransportError = retrying(attempt)
         return outcome
 
     def _backoff(self, attempt: int) -> float:

@@ -27,7 +27,10 @@ class ServiceTransport:
     def get(self, job_id: str) -> Reply:
         return self._answer(lambda: job_json(self._service.get(job_id)))
 
-    def post(self, job_id: str, action: str, body: Mapping[str, Any]) -> Reply:
+    def post(
+        self, job_id: str, action: str, body: Mapping[str, Any], *, timeout: float | None = None
+    ) -> Reply:
+        """`timeout` is ignored: in process, the answer cannot be lost on the way."""
         options = body.get("options")
         limits = parse_limits(options) if isinstance(options, Mapping) else None
 

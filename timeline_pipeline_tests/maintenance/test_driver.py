@@ -260,7 +260,9 @@ class _LosesFirstAdvanceAnswer:
     def get(self, job_id: str) -> Reply:
         return self.inner.get(job_id)
 
-    def post(self, job_id: str, action: str, body: Mapping[str, Any]) -> Reply:
+    def post(
+        self, job_id: str, action: str, body: Mapping[str, Any], *, timeout: float | None = None
+    ) -> Reply:
         reply = self.inner.post(job_id, action, body)
         self.sent.append((action, int(body["revision"])))
         if action == "advance" and len(self.sent) == 1:
