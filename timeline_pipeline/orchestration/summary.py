@@ -16,9 +16,12 @@
 * The asset run takes its windows with a compare-and-set on `summary_attempted` and makes at
   most one attempt (summary/runner.py): at most one attempt per completed window, however many
   runs race, never over a human summary, never from hidden entries.
-* Runs carry `timeline/workspace=<id>`, the tag dagster.yaml limits to one run per workspace:
-  a summary never runs beside its workspace's synthesis. UI launches of job
-  `summarize_workspaces` get it from the job's partition tag function.
+* Runs carry `timeline/workspace=<id>` and the workspace's lane, `timeline/lane=<crc32(id) mod
+  maxConcurrentSynthesis>`, the tags dagster.yaml limits to one run per value: a summary never
+  runs beside its workspace's synthesis, whether a run of one window (same workspace tag) or a
+  batch of several workspaces of its lane (same lane tag; a batch has no single workspace
+  value, docs/scaling.md, "Limits"). UI launches of job `summarize_workspaces` get both from
+  the job's partition tag function.
 
 No `from __future__ import annotations`: Dagster reads the annotations of assets and sensors.
 """
@@ -38,7 +41,7 @@ from timeline_pipeline.orchestration.resources import (
     TimelineSettingsResource,
     claude_setup,
 )
-from timeline_pipeline.orchestration.windows import dagster_run_lookup
+from timeline_pipeline.orchestration.windows import dagster_run_lookup, run_lanes
 from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_timeline_settings
 from timeline_pipeline.summary.contract import Summarizer
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
@@ -49,6 +52,7 @@ from timeline_pipeline.summary.runner import (
     SummaryRunner,
     plan_summary_requests,
 )
+from timeline_pipeline.windows.batches import TAG_LANE, lane_of
 from timeline_pipeline.windows.planning import TAG_WORKSPACE
 
 WORKSPACE_PARTITIONS = "timeline_workspaces"
@@ -87,8 +91,16 @@ def summary_enabled(settings: LarkTimelineSettings) -> bool:
     return settings.enabled and settings.summary_enabled
 
 
-def summary_tags(partition_key: str) -> Mapping[str, str]:
-    return {TAG_WORKSPACE: partition_key, TAG_SUMMARY: "1"}
+def summary_tags(partition_key: str, lanes: int | None = None) -> Mapping[str, str]:
+    """Tags of a workspace's summary run: its workspace and its lane, which dagster.yaml's run
+    queue limits to one run each, so the summary waits for its workspace's synthesis (and the
+    synthesis for it). `lanes`: `maxConcurrentSynthesis`, read from the settings if not given
+    (a UI launch through the job's partition tag function)."""
+    return {
+        TAG_WORKSPACE: partition_key,
+        TAG_LANE: lane_of(partition_key, run_lanes() if lanes is None else lanes),
+        TAG_SUMMARY: "1",
+    }
 
 
 summary_job = dg.define_asset_job(
@@ -99,7 +111,7 @@ summary_job = dg.define_asset_job(
     config=dg.PartitionedConfig(
         partitions_def=workspace_partitions,
         run_config_for_partition_key_fn=lambda _key: {},
-        tags_for_partition_key_fn=summary_tags,
+        tags_for_partition_key_fn=lambda key: summary_tags(key),
     ),
     description="Regenerate workspace summaries; launched by timeline_summary_sensor.",
 )
@@ -228,7 +240,9 @@ def evaluate_summary_sensor(
             run_key = f"{run_key.rsplit(':', 1)[0]}:{state[workspace_id]['n']}"
         run_requests.append(
             dg.RunRequest(
-                partition_key=workspace_id, run_key=run_key, tags=dict(summary_tags(workspace_id))
+                partition_key=workspace_id,
+                run_key=run_key,
+                tags=dict(summary_tags(workspace_id, settings.max_concurrent_synthesis)),
             )
         )
     return runs_with_new_partitions(

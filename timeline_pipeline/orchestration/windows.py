@@ -12,7 +12,8 @@
   (`windows.batches`, docs/scaling.md).
 * Concurrency is Dagster's: the asset is in pool `synthesis`, and every run carries
   `timeline/synthesis=1` and `timeline/lane=<crc32(workspace) mod maxConcurrentSynthesis>`
-  (a one-window run also `timeline/workspace=<id>`), which the run queue limits in
+  (a one-window run also `timeline/workspace=<id>`; a summary run carries its workspace and
+  its lane too, so it never runs beside a batch of its lane), which the run queue limits in
   `dagster.yaml` (one run per lane, so `maxConcurrentSynthesis` at once and never two runs of
   one workspace). Runs the sensor requests carry the tags; launches of job `synthesize_windows`
   from the UI get them from the job's partition tag function; a run without them (e.g.
@@ -609,9 +610,18 @@ def create_rerun_windows(
     return dg.Output(output.value, metadata={**output.metadata, **preview_metadata(output.value)})
 
 
+# A preview synthesizes every window it walks (model calls): the run counts in dagster.yaml's
+# `timeline/synthesis` limit (maxConcurrentSynthesis) like a window run. Its workspace is in its
+# config, which no tag function of an unpartitioned job can read; the preview's model calls
+# also hold a synthesis slot of the database (`db.synthesis_slots`), shared with the
+# previews the maintenance listener drives outside Dagster (docs/dagster.md).
+RERUN_TAGS = {TAG_SYNTHESIS: "1"}
+
+
 @dg.job(
     name=RERUN_JOB,
     executor_def=dg.in_process_executor,
+    tags=RERUN_TAGS,
     description=(
         "Explicit full rerun of a workspace's windows under a new processor version namespace; "
         "the window sensor then runs them oldest first within the backlog limits."
