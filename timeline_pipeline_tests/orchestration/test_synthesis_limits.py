@@ -24,7 +24,7 @@ from dagster._core.utils import make_new_run_id
 from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
     QueuedRunCoordinatorDaemon,
 )
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, text
 from sqlalchemy.exc import DBAPIError
 
 from timeline_pipeline.db.schema import window_rerun_previews as pv
@@ -239,6 +239,27 @@ def test_a_transaction_holds_one_slot_and_the_limit_holds_across_connections(
         # The slot ends with its transaction: the waiting holder gets it.
         with three.begin():
             assert hold_synthesis_slot(three, 2, holder="job-3") == slot_one
+
+
+def test_a_dead_holders_slot_ends_with_its_session(engine: Engine) -> None:
+    """Restart-safe: a process killed while holding a slot leaves nothing to clean up."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite: the write lock of a dead process ends with it (no slot to hold)")
+    dying = engine.connect()
+    dying.begin()
+    assert hold_synthesis_slot(dying, 1, holder="killed") == 0
+    pid = dying.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+    with engine.begin() as admin:
+        admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    with (
+        engine.connect() as next_one,
+        next_one.begin(),
+        bounded(next_one, lock_timeout_ms=2000, statement_timeout_ms=5000),
+    ):
+        assert hold_synthesis_slot(next_one, 1, holder="next") == 0
+    dying.invalidate()
+    dying.rollback()
+    dying.close()
 
 
 class ModelSynthesizer(RuleSynthesizer):
