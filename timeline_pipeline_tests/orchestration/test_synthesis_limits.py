@@ -27,6 +27,7 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
 from sqlalchemy import Engine, func, select, text
 from sqlalchemy.exc import DBAPIError
 
+from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.schema import window_rerun_previews as pv
 from timeline_pipeline.db.synthesis_slots import hold_synthesis_slot
 from timeline_pipeline.domain.window_keys import WindowRef
@@ -241,10 +242,10 @@ def test_a_transaction_holds_one_slot_and_the_limit_holds_across_connections(
             assert hold_synthesis_slot(three, 2, holder="job-3") == slot_one
 
 
-def test_a_dead_holders_slot_ends_with_its_session(engine: Engine) -> None:
-    """Restart-safe: a process killed while holding a slot leaves nothing to clean up."""
-    if engine.dialect.name != "postgresql":
-        pytest.skip("SQLite: the write lock of a dead process ends with it (no slot to hold)")
+def test_a_dead_holders_slot_ends_with_its_session(pg_url: str) -> None:
+    """Restart-safe: a process killed while holding a slot leaves nothing to clean up.
+    PostgreSQL only: on SQLite there is no slot, the write lock of a dead process ends with it."""
+    engine = make_engine(pg_url)
     dying = engine.connect()
     dying.begin()
     assert hold_synthesis_slot(dying, 1, holder="killed") == 0
@@ -260,6 +261,7 @@ def test_a_dead_holders_slot_ends_with_its_session(engine: Engine) -> None:
     dying.invalidate()
     dying.rollback()
     dying.close()
+    engine.dispose()
 
 
 class ModelSynthesizer(RuleSynthesizer):
