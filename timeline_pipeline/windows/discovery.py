@@ -531,6 +531,17 @@ class DiscoveryTick:
         self._walk_at[chat] = window
         self._push(window, _New(WindowRef(chat[0], chat[1], window), from_walk=True))
 
+    def _requeue(self, conn: Connection, state: SyncState) -> SyncState | None:
+        """Back to pending by the window's own rules (attempts, stale timeout, reissue)."""
+        return window_states.requeue_window(
+            conn,
+            state,
+            max_attempts=self.limits.max_attempts,
+            stale_timeout=self.limits.stale_timeout,
+            reissue_at=self.now + self.limits.reissue_after,
+            now=self.now,
+        )
+
     def _retry(self, item: _Retry, admission: Admission, stop: bool) -> None:
         ref, state = item.ref, item.state
         if item.action is StateAction.REQUEST and (stop or not admission.admit(ref.workspace_id)):
@@ -539,14 +550,7 @@ class DiscoveryTick:
         if self._out_of_time():
             return
         with self._tx() as conn:
-            requeued = window_states.requeue_window(
-                conn,
-                state,
-                max_attempts=self.limits.max_attempts,
-                stale_timeout=self.limits.stale_timeout,
-                reissue_at=self.now + self.limits.reissue_after,
-                now=self.now,
-            )
+            requeued = self._requeue(conn, state)
         if requeued is None:  # a run took it meanwhile
             if item.action is StateAction.REQUEST:
                 admission.release(ref.workspace_id)
@@ -644,14 +648,7 @@ class DiscoveryTick:
             if not any(scope.covers(ref, group) for scope in scopes):
                 continue
             with self._tx() as conn:
-                requeued = window_states.requeue_window(
-                    conn,
-                    state,
-                    max_attempts=self.limits.max_attempts,
-                    stale_timeout=self.limits.stale_timeout,
-                    reissue_at=self.now + self.limits.reissue_after,
-                    now=self.now,
-                )
+                requeued = self._requeue(conn, state)
             if requeued is None:
                 continue  # the run (or another) claimed it meanwhile
             self._rerequested.add(state.id)

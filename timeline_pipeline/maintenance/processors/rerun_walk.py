@@ -35,7 +35,8 @@ Seek = Callable[[str, datetime], datetime | None]
 (`store.evidence.first_eligible_at_or_after`)."""
 
 
-def _time(value: Any, what: str) -> datetime | None:
+def stored_time(value: Any, what: str) -> datetime | None:
+    """A time read back from a job's stored state; refused as malformed state otherwise."""
     if value is None:
         return None
     try:
@@ -73,7 +74,7 @@ class RerunWalk:
     ) -> RerunWalk:
         """The walk a stored checkpoint describes, over the chats bound now (a chat bound since
         is walked from `start`, one unbound since is left out)."""
-        until = _time(checkpoint.get("until"), "checkpoint.until")
+        until = stored_time(checkpoint.get("until"), "checkpoint.until")
         if until is None:
             raise ProcessorRefused("malformed_state", "checkpoint.until is missing")
         version = checkpoint.get("v")
@@ -81,7 +82,7 @@ class RerunWalk:
             current = checkpoint.get("chat")
             if current is not None and not isinstance(current, str):
                 raise ProcessorRefused("malformed_state", "checkpoint.chat is not a chat id")
-            at = _time(checkpoint.get("at"), "checkpoint.at") or start
+            at = stored_time(checkpoint.get("at"), "checkpoint.at") or start
             floors: dict[str, datetime | None] = {
                 chat: None
                 if current is None or chat < current
@@ -97,7 +98,7 @@ class RerunWalk:
         if not isinstance(stored, Mapping):
             raise ProcessorRefused("malformed_state", "checkpoint.floors is not an object")
         floors = {
-            chat: _time(stored[chat], "checkpoint.floors") if chat in stored else start
+            chat: stored_time(stored[chat], "checkpoint.floors") if chat in stored else start
             for chat in chats
         }
         return cls(until, window, floors)

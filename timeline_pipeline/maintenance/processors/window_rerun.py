@@ -57,7 +57,7 @@ from timeline_pipeline.maintenance.processors.rerun_preview import (
     RerunPreview,
     SynthesizerFactory,
 )
-from timeline_pipeline.maintenance.processors.rerun_walk import RerunWalk
+from timeline_pipeline.maintenance.processors.rerun_walk import RerunWalk, stored_time
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import checkpoints, evidence, sync_states, window_states, workspaces
 from timeline_pipeline.windows.planning import DiscoveryLimits
@@ -111,16 +111,7 @@ def _time(value: Any, name: str) -> datetime | None:
 
 
 def _stored_time(state: Mapping[str, Any], key: str) -> datetime | None:
-    value = state.get(key)
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(str(value))
-    except ValueError:
-        raise ProcessorRefused("malformed_state", f"checkpoint.{key} is not a time") from None
-    if parsed.tzinfo is None:
-        raise ProcessorRefused("malformed_state", f"checkpoint.{key} has no timezone")
-    return parsed
+    return stored_time(state.get(key), f"checkpoint.{key}")
 
 
 def _held_listed(progress: Mapping[str, Any]) -> list[dict[str, str]]:
