@@ -48,8 +48,16 @@ USERS_PER_BATCH: Final = 50
 TOKEN_INVALID_CODES: Final = frozenset({99991661, 99991663, 99991664, 99991668, 99991671, 99991677})
 """The tenant token was missing, malformed, expired or revoked: refresh it once and try again."""
 
-PERMISSION_CODES: Final = frozenset({230002, 230006, 230027, 99991672, 10003, 10014})
-"""Bot not in the chat, a missing scope, or wrong app credentials: retrying cannot help."""
+PERMISSION_CODES: Final = frozenset(
+    {230002, 230006, 230027, 99991672, 10003, 10014}
+    # Docs, Drive and Tasks (lark/documents.py): a document the app may not edit (1770032), a
+    # folder token Lark does not know (1770039) or that the app may not create in (1770040), a
+    # Drive node the app may not touch or the wrong identity for it (1061004, 1061005), a task
+    # the app may not edit (1470403).
+    | {1770032, 1770039, 1770040, 1061004, 1061005, 1470403}
+)
+"""Bot not in the chat, a missing scope, wrong app credentials, or a document, folder or task
+the app may not use: retrying cannot help."""
 
 RATE_LIMIT_CODES: Final = frozenset({99991400, 230020})
 
@@ -514,6 +522,16 @@ class LarkClient:
         return open_id
 
     # ---------------------------------------------------------------- plumbing
+
+    @property
+    def sdk(self) -> Any:
+        """The lark-oapi client, for the package's other doors to Lark (lark/documents.py)."""
+        return self._sdk
+
+    def call(self, op: str, send: Callable[[], Any], ids: dict[str, str]) -> dict[str, Any]:
+        """`_call` for the package's other doors to Lark (lark/documents.py): one retry policy,
+        token refresh, rate limit and error typing for every call (docs/design.md §11)."""
+        return self._call(op, send, ids)
 
     def _call(self, op: str, send: Callable[[], Any], ids: dict[str, str]) -> dict[str, Any]:
         return self._config.retry.call(

@@ -21,6 +21,7 @@ from typing import Any, Final
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from timeline_pipeline.lark.simulator.documents import DocumentsState, register_document_routes
 from timeline_pipeline.lark.simulator.faults import FaultCounters, SimulatorFaults, malformed_item
 from timeline_pipeline.lark.simulator.paging import (
     PageCursor,
@@ -96,6 +97,7 @@ class SimulatorState:
         self.token_ttl_seconds = token_ttl_seconds
         self.counters = FaultCounters()
         self.page_tokens = PageTokenCodec()
+        self.documents = DocumentsState()
         self._clock = clock
         self._tokens: dict[str, _Token] = {}
         self._counts: Counter[str] = Counter()
@@ -204,6 +206,8 @@ def create_app(state: SimulatorState) -> FastAPI:
                 headers={"Retry-After": wait, "x-ogw-ratelimit-reset": wait},
             )
         return app_id
+
+    register_document_routes(app, state.documents, authorize)
 
     def deny_if_blocked(chat_id: str | None) -> None:
         if chat_id and chat_id in state.faults.permission_denied_chats:
