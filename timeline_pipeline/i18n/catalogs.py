@@ -43,6 +43,8 @@ class Domain(StrEnum):
     """Category and status names, shared by every surface (`i18n/labels.py`)."""
     DEMO = "demo"
     """What `timeline-pipeline demo` prints: its headings and pointers (`demo/`)."""
+    REPORT = "report"
+    """The incident report: its Markdown and section titles (`report/render.py`, docs/report.md)."""
 
 
 EXTRACTION: dict[Domain, tuple[tuple[str, str], ...]] = {
@@ -52,6 +54,7 @@ EXTRACTION: dict[Domain, tuple[tuple[str, str], ...]] = {
     Domain.EXPORT: (("curation/export.py", "python"),),
     Domain.LABELS: (("i18n/labels.py", "python"),),
     Domain.DEMO: (("demo/**.py", "python"),),
+    Domain.REPORT: (("report/render.py", "python"),),
 }
 """Babel's method map per domain, relative to the `timeline_pipeline` package: the sources whose
 `gettext`/`ngettext`/`_` calls (and `{% trans %}` blocks) are that domain's msgids."""

@@ -69,3 +69,21 @@ def test_a_catalog_translates_and_english_is_the_source() -> None:
     assert translations(Domain.LABELS, Locale.ZH_CN).gettext("never in a catalog") == (
         "never in a catalog"
     )
+
+
+def test_the_incident_report_has_its_own_catalog() -> None:
+    """The report's words (report/render.py) are extracted into the `report` domain, which the
+    two tests above check like every other; its Chinese says the milestones and durations."""
+    assert ("report/render.py", "python") in EXTRACTION[Domain.REPORT]
+    assert "Time to resolve" in _extracted(Domain.REPORT)
+    chinese = translations(Domain.REPORT, Locale.ZH_CN)
+    assert chinese.gettext("Time to resolve") == "解决用时"
+    assert chinese.gettext("{hours} h {minutes} min") == "{hours} 小时 {minutes} 分钟"
+    assert (
+        chinese.ngettext(
+            "{count} entry is left out because a message it cites was recalled.",
+            "{count} entries are left out because a message they cite was recalled.",
+            2,
+        )
+        == "有 {count} 条条目未收录：其引用的消息已被撤回。"
+    )

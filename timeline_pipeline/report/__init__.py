@@ -1,0 +1,1 @@
+"""The incident report: milestones, durations and sections read from the curated timeline."""
