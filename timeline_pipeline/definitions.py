@@ -26,6 +26,7 @@ from timeline_pipeline.orchestration.collection import collection_defs
 from timeline_pipeline.orchestration.health import health_defs
 from timeline_pipeline.orchestration.lifecycle import lifecycle_defs
 from timeline_pipeline.orchestration.maintenance import maintenance_defs
+from timeline_pipeline.orchestration.report import report_defs
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.scale_out import (
     DEFAULT_QUEUE,
@@ -82,6 +83,7 @@ defs = dg.Definitions.merge(
     collection_defs(),
     window_defs(synthesizer=synthesizer, synthesis_executor=synthesis_executor),
     summary_defs(summarizer=summarizer),
+    report_defs(),
     health_defs(),
     settings_checks_defs(),
     lifecycle_defs(),

@@ -289,6 +289,23 @@ class LarkTimelineSettings(BaseSettings):
     """The IANA time zone (`Asia/Shanghai`) in which a person reads times; stored times stay
     UTC. Overridden per workspace by `workspace set-time-zone`."""
 
+    # The incident report (docs/report.md).
+    report_enabled: bool = False
+    """Build the incident report (milestones, durations, sections) when a workspace leaves
+    `firing`, and again when its confirmed entries change (the `incident_report` asset)."""
+    report_lark_doc_enabled: bool = False
+    """Write each report into a Lark Doc in `reportFolderToken` and post its link once into
+    the chat; a rebuild updates the same document. Needs `reportEnabled`."""
+    report_folder_token: str = Field(default="", max_length=128, pattern=r"^[A-Za-z0-9_-]*$")
+    """The Lark Drive folder the report documents are created in (the app needs edit access
+    to it); required by `reportLarkDocEnabled`."""
+    report_document_url_base: str = Field(default="https://www.feishu.cn/docx/", min_length=1)
+    """The web address a document id is appended to for the link posted to the chat and shown
+    on the page (your tenant's domain, e.g. `https://acme.feishu.cn/docx/`)."""
+    follow_up_tasks_enabled: bool = False
+    """When a curator confirms a next-step entry, create a Lark task for it once, linked to
+    the entry and the report; hiding the entry later does not delete the task."""
+
     @field_validator("time_zone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
@@ -320,6 +337,10 @@ class LarkTimelineSettings(BaseSettings):
             raise ValueError(
                 "windowBacklogLimitPerWorkspace: must not exceed windowBacklogLimitGlobal"
             )
+        if self.report_lark_doc_enabled and not self.report_enabled:
+            raise ValueError("reportLarkDocEnabled: needs reportEnabled")
+        if self.report_lark_doc_enabled and not self.report_folder_token:
+            raise ValueError("reportLarkDocEnabled: needs reportFolderToken")
         return self
 
     @classmethod

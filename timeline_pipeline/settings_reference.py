@@ -48,6 +48,7 @@ TIMELINE_GROUPS: tuple[tuple[str, str], ...] = (
     ("review_cards_enabled", "Review cards"),
     ("pin_from_chat_enabled", "Pins from the chat"),
     ("locale", "Language and time"),
+    ("report_enabled", "The incident report"),
 )
 """Headings by the first field of each group: a field belongs to the group above it in
 `settings.py`, so a new key lands under the heading of the block it was written in."""

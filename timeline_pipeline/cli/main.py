@@ -292,7 +292,7 @@ def workspace_remove_curator(
 def workspace_set_status(app: AppContext, workspace_id: str, status: str, as_json: bool) -> None:
     """Change a workspace's status (ingestion stops when it leaves `firing`)."""
     with transaction(app.engine) as conn:
-        changed = workspace_store.set_status(conn, workspace_id, status)
+        changed = workspace_store.set_status(conn, workspace_id, status, actor=cli_actor())
     emit(as_json, changed, lambda: click.echo(f"workspace {workspace_id} is {status}"))
 
 

@@ -243,9 +243,9 @@ def _status_command(action: Action, verb: str, help_text: str) -> click.Command:
     def command(
         app: AppContext, workspace_id: str, entry_id: int, revision: int | None, as_json: bool
     ) -> None:
-        entry = CurationService(app.engine).transition(
-            workspace_id, entry_id, action, expected_revision=revision, actor=cli_actor()
-        )
+        entry = CurationService(
+            app.engine, follow_up_tasks=app.settings.timeline.follow_up_tasks_enabled
+        ).transition(workspace_id, entry_id, action, expected_revision=revision, actor=cli_actor())
         _print_entry(as_json, verb, entry)
 
     command.__doc__ = help_text
@@ -338,7 +338,9 @@ def timeline_add(
     """Add a curator's own entry (source human, confirmed)."""
     moment = parse_iso8601(occurred_at, "--occurred-at")
     assert moment is not None
-    entry = CurationService(app.engine).add(
+    entry = CurationService(
+        app.engine, follow_up_tasks=app.settings.timeline.follow_up_tasks_enabled
+    ).add(
         workspace_id,
         NewEntry(
             occurred_at=moment,

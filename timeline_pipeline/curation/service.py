@@ -43,7 +43,15 @@ from timeline_pipeline.curation.timeline import (
 from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.domain.entries import ENTRY_STATUSES, VISIBLE_STATUSES, EntryRow, EntryStatus
 from timeline_pipeline.domain.errors import InvalidInput, StaleRevision
-from timeline_pipeline.store import audit, entries, evidence, summaries, workspaces
+from timeline_pipeline.store import (
+    audit,
+    entries,
+    evidence,
+    follow_up_tasks,
+    summaries,
+    workspaces,
+)
+from timeline_pipeline.synthesis.contract import Category
 
 __all__ = ["MAX_PAGE", "CurationService", "NewEntry", "TimelineOutline"]
 
@@ -125,9 +133,18 @@ def _entry_page(
 class CurationService:
     """Reads and curates one workspace's timeline; `actor` names who acts, for the audit."""
 
-    def __init__(self, engine: Engine, *, clock: Callable[[], datetime] = _utcnow) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        clock: Callable[[], datetime] = _utcnow,
+        follow_up_tasks: bool = False,
+    ) -> None:
         self.engine = engine
         self.clock = clock
+        self.follow_up_tasks = follow_up_tasks
+        """`followUpTasksEnabled`: a confirmed next step queues its Lark task in the same
+        transaction (docs/report.md, "Follow-ups as Lark tasks")."""
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -217,6 +234,7 @@ class CurationService:
             if changed is None:
                 raise self._stale(conn, entry)
             self._audit(conn, actor, f"entry.{action.value}", changed, now, {"from": entry.status})
+            self._follow_up(conn, changed, actor, now)
             return self._view(conn, changed)
 
     def edit(
@@ -278,6 +296,7 @@ class CurationService:
                 now=now,
             )
             self._audit(conn, actor, "entry.add", created, now, {"evidence": len(evidence_ids)})
+            self._follow_up(conn, created, actor, now)
             return self._view(conn, created)
 
     # --- summary -------------------------------------------------------------------------------
@@ -341,6 +360,17 @@ class CurationService:
             return view
 
     # --- helpers -------------------------------------------------------------------------------
+
+    def _follow_up(self, conn: Connection, entry: EntryRow, actor: str, now: datetime) -> None:
+        """Queue the Lark task of a next step a curator just confirmed (once per entry)."""
+        if (
+            self.follow_up_tasks
+            and entry.status == EntryStatus.CONFIRMED
+            and entry.category == Category.NEXT_STEP
+        ):
+            follow_up_tasks.request(
+                conn, workspace_id=entry.workspace_id, entry_id=entry.id, actor=actor, now=now
+            )
 
     @contextmanager
     def _writing(self, conn: Connection | None) -> Iterator[Connection]:

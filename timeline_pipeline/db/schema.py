@@ -690,3 +690,114 @@ timeline_pin_tombstones = Table(
     UniqueConstraint("workspace_id", "message_id", "operator_open_id", "emoji_type"),
     Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
 )
+
+# The incident report (migration 0020_incident_reports; docs/report.md).
+
+# Each build of a workspace's report is a new revision; the previous are kept. `content_json`
+# and `markdown` quote entries' text (a copy of message text: declared in
+# `store/incident_reports.py`); `cited_evidence_ids` ties a revision to the messages it quotes;
+# `input_stamp` is the digest of what the build read (confirmed entries, status, milestones),
+# the sensor's test for "changed since it was built".
+incident_reports = Table(
+    "incident_reports",
+    metadata,
+    _serial_id(),
+    _workspace_fk(),
+    Column("revision", Integer(), nullable=False),
+    Column("content_json", JSONType, nullable=False),
+    Column("markdown", Text(), nullable=False),
+    Column("content_fingerprint", String(64), nullable=False),
+    Column("input_stamp", String(64), nullable=False),
+    Column("cited_evidence_ids", JSONType, nullable=False),
+    Column("built_by", String(128), nullable=False),
+    Column("trigger", String(32), nullable=False),
+    Column("withdrawn", Boolean(), nullable=False, server_default=text("false")),
+    *_timestamps(),
+    UniqueConstraint("workspace_id", "revision"),
+    Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
+)
+
+MILESTONE_NAMES = ("started", "detected", "mitigated", "resolved")
+
+# A curator's time for a milestone; the derived one is computed from the timeline each build,
+# so it is never lost.
+incident_report_milestones = Table(
+    "incident_report_milestones",
+    metadata,
+    _serial_id(),
+    _workspace_fk(),
+    Column("milestone", String(16), nullable=False),
+    Column("at", UTCDateTime(), nullable=False),
+    Column("set_by", String(128), nullable=False),
+    *_timestamps(),
+    CheckConstraint(_in("milestone", MILESTONE_NAMES), name="milestone"),
+    UniqueConstraint("workspace_id", "milestone"),
+    Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
+)
+
+# The workspace's report document in Lark Docs: one per workspace, written revision by
+# revision (ids and states only; the text lives in Lark and in `incident_reports`).
+incident_report_documents = Table(
+    "incident_report_documents",
+    metadata,
+    _serial_id(),
+    _workspace_fk(),
+    Column("folder_token", String(128), nullable=False),
+    Column("title", String(512), nullable=False),
+    Column("document_id", String(128), nullable=True),
+    Column("document_url", String(1024), nullable=True),
+    Column("create_started_at", UTCDateTime(), nullable=True),
+    Column("target_revision", Integer(), nullable=False),
+    Column("written_revision", Integer(), nullable=True),
+    # The revision whose write already emptied the document (a retry does not empty it again
+    # after the insert that followed landed; docs/report.md, "The Lark document").
+    Column("cleared_for_revision", Integer(), nullable=True),
+    Column("chat_id", String(256), nullable=True),
+    Column("reply_uuid", String(64), nullable=True),
+    Column("reply_message_id", String(128), nullable=True),
+    Column("attempt_count", Integer(), nullable=False, server_default=text("0")),
+    Column("last_error", String(256), nullable=True),
+    Column("deleted_at", UTCDateTime(), nullable=True),
+    _revision(),
+    *_timestamps(),
+    UniqueConstraint("workspace_id"),
+    Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
+)
+
+FOLLOW_UP_STATES = ("pending", "created", "failed")
+
+# A confirmed next step's Lark task, created once (idempotent by `client_token`).
+follow_up_tasks = Table(
+    "follow_up_tasks",
+    metadata,
+    _serial_id(),
+    _workspace_fk(),
+    Column("entry_id", BigIntId, nullable=False),
+    Column("client_token", String(64), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("task_guid", String(128), nullable=True),
+    Column("task_url", String(1024), nullable=True),
+    Column("requested_by", String(128), nullable=False),
+    Column("attempt_count", Integer(), nullable=False, server_default=text("0")),
+    Column("last_error", String(256), nullable=True),
+    _revision(),
+    *_timestamps(),
+    CheckConstraint(_in("state", FOLLOW_UP_STATES), name="state"),
+    UniqueConstraint("entry_id"),
+    Index(None, "state", "id"),
+    Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
+)
+
+# When a workspace's status changed and who changed it: the `resolved` milestone reads the last
+# change to `recovered`, the report sensor the change out of `firing`.
+workspace_status_changes = Table(
+    "workspace_status_changes",
+    metadata,
+    _serial_id(),
+    _workspace_fk(),
+    Column("status", String(16), nullable=False),
+    Column("changed_by", String(128), nullable=False),
+    Column("changed_at", UTCDateTime(), nullable=False),
+    CheckConstraint(_in("status", WORKSPACE_STATUSES), name="status"),
+    Index(None, "workspace_id", "changed_at", "id"),
+)

@@ -103,6 +103,10 @@ WORKSPACES: dict[DemoChat, DemoWorkspace] = {
 workspace says so; the English one keeps the settings' defaults, as before."""
 
 
+DEMO_ACTOR = "cli:demo"
+"""Who the demo's own changes are recorded as (docs/design.md, "Who did it")."""
+
+
 @dataclass
 class DemoResult:
     workspace_id: str
@@ -272,7 +276,7 @@ def run_demo(
         # Earlier demo runs bound the same chat; archive them so only this run ingests it.
         for binding in workspaces.bindings_for_chat(conn, chat_id):
             if binding.workspace.id.startswith("demo-") and binding.workspace.status == "firing":
-                workspaces.set_status(conn, binding.workspace.id, "archived")
+                workspaces.set_status(conn, binding.workspace.id, "archived", actor=DEMO_ACTOR)
         workspaces.create(
             conn,
             workspace_id,

@@ -106,7 +106,7 @@ def build_resources(
         writer=writer,
         event_handlers=handlers,
         events=events,
-        curation=CurationService(engine),
+        curation=CurationService(engine, follow_up_tasks=settings.timeline.follow_up_tasks_enabled),
         evidence=EvidenceService(engine),
         cursors=CursorCodec(cursor_key or cursor_secret(configured)),
         review_cards=cards,

@@ -49,7 +49,11 @@ class Domain(StrEnum):
 
 EXTRACTION: dict[Domain, tuple[tuple[str, str], ...]] = {
     Domain.PAGE: (("ui/**.py", "python"), ("ui/templates/**.html", "jinja2")),
-    Domain.CHAT: (("interactions/**.py", "python"), ("pins/**.py", "python")),
+    Domain.CHAT: (
+        ("interactions/**.py", "python"),
+        ("pins/**.py", "python"),
+        ("report/publisher.py", "python"),
+    ),
     Domain.SUMMARY: (("summary/**.py", "python"),),
     Domain.EXPORT: (("curation/export.py", "python"),),
     Domain.LABELS: (("i18n/labels.py", "python"),),

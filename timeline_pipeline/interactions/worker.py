@@ -123,7 +123,9 @@ class CardWorker:
         self._clock = clock
         self._plan_after: int | None = None
         """The keyset position of the planning pass (`plan_flagged_cards`) between rounds."""
-        self._curation = CurationService(engine, clock=clock)
+        self._curation = CurationService(
+            engine, clock=clock, follow_up_tasks=settings.follow_up_tasks_enabled
+        )
         # A send or redraw that failed after the client's own retries waits, between worker
         # rounds, by the product's one retry policy (docs/configuration.md).
         self._retry = RetryPolicy.for_lark_calls(settings)

@@ -131,6 +131,8 @@ NO_MESSAGE_TEXT: Final = {
     "lifecycle_runs": "counts per descriptor, an archive path and an error message",
     "lifecycle_retired_partitions": "window partition keys",
     "interaction_admissions": "a curator's decision on a card: the value is the curator's words",
+    "incident_report_documents": "a report document's ids, link and title (the workspace's)",
+    "follow_up_tasks": "a Lark task's ids and link; the task's words live in Lark",
 }
 """Tables with free-text columns that hold no message text, each with its reason; any other
 such table without a content declaration (`domain/content_lineage.declare_content` in its store

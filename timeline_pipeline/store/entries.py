@@ -472,6 +472,28 @@ def visible_entries(conn: Connection, workspace_id: str, *, limit: int) -> list[
     return found
 
 
+def status_counts(conn: Connection, workspace_id: str) -> dict[str, int]:
+    """How many of the workspace's entries stand in each status (the report's counts)."""
+    rows = conn.execute(
+        select(en.c.status, func.count())
+        .where(en.c.workspace_id == workspace_id)
+        .group_by(en.c.status)
+    )
+    return {str(status): int(count) for status, count in rows}
+
+
+def confirmed_versions(conn: Connection, workspace_id: str) -> list[tuple[int, int, bool]]:
+    """(id, revision, recalled_evidence) of every confirmed entry: what the report sensor
+    digests to tell whether the confirmed timeline changed since the report was built
+    (docs/report.md, "When it is built")."""
+    rows = conn.execute(
+        select(en.c.id, en.c.revision, en.c.recalled_evidence)
+        .where(en.c.workspace_id == workspace_id, en.c.status == EntryStatus.CONFIRMED)
+        .order_by(en.c.id)
+    )
+    return [(int(i), int(r), bool(flag)) for i, r, flag in rows]
+
+
 def visible_entry_counts(conn: Connection, windows: Sequence[SummaryWindow]) -> dict[int, int]:
     """How many visible entries each window state last created or changed.
 

@@ -516,6 +516,27 @@ def language_sample(conn: Connection, workspace_id: str, *, limit: int) -> list[
     return [str(content) for (content,) in rows]
 
 
+def opening_messages(
+    conn: Connection, workspace_id: str, *, limit: int
+) -> list[tuple[datetime, bool, str]]:
+    """(time, sent by an app, the first `LANGUAGE_SAMPLE_CHARS` characters) of the workspace's
+    first `limit` not redacted messages: where the report finds the incident's first message
+    and its first alert (docs/report.md, "Milestones"). Read in memory only, never logged."""
+    rows = conn.execute(
+        select(
+            ev.c.occurred_at,
+            ev.c.metadata_json,
+            func.substr(ev.c.content, 1, LANGUAGE_SAMPLE_CHARS),
+        )
+        .where(ev.c.workspace_id == workspace_id, ev.c.deleted == false())
+        .order_by(ev.c.occurred_at, ev.c.id)
+        .limit(limit)
+    )
+    return [
+        (at, (meta or {}).get("sender_type") == "app", str(text or "")) for at, meta, text in rows
+    ]
+
+
 def first_eligible_at(
     workspace_id: ColumnElement[Any],
     scope_key: ColumnElement[Any],

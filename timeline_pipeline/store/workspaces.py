@@ -27,7 +27,7 @@ from timeline_pipeline.domain.keys import (
 from timeline_pipeline.domain.records import record_of
 from timeline_pipeline.domain.workspaces import ChatBinding, Workspace
 from timeline_pipeline.i18n.locales import check_locale_choice, check_time_zone
-from timeline_pipeline.store import checkpoints, evidence, window_states
+from timeline_pipeline.store import checkpoints, evidence, status_changes, window_states
 
 
 class WorkspaceError(Exception):
@@ -120,16 +120,23 @@ def list_all(conn: Connection, *, limit: int = 1000) -> list[Workspace]:
     return [_to_workspace(r) for r in rows]
 
 
-def set_status(conn: Connection, workspace_id: str, status: str) -> Workspace:
+def set_status(
+    conn: Connection, workspace_id: str, status: str, *, actor: str, now: datetime | None = None
+) -> Workspace:
+    """Move the workspace to `status`; a real change is recorded with its actor and time
+    (`store/status_changes.py`: the report's `resolved` milestone and its sensor read it)."""
     if status not in WORKSPACE_STATUSES:
         raise WorkspaceError(f"invalid status {status!r}")
+    moment = now or datetime.now(UTC)
     result = conn.execute(
         ws.update()
-        .where(ws.c.id == workspace_id)
-        .values(status=status, updated_at=datetime.now(UTC))
+        .where(ws.c.id == workspace_id, ws.c.status != status)
+        .values(status=status, updated_at=moment)
     )
-    if result.rowcount != 1:
-        raise WorkspaceNotFound(f"workspace {workspace_id!r} does not exist")
+    if result.rowcount == 1:
+        status_changes.record(
+            conn, workspace_id=workspace_id, status=status, actor=actor, now=moment
+        )
     return require(conn, workspace_id)
 
 

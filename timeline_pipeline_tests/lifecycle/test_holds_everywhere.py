@@ -87,7 +87,7 @@ def test_a_held_workspace_survives_every_deleting_path_and_goes_once_released(
     monkeypatch.setenv("TIMELINE_DATABASE_URL", db_url)
     workspace(engine, WS)
     with engine.begin() as conn:
-        workspaces.set_status(conn, WS, "recovered")
+        workspaces.set_status(conn, WS, "recovered", actor="cli:test")
     ids = evidence(engine, WS, [OLD] * 3)
     legacy = evidence(engine, WS, [OLD], deleted=True, prefix="old")  # recalled, text kept
     with engine.begin() as conn:
@@ -205,7 +205,7 @@ def test_a_held_workspace_survives_every_deleting_path_and_goes_once_released(
 def test_a_maintenance_redaction_completes_once_the_hold_is_released(engine: Engine) -> None:
     workspace(engine, WS)
     with engine.begin() as conn:
-        workspaces.set_status(conn, WS, "recovered")
+        workspaces.set_status(conn, WS, "recovered", actor="cli:test")
     evidence(engine, WS, [OLD] * 4)
     with engine.begin() as conn:
         hold = create_hold(

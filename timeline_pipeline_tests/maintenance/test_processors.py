@@ -127,7 +127,7 @@ def test_redacting_a_whole_workspace_waits_until_it_stops_ingesting(engine: Engi
     with pytest.raises(InvalidInput, match="firing"):
         _job(svc, "evidence_redaction", params, "k", apply=True)
     with engine.begin() as conn:
-        workspaces.set_status(conn, "inc-1", "archived")
+        workspaces.set_status(conn, "inc-1", "archived", actor="cli:test")
     job = _job(svc, "evidence_redaction", params, "k2", apply=True)
     job = svc.advance(job.id, revision=job.revision)
     job = svc.advance(job.id, revision=job.revision)

@@ -196,7 +196,7 @@ def test_lark_is_not_asked_when_no_workspace_of_the_curator_could_take_the_messa
     with pin_harness(engine) as h:
         message_id = h.say("we are still investigating", stored=False)
         with engine.begin() as conn:
-            workspaces.set_status(conn, h.workspace_id, "archived")
+            workspaces.set_status(conn, h.workspace_id, "archived", actor="cli:test")
         before = h.lark.request_counts[ROUTE_GET_MESSAGE]
         assert h.react(message_id).reason == "not_eligible"
         assert h.lark.request_counts[ROUTE_GET_MESSAGE] == before

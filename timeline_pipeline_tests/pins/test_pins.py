@@ -214,10 +214,10 @@ def test_a_workspace_out_of_scope_or_a_message_too_old_is_not_pinned(engine: Eng
     with pin_harness(engine) as h:
         message_id = h.say("the incident is mitigated")
         with engine.begin() as conn:
-            workspaces.set_status(conn, h.workspace_id, "archived")
+            workspaces.set_status(conn, h.workspace_id, "archived", actor="cli:test")
         assert h.react(message_id).reason == "not_eligible"
         with engine.begin() as conn:
-            workspaces.set_status(conn, h.workspace_id, "firing")
+            workspaces.set_status(conn, h.workspace_id, "firing", actor="cli:test")
         old = h.say("an old remark", stored=False, minutes_ago=60 * 24 * 5)
         assert h.react(old).reason == "not_eligible"
         assert h.pin_entry(message_id) is None and h.pin_entry(old) is None

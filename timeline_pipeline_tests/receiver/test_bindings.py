@@ -46,7 +46,7 @@ def test_cached_workspaces_carry_their_status_until_the_ttl_passes(engine: Engin
     with engine.connect() as conn:
         assert [w.status for w in cache.resolve(conn, "oc_a")] == ["firing"]
     with engine.begin() as conn:
-        workspaces.set_status(conn, "inc-1", "recovered")
+        workspaces.set_status(conn, "inc-1", "recovered", actor="cli:test")
 
     cached = cache.cached("oc_a")
     ticker.now += 10.5

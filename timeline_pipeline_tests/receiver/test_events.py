@@ -147,7 +147,7 @@ def test_a_recall_reaches_every_bound_workspace_even_one_that_stopped_firing(
     receiver = make_receiver()
     receiver.post(receive("om_1", "secret detail"))
     with engine.begin() as conn:
-        workspaces.set_status(conn, "inc-2", "recovered")
+        workspaces.set_status(conn, "inc-2", "recovered", actor="cli:test")
 
     receiver.post(recall("om_1"))
 

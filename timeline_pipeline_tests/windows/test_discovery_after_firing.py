@@ -38,7 +38,7 @@ LOOKBACK = timedelta(hours=72)
 
 def set_status(engine: Engine, status: str, workspace_id: str = "inc-1") -> None:
     with engine.begin() as conn:
-        workspaces.set_status(conn, workspace_id, status)
+        workspaces.set_status(conn, workspace_id, status, actor="cli:test")
 
 
 def cover(engine: Engine, until: datetime, workspace_id: str = "inc-1") -> None:

@@ -1,0 +1,274 @@
+"""Dagster: the incident report as an asset per workspace, its sensor, and the follow-up tasks.
+
+* `incident_report` is partitioned by workspace (`timeline_workspaces`, the summary's
+  partitions). Each materialization builds the report (`report/service.py`: a new revision only
+  when what it shows changed), writes it into the workspace's Lark document when
+  `reportLarkDocEnabled` (`report/publisher.py`), and records as metadata the revision, the
+  durations (seconds, so the UI plots time-to-resolve across incidents), the entry counts and
+  the document's link (docs/report.md).
+* `incident_report_sensor` requests a workspace's build when it has left `firing` and has no
+  report yet, when its confirmed entries, status or milestone times changed since the newest
+  revision (the revision's input stamp), when a recall withdrew the newest revision, when the
+  document is behind its report (a publisher died mid-write), and when the newest revision was
+  built outside Dagster (`report build` from the CLI) so the UI records it too. The run key
+  names the workspace and what it saw, so repeated ticks request one run.
+* `create_follow_up_tasks` creates the Lark tasks of confirmed next steps
+  (`followUpTasksEnabled`), requested by the same sensor while tasks are queued.
+
+An operator builds a workspace's report from the UI by materializing its partition; the asset
+does not look at `reportEnabled`, which only gates the sensor: a build someone asks for runs.
+
+No `from __future__ import annotations`: Dagster reads the annotations of assets and sensors.
+"""
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+from sqlalchemy import Connection
+
+from timeline_pipeline.db.engine import connection
+from timeline_pipeline.domain.keys import InvalidKey, check_workspace_id
+from timeline_pipeline.orchestration.collection import LarkClientResource
+from timeline_pipeline.orchestration.partition_runs import runs_with_new_partitions
+from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.orchestration.summary import workspace_partitions
+from timeline_pipeline.report.service import BuiltReport, ReportService, Trigger, input_stamp
+from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_settings
+from timeline_pipeline.store import (
+    follow_up_tasks,
+    incident_reports,
+    report_documents,
+)
+from timeline_pipeline.store import workspaces as workspace_store
+from timeline_pipeline.store.audit import dagster_actor
+
+REPORT_KEY = dg.AssetKey("incident_report")
+REPORT_JOB = "build_incident_reports"
+FOLLOW_UP_JOB = "create_follow_up_tasks"
+REPORT_SENSOR = "incident_report_sensor"
+TAG_TRIGGER = "timeline/report-trigger"
+MAX_WORKSPACES_PER_TICK = 1000
+CLOSED_STATUSES = ("recovered", "archived")
+
+report_job = dg.define_asset_job(
+    REPORT_JOB,
+    executor_def=dg.in_process_executor,
+    selection=dg.AssetSelection.assets(REPORT_KEY),
+    description="Build a workspace's incident report; launched by incident_report_sensor.",
+)
+
+
+def report_metadata(built: BuiltReport, document_url: str | None) -> dict[str, Any]:
+    """What the UI shows and plots per materialization (docs/report.md, "In Dagster")."""
+    content = built.report.content
+    durations = content.get("durations") or {}
+    counts = content.get("counts") or {}
+    metadata: dict[str, Any] = {
+        "revision": built.report.revision,
+        "new_revision": built.created,
+        "trigger": built.report.trigger,
+        "entries_confirmed": int(counts.get("confirmed", 0)),
+        "entries_drafts": int(counts.get("drafts", 0)),
+        "entries_hidden": int(counts.get("hidden", 0)),
+        "entries_withheld": int(counts.get("withheld", 0)),
+    }
+    for name in ("time_to_detect", "time_to_mitigate", "time_to_resolve"):
+        value = durations.get(name)
+        if isinstance(value, int):
+            metadata[f"{name}_seconds"] = dg.MetadataValue.int(value)
+            metadata[f"{name}_minutes"] = dg.MetadataValue.float(round(value / 60, 1))
+    if document_url:
+        metadata["document_url"] = dg.MetadataValue.url(document_url)
+    return metadata
+
+
+@dg.asset(
+    key=REPORT_KEY,
+    partitions_def=workspace_partitions,
+    group_name="timeline",
+    description=(
+        "The incident report (docs/report.md): milestones, durations, impact, root cause, "
+        "decisions, mitigations, the timeline and its follow-ups, from the visible entries; "
+        "written into the workspace's Lark document when reportLarkDocEnabled. Partition: the "
+        "workspace id."
+    ),
+)
+def incident_report(
+    context: dg.AssetExecutionContext,
+    database: DatabaseResource,
+    timeline_settings: TimelineSettingsResource,
+    lark: LarkClientResource,
+) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]
+    try:
+        workspace_id = check_workspace_id(context.partition_key)
+    except InvalidKey as exc:
+        raise dg.Failure(description=str(exc)) from None
+    settings = timeline_settings.load()
+    service = ReportService(database.engine, settings.timeline)
+    trigger = context.run.tags.get(TAG_TRIGGER, Trigger.MANUAL)
+    built = service.build(workspace_id, actor=dagster_actor(context.run_id), trigger=trigger)
+    document_url: str | None = None
+    if settings.timeline.report_lark_doc_enabled:
+        # Imported here: a code location without the document imports no Lark SDK module
+        # (a synthesis run loads these definitions too).
+        from timeline_pipeline.report.publisher import DocumentPublisher
+
+        publisher = DocumentPublisher(database.engine, settings.timeline, lark.build(settings))
+        publisher.plan(workspace_id, built.report.revision)
+        outcome = publisher.publish(workspace_id)
+        document_url = outcome.document_url
+        context.log.info(
+            "report of %s: document at revision %s", workspace_id, outcome.written_revision
+        )
+    context.log.info(
+        "report of %s: revision %d (%s)",
+        workspace_id,
+        built.report.revision,
+        "new" if built.created else "unchanged",
+    )
+    yield dg.MaterializeResult(metadata=report_metadata(built, document_url))
+
+
+@dg.op(description="Create the Lark tasks of confirmed next steps (docs/report.md).")
+def create_follow_up_tasks_op(
+    context: dg.OpExecutionContext,
+    database: DatabaseResource,
+    timeline_settings: TimelineSettingsResource,
+    lark: LarkClientResource,
+) -> None:
+    from timeline_pipeline.lark.documents import LarkDocuments
+    from timeline_pipeline.report.follow_ups import FollowUpWorker
+
+    settings = timeline_settings.load()
+    worker = FollowUpWorker(database.engine, settings.timeline, LarkDocuments(lark.build(settings)))
+    outcome = worker.run()
+    context.log.info(
+        "follow-up tasks: %d created, %d failed, %d deferred",
+        outcome.created,
+        outcome.failed,
+        outcome.deferred,
+    )
+
+
+@dg.job(name=FOLLOW_UP_JOB, executor_def=dg.in_process_executor)
+def follow_up_job() -> None:
+    create_follow_up_tasks_op()
+
+
+# --- the sensor --------------------------------------------------------------------------------
+
+
+def _due(
+    conn: Connection, workspace_id: str, settings: LarkTimelineSettings
+) -> tuple[str, str] | None:
+    """(trigger, run key) when a closed workspace's report is due, else None."""
+    latest = incident_reports.latest(conn, workspace_id)
+    stamp = input_stamp(conn, workspace_id)
+    document = (
+        report_documents.get(conn, workspace_id) if settings.report_lark_doc_enabled else None
+    )
+    document_behind = settings.report_lark_doc_enabled and (
+        document is None or not document.up_to_date or document.reply_pending
+    )
+    if latest is None:
+        trigger = Trigger.CLOSED
+    elif latest.withdrawn:
+        trigger = Trigger.RECALL
+    elif latest.input_stamp != stamp:
+        trigger = Trigger.CONFIRMED_CHANGE
+    elif document_behind or not latest.built_by.startswith("dagster:"):
+        trigger = Trigger.MANUAL
+    else:
+        return None
+    seen = "-" if latest is None else f"{latest.revision}{'w' if latest.withdrawn else ''}"
+    attempt = 0 if document is None else document.attempt_count
+    return trigger, f"report:{workspace_id}:{stamp[:16]}:{seen}:{attempt}"
+
+
+def report_requests(
+    database: DatabaseResource, settings: LarkTimelineSettings
+) -> tuple[list[dg.RunRequest], list[str]]:
+    """(run requests, one line per reason) for this tick; reads of the database only."""
+    requests: list[dg.RunRequest] = []
+    reasons: list[str] = []
+    with connection(database.engine) as conn:
+        if settings.report_enabled:
+            for workspace in workspace_store.list_all(conn, limit=MAX_WORKSPACES_PER_TICK):
+                if workspace.status not in CLOSED_STATUSES:
+                    continue
+                due = _due(conn, workspace.id, settings)
+                if due is None:
+                    continue
+                trigger, key = due
+                requests.append(
+                    dg.RunRequest(
+                        job_name=REPORT_JOB,
+                        partition_key=workspace.id,
+                        run_key=key,
+                        tags={TAG_TRIGGER: trigger},
+                    )
+                )
+                reasons.append(f"{workspace.id}: {trigger}")
+        if settings.follow_up_tasks_enabled:
+            queued = follow_up_tasks.pending(conn, limit=200)
+            if queued:
+                digest = hashlib.sha256(
+                    ",".join(f"{t.id}.{t.revision}" for t in queued).encode()
+                ).hexdigest()[:16]
+                requests.append(dg.RunRequest(job_name=FOLLOW_UP_JOB, run_key=f"tasks:{digest}"))
+                reasons.append(f"{len(queued)} follow-up task(s) queued")
+    return requests, reasons
+
+
+def _report_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
+    @dg.sensor(
+        name=REPORT_SENSOR,
+        jobs=[report_job, follow_up_job],
+        minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            "Builds a workspace's incident report when it leaves firing and again when its "
+            "confirmed entries change; creates follow-up tasks (docs/report.md)."
+        ),
+    )
+    def incident_report_sensor(
+        context: dg.SensorEvaluationContext,
+        database: DatabaseResource,
+        timeline_settings: TimelineSettingsResource,
+    ) -> dg.SensorResult:
+        timeline = timeline_settings.timeline
+        if not (timeline.report_enabled or timeline.follow_up_tasks_enabled):
+            return dg.SensorResult(skip_reason="reportEnabled and followUpTasksEnabled are off")
+        requests, reasons = report_requests(database, timeline)
+        for reason in reasons:
+            context.log.info("incident report: %s", reason)
+        report_runs = [r for r in requests if r.job_name == REPORT_JOB]
+        others = [r for r in requests if r.job_name != REPORT_JOB]
+        result = runs_with_new_partitions(
+            context.instance,
+            workspace_partitions,
+            report_runs,
+            cursor=context.cursor,
+            idle_reason="no workspace's report is due",
+        )
+        if not others:
+            return result
+        return dg.SensorResult(
+            run_requests=[*(result.run_requests or []), *others],
+            dynamic_partitions_requests=result.dynamic_partitions_requests,
+            cursor=context.cursor,
+        )
+
+    return incident_report_sensor
+
+
+def report_defs(settings: LarkTimelineSettings | None = None) -> dg.Definitions:
+    """Everything the incident report adds to the code location."""
+    timeline = settings or load_timeline_settings()
+    return dg.Definitions(
+        assets=[incident_report],
+        jobs=[report_job, follow_up_job],
+        sensors=[_report_sensor(timeline)],
+    )

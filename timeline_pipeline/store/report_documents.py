@@ -1,0 +1,182 @@
+"""A workspace's report document in Lark Docs (`incident_report_documents`): the only module
+with its SQL.
+
+The row is the document's durable write plan (docs/report.md, "The Lark document"): which
+report revision it should show (`target_revision`), which one it shows (`written_revision`),
+whether a create was started before its answer was recorded (`create_started_at`: a crash there
+is recovered by finding the document in the folder, never by a second create), and the one
+chat reply carrying its link (`reply_uuid`, Lark's idempotency key, then `reply_message_id`).
+Every move is a compare-and-set on the row's revision (`db/cas.py`), so two publishers never
+both write. Ids, states and the link only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, or_, select
+
+from timeline_pipeline.db.cas import compare_and_set_from
+from timeline_pipeline.db.schema import incident_report_documents as rd
+from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.domain.lifecycle import RetentionClass
+from timeline_pipeline.domain.lifecycle_declare import declare
+
+__all__ = [
+    "DESCRIPTOR",
+    "ReportDocument",
+    "count_unwritten",
+    "get",
+    "move",
+    "plan",
+    "unwritten",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportDocument:
+    id: int
+    workspace_id: str
+    folder_token: str
+    title: str
+    document_id: str | None
+    document_url: str | None
+    create_started_at: datetime | None
+    target_revision: int
+    written_revision: int | None
+    cleared_for_revision: int | None
+    chat_id: str | None
+    reply_uuid: str | None
+    reply_message_id: str | None
+    attempt_count: int
+    last_error: str | None
+    revision: int
+    updated_at: datetime
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.written_revision is not None and self.written_revision >= self.target_revision
+
+    @property
+    def reply_pending(self) -> bool:
+        return self.up_to_date and self.chat_id is not None and self.reply_message_id is None
+
+
+def _to_document(row: Any) -> ReportDocument:
+    return ReportDocument(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        folder_token=row.folder_token,
+        title=row.title,
+        document_id=row.document_id,
+        document_url=row.document_url,
+        create_started_at=row.create_started_at,
+        target_revision=row.target_revision,
+        written_revision=row.written_revision,
+        cleared_for_revision=row.cleared_for_revision,
+        chat_id=row.chat_id,
+        reply_uuid=row.reply_uuid,
+        reply_message_id=row.reply_message_id,
+        attempt_count=row.attempt_count,
+        last_error=row.last_error,
+        revision=row.revision,
+        updated_at=row.updated_at,
+    )
+
+
+def plan(
+    conn: Connection,
+    *,
+    workspace_id: str,
+    folder_token: str,
+    title: str,
+    chat_id: str | None,
+    target_revision: int,
+    now: datetime,
+) -> ReportDocument:
+    """Ask for `target_revision` to be written: the row is made on the first report and its
+    target only moves forward (a late, older build never rolls the document back). The folder
+    and title are the first report's: the document stays where it was made."""
+    stmt = insert_for(conn, rd).values(
+        workspace_id=workspace_id,
+        folder_token=folder_token,
+        title=title[:512],
+        chat_id=chat_id,
+        target_revision=target_revision,
+        created_at=now,
+        updated_at=now,
+    )
+    conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[rd.c.workspace_id],
+            set_={
+                "target_revision": stmt.excluded.target_revision,
+                "attempt_count": 0,
+                "revision": rd.c.revision + 1,
+                "updated_at": stmt.excluded.updated_at,
+            },
+            where=rd.c.target_revision < stmt.excluded.target_revision,
+        )
+    )
+    found = get(conn, workspace_id)
+    assert found is not None
+    return found
+
+
+def get(conn: Connection, workspace_id: str) -> ReportDocument | None:
+    row = conn.execute(select(rd).where(rd.c.workspace_id == workspace_id)).first()
+    return None if row is None else _to_document(row)
+
+
+def move(conn: Connection, read: ReportDocument, **values: Any) -> ReportDocument | None:
+    """One step of the write plan from the row as `read`; None when another publisher moved
+    it first (its work stands, this one stops)."""
+    row = compare_and_set_from(conn, rd, read, values=values)
+    return None if row is None else _to_document(row)
+
+
+def unwritten(conn: Connection, *, limit: int = 100) -> list[ReportDocument]:
+    """Documents behind their report, or written and still without their chat reply."""
+    rows = conn.execute(
+        select(rd)
+        .where(
+            rd.c.deleted_at.is_(None),
+            or_(
+                rd.c.written_revision.is_(None),
+                rd.c.written_revision < rd.c.target_revision,
+                (rd.c.chat_id.is_not(None) & rd.c.reply_message_id.is_(None)),
+            ),
+        )
+        .order_by(rd.c.updated_at, rd.c.id)
+        .limit(limit)
+    )
+    return [_to_document(r) for r in rows]
+
+
+def count_unwritten(conn: Connection) -> int:
+    value: int = conn.execute(
+        select(func.count())
+        .select_from(rd)
+        .where(
+            rd.c.deleted_at.is_(None),
+            or_(rd.c.written_revision.is_(None), rd.c.written_revision < rd.c.target_revision),
+        )
+    ).scalar_one()
+    return value
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+DESCRIPTOR = declare(
+    __name__,
+    "incident_report_documents",
+    RetentionClass.COMMUNICATION_LOG,
+    cursor_column="updated_at",
+    min_days=30,
+    notes=(
+        "The write plan of a workspace's Lark document (ids and link). The document itself "
+        "lives in Lark: see docs/report.md for what retention does to it."
+    ),
+)
