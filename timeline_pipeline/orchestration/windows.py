@@ -18,7 +18,10 @@
   one workspace). Runs the sensor requests carry the tags; launches of job `synthesize_windows`
   from the UI get them from the job's partition tag function; a run without them (e.g.
   materialized from the asset graph, which uses Dagster's implicit job and no tag function)
-  is refused at start rather than run outside the limits.
+  is refused at start rather than run outside the limits. The run queue is the first gate: a
+  window whose synthesizer calls a model also holds a synthesis slot of the database while it
+  runs (`synthesis_run.runner`, `db.synthesis_slots`), shared with rerun previews driven outside
+  Dagster, so that `maxConcurrentSynthesis` holds for both together.
 * Operators: launching `synthesize_windows` for a partition from the UI replays the window as a
   whole (the launchpad's default config is `replay: true`; set it to false to resume instead).
   A run with tag `timeline/replay=true` replays as well. Re-executing a failed sensor run keeps

@@ -96,7 +96,10 @@ class SynthesisChunk(BaseModel):
     `context` is read-only: it may explain the evidence but must never be cited, because only
     evidence inside the window counts towards the window cursor and aggregate hash.
     `truncated_ids` names evidence whose text was shortened to fit the token budget, so that the
-    shortening is visible to the caller instead of silent. `locale` is the workspace's language
+    shortening is visible to the caller instead of silent; `context_truncated_ids` names the
+    context (a reply's thread root or replied-to parent) shortened because the one reply's
+    root and parent alone outgrew the context budget (`synthesis.chunking`). `locale` is the
+    workspace's language
     (docs/i18n.md): a model synthesizer writes titles in it; the rule synthesizer ignores it.
     """
 
@@ -109,6 +112,7 @@ class SynthesisChunk(BaseModel):
     groups: list[ConversationGroup]
     context: list[EvidenceItem] = Field(default_factory=list)
     truncated_ids: list[int] = Field(default_factory=list)
+    context_truncated_ids: list[int] = Field(default_factory=list)
     locale: Locale = Locale.EN
 
 

@@ -160,11 +160,14 @@ def select_context(
     in the chunk is context. When a token budget is given it is spent in this order, so that a
     busy chat cannot push out what a reply answers (docs/design.md §7):
 
-    1. the thread roots and replied-to parents of the chunk's replies (usually the oldest
+    1. the thread roots and replied-to parents the chunk's replies name (usually the oldest
        messages, so trimming by recency alone would drop them first), nearest first, each kept
-       if it still fits;
-    2. the other messages of the same threads and roots, nearest first, until one does not fit;
-    3. the lookback before the window, nearest first, until one does not fit.
+       if it still fits: when they fit together, all of them are kept, which is what chunk
+       planning budgets for (`synthesis.chunking`);
+    2. the opening messages of the threads the chunk replies in that no reply names, the same
+       way;
+    3. the other messages of the same threads and roots, nearest first, until one does not fit;
+    4. the lookback before the window, nearest first, until one does not fit.
 
     The result is in chat order whatever the budget.
     """
@@ -172,6 +175,7 @@ def select_context(
     threads, roots, referenced = _conversation_ids(chunk_evidence)
     is_anchor = _conversation_anchors(threads, referenced)
     lookback_start = window_start - lookback
+    answered: list[EvidenceItem] = []
     anchors: list[EvidenceItem] = []
     conversation: list[EvidenceItem] = []
     recent: list[EvidenceItem] = []
@@ -185,7 +189,9 @@ def select_context(
             or (candidate.root_id is not None and candidate.root_id in roots)
             or candidate.message_id in referenced
         )
-        if is_anchor(candidate):
+        if candidate.message_id in referenced:
+            answered.append(candidate)
+        elif is_anchor(candidate):
             anchors.append(candidate)
         elif same_conversation:
             conversation.append(candidate)
@@ -199,10 +205,11 @@ def select_context(
         return (item.occurred_at, item.id)
 
     if max_estimated_tokens is None:
-        return sorted([*anchors, *conversation, *recent], key=chat_order)
+        return sorted([*answered, *anchors, *conversation, *recent], key=chat_order)
     kept: list[EvidenceItem] = []
     spent = 0
-    for tier, stop_at_first_miss in ((anchors, False), (conversation, True), (recent, True)):
+    tiers = ((answered, False), (anchors, False), (conversation, True), (recent, True))
+    for tier, stop_at_first_miss in tiers:
         for item in sorted(tier, key=chat_order, reverse=True):
             cost = estimate_evidence_tokens(item)
             if spent + cost > max_estimated_tokens:

@@ -10,6 +10,11 @@ per-message state is ever written). A failing chunk is retried with bounded atte
 backoff; past the limit the window is marked `failed` with bounded diagnostics and the
 discovery sensor decides on a later whole-window attempt. An operator's replay resets the
 state first, and the window runs again from its first chunk.
+
+A synthesizer that calls a model holds one of the database's `maxConcurrentSynthesis` synthesis
+slots (`db.synthesis_slots`, shared with rerun previews) from the window's first chunk call to
+its end; when none comes free within a bounded wait the window is deferred with backoff, its
+attempt given back, as in an outage of the model service.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, Engine
 
+from timeline_pipeline.db.synthesis_slots import HeldSlot, take_synthesis_slot
 from timeline_pipeline.domain.evidence import EvidenceRow
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
 from timeline_pipeline.domain.sync_states import SyncState
@@ -38,6 +44,7 @@ from timeline_pipeline.synthesis.contract import (
     SynthesisResult,
     Synthesizer,
 )
+from timeline_pipeline.synthesis.rules import RuleSynthesizer
 from timeline_pipeline.synthesis_run import draft_writes
 from timeline_pipeline.synthesis_run.core import (
     ModelUnavailable,
@@ -77,7 +84,7 @@ class RunStatus(StrEnum):
     SKIPPED = "skipped"  # not ours to run: finished, exhausted, or claimed by another run
     EMPTY = "empty"  # no eligible evidence, so no state row exists (nothing to do)
     FAILED = "failed"  # a chunk exhausted its attempts; the state records why
-    DEFERRED = "deferred"  # the model was unavailable: back to pending, attempt not counted
+    DEFERRED = "deferred"  # model unavailable or no synthesis slot: pending, attempt not counted
 
 
 class LeaseLost(Exception):
@@ -113,6 +120,9 @@ class WindowRunReport:
     model_seconds: float = 0.0
     """Wall time inside the synthesizer's calls (its own retries included, this run's backoff
     between chunk attempts not)."""
+    context_truncated: int = 0
+    """Context messages (a reply's root or parent) of the chunks this run committed that were
+    shortened, because one reply's root and parent alone outgrew the context budget."""
     processor: str = ""
     prompt_version: str = ""
     model: str = ""
@@ -148,6 +158,7 @@ class WindowRunReport:
             "chunk_retries": self.chunk_retries,
             "validation_errors": self.validation_errors,
             "model_seconds": round(self.model_seconds, 3),
+            "context_truncated": self.context_truncated,
             "processor": self.processor,
             "prompt_version": self.prompt_version,
             "model": self.model,
@@ -169,6 +180,13 @@ class WindowRunner:
 
     A chunk's attempts inside a run and the wait before a failed window may run again follow
     `retry`, by default the model-call policy of the settings (`RetryPolicy.for_model_calls`).
+
+    A window whose synthesizer calls a model (any but the rules) holds a synthesis slot from
+    its first chunk call to its end, waiting for one at most `slot_wait` (by default the
+    run's own bound on one model call, `modelTimeout`, and never more than a quarter of
+    `synthesisStaleTimeout`, so that the claimed window cannot go stale meanwhile). Once a wait
+    ran out, the later windows of the same runner (a batch) try once without waiting, so that
+    a batch defers its windows at once rather than waiting for each.
     """
 
     def __init__(
@@ -182,6 +200,7 @@ class WindowRunner:
         rng: Callable[[], float] = random.random,
         timer: Callable[[], float] = time.monotonic,
         retry: RetryPolicy | None = None,
+        slot_wait: timedelta | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -191,6 +210,14 @@ class WindowRunner:
         self.sleep = sleep
         self.rng = rng
         self.timer = timer
+        self.slot_wait = (
+            slot_wait
+            if slot_wait is not None
+            else min(settings.model_timeout, settings.synthesis_stale_timeout / 4)
+        )
+        self.takes_slots = synthesizer.name != RuleSynthesizer.name
+        self._slot: HeldSlot | None = None
+        self._slots_busy = False
 
     # --- entry point -------------------------------------------------------------------------
 
@@ -226,6 +253,32 @@ class WindowRunner:
             return report
         except Exception as exc:  # any error ends this window, never the batch
             return self._end_on_error(claimed, owner, report, exc)
+        finally:
+            self._release_slot()
+
+    # --- synthesis slots (db.synthesis_slots) ----------------------------------------------------
+
+    def _hold_slot(self) -> bool:
+        """Whether this window may call the synthesizer now: it holds a synthesis slot, or its
+        synthesizer needs none. Waits at most `slot_wait`, and not at all once a wait of this
+        runner ran out and no slot has come free since."""
+        if not self.takes_slots or self._slot is not None:
+            return True
+        wait = 0.0 if self._slots_busy else self.slot_wait.total_seconds()
+        self._slot = take_synthesis_slot(
+            self.engine,
+            self.settings.max_concurrent_synthesis,
+            wait_seconds=wait,
+            sleep=self.sleep,
+            timer=self.timer,
+        )
+        self._slots_busy = self._slot is None
+        return self._slot is not None
+
+    def _release_slot(self) -> None:
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            slot.release()
 
     # --- state transitions -------------------------------------------------------------------
 
@@ -346,6 +399,7 @@ class WindowRunner:
                 "entries_supported",
                 "input_tokens",
                 "output_tokens",
+                "context_truncated",
             )
         }
         current = state
@@ -365,9 +419,25 @@ class WindowRunner:
             report.chunks_total = done_before + len(chunks)
             for position, chunk in enumerate(chunks):
                 number = done_before + position + 1
+                if not self._hold_slot():
+                    busy = (
+                        f"no synthesis slot free: all {self.settings.max_concurrent_synthesis} "
+                        "(maxConcurrentSynthesis) held by other window runs or rerun previews"
+                    )
+                    return self._defer(
+                        current, report, number, reason="synthesis_slots_busy", cause=busy
+                    )
                 outcome = self._synthesize_chunk(chunk, report)
                 if isinstance(outcome, ModelUnavailable):
-                    return self._defer(current, report, outcome, number)
+                    cause = f"model unavailable: {outcome.reason}: {outcome.message}"
+                    return self._defer(
+                        current,
+                        report,
+                        number,
+                        reason=outcome.reason,
+                        cause=cause,
+                        retry_after=outcome.retry_after,
+                    )
                 if isinstance(outcome, ChunkFailure):
                     diagnostic = outcome.diagnostic(chunk, number, report.chunks_total)
                     return self._fail(current, report, diagnostic, outcome)
@@ -483,6 +553,7 @@ class WindowRunner:
             totals["entries_supported"] += supported
             totals["input_tokens"] += result.usage.input_tokens
             totals["output_tokens"] += result.usage.output_tokens
+            totals["context_truncated"] += len(chunk.context_truncated_ids)
             report.model = result.model
             report.prompt_version = result.prompt_version
             advanced = window_states.advance_window_cursor(
@@ -515,28 +586,37 @@ class WindowRunner:
         report.bindings += bound
         report.input_tokens += result.usage.input_tokens
         report.output_tokens += result.usage.output_tokens
+        report.context_truncated += len(chunk.context_truncated_ids)
+        if chunk.context_truncated_ids:
+            log.warning(
+                "window.context_truncated",
+                window=ref.partition_key,
+                chunk=number,
+                context_ids=chunk.context_truncated_ids,
+            )
         return advanced
 
     def _defer(
         self,
         state: SyncState,
         report: WindowRunReport,
-        outage: ModelUnavailable,
         chunk_number: int,
+        *,
+        reason: str,
+        cause: str,
+        retry_after: float | None = None,
     ) -> WindowRunReport:
-        """Unavailability is not the window's fault: no attempt is used, the window waits."""
+        """An unavailable model, or no synthesis slot free, is not the window's fault: no
+        attempt is used, the window waits out the window-level backoff."""
         now = self.clock()
         delay = outage_backoff(
             state.deferral_count + 1,
             self.settings.synthesis_outage_backoff_base,
             self.settings.synthesis_outage_backoff_cap,
             self.rng,
-            outage.retry_after,
+            retry_after,
         )
-        diagnostic = bounded(
-            f"deferred at chunk {chunk_number}/{report.chunks_total}: model unavailable: "
-            f"{outage.reason}: {outage.message}"
-        )
+        diagnostic = bounded(f"deferred at chunk {chunk_number}/{report.chunks_total}: {cause}")
         with self.engine.begin() as conn:
             deferred = window_states.defer_window(
                 conn, state, error=diagnostic, retry_at=now + delay, now=now
@@ -549,7 +629,7 @@ class WindowRunner:
         log.warning(
             "window.deferred",
             window=report.ref.partition_key,
-            reason=outage.reason,
+            reason=reason,
             deferrals=deferred.deferral_count,
             delay_seconds=round(delay.total_seconds(), 3),
         )

@@ -4,6 +4,7 @@ count and the token bound; an oversized message is truncated visibly, never drop
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -11,12 +12,13 @@ from hypothesis import strategies as st
 
 from timeline_pipeline.synthesis.chunking import (
     MIN_CHUNK_TOKENS,
+    MIN_CONTEXT_TOKENS,
     ChunkingError,
     ChunkLimits,
     plan_chunks,
     split_evidence,
 )
-from timeline_pipeline.synthesis.contract import EvidenceItem
+from timeline_pipeline.synthesis.contract import EvidenceItem, SynthesisChunk
 from timeline_pipeline.synthesis.token_estimate import (
     MESSAGE_OVERHEAD_TOKENS,
     estimate_evidence_tokens,
@@ -213,3 +215,149 @@ def test_chunks_are_as_large_as_the_bounds_allow(items: list[EvidenceItem], max_
         spent = estimate_total_tokens(current.evidence)
         fits_tokens = spent + estimate_evidence_tokens(following.evidence[0]) <= max_tokens
         assert not (fits_count and fits_tokens)
+
+
+# --- context per chunk: every reply's root and parent (issue 35, item 5) ----------------------
+
+SMALL_CONTEXT = ChunkLimits(max_count=40, max_estimated_tokens=4000, max_context_tokens=500)
+"""A small context budget: room for the roots and parents of a few replies, not of 40."""
+
+
+def _thread(n: int, *, text: str = "") -> tuple[EvidenceItem, EvidenceItem]:
+    """Thread `n` rooted an hour before the window, its first reply half an hour later."""
+    root = evidence(1000 + n, text or f"is shard {n} down?", at=-3600 + n, thread=f"omt_{n}")
+    first = evidence(
+        2000 + n,
+        text or f"failing shard {n} over",
+        at=-1800 + n,
+        thread=f"omt_{n}",
+        root=root.message_id,
+        parent=root.message_id,
+    )
+    return root, first
+
+
+def _reply(n: int, first: EvidenceItem, *, at: float) -> EvidenceItem:
+    return evidence(
+        n + 1,
+        f"shard {n} recovered",
+        at=at,
+        thread=first.thread_id,
+        root=first.root_id,
+        parent=first.message_id,
+    )
+
+
+def _missing_anchors(chunks: Sequence[SynthesisChunk]) -> list[tuple[str, str | None]]:
+    """(reply, root or parent) pairs whose anchor is in neither the chunk nor its context."""
+    missing: list[tuple[str, str | None]] = []
+    for chunk in chunks:
+        present = {item.message_id for item in (*chunk.context, *chunk.evidence)}
+        for item in chunk.evidence:
+            missing.extend(
+                (item.message_id, anchor)
+                for anchor in (item.root_id, item.parent_id)
+                if anchor is not None and anchor not in present
+            )
+    return missing
+
+
+def test_every_reply_of_120_threads_rooted_before_the_window_has_its_root_and_parent() -> None:
+    """120 threads, each rooted an hour before the window, each replied to inside it: with a
+    context budget for a few replies' anchors only, chunks get fewer replies, and no reply is
+    left without the root and the parent it answers."""
+    threads = [_thread(n) for n in range(120)]
+    replies = [_reply(n, first, at=n * 4) for n, (_, first) in enumerate(threads)]
+    candidates = [item for pair in threads for item in pair] + replies
+    chunks = plan_chunks(
+        WINDOW_START, WINDOW_END, replies, limits=SMALL_CONTEXT, context_candidates=candidates
+    )
+    assert _missing_anchors(chunks) == []
+    assert [item.id for chunk in chunks for item in chunk.evidence] == [r.id for r in replies]
+    for chunk in chunks:
+        assert estimate_total_tokens(chunk.context) <= SMALL_CONTEXT.max_context_tokens
+        assert estimate_total_tokens(chunk.evidence) <= SMALL_CONTEXT.max_estimated_tokens
+        assert chunk.context_truncated_ids == []
+    assert len(chunks) > 120 // SMALL_CONTEXT.max_count  # split for context, not for evidence
+
+
+def test_a_replys_root_and_parent_beyond_the_budget_alone_are_truncated_and_reported() -> None:
+    """A reply whose root and parent alone outgrow the context budget keeps both, shortened
+    visibly (never dropped), in a chunk of its own; the chunk names them."""
+    root, first = _thread(1, text="stack trace line " * 200)
+    before = _reply(0, _thread(0)[1], at=10)
+    reply = _reply(1, first, at=20)
+    after = evidence(50, "all good now", at=30)
+    candidates = [root, first, *_thread(0), before, reply, after]
+    chunks = plan_chunks(
+        WINDOW_START,
+        WINDOW_END,
+        [before, reply, after],
+        limits=SMALL_CONTEXT,
+        context_candidates=candidates,
+    )
+    [alone] = [chunk for chunk in chunks if reply in chunk.evidence]
+    assert alone.evidence == [reply]
+    assert _missing_anchors(chunks) == []
+    assert sorted(alone.context_truncated_ids) == sorted([root.id, first.id])
+    assert all("[truncated" in item.text for item in alone.context)
+    assert estimate_total_tokens(alone.context) <= SMALL_CONTEXT.max_context_tokens
+    assert all(c.context_truncated_ids == [] for c in chunks if c is not alone)
+
+
+@st.composite
+def thread_shapes(draw: st.DrawFn) -> tuple[list[EvidenceItem], ChunkLimits]:
+    """Threads rooted before or inside the window, replies to roots or to earlier replies,
+    loose messages and lookback chatter; texts of any length; limits of any size."""
+    items: list[EvidenceItem] = []  # before and inside the window, in chat order
+    next_id = 1
+    at = -draw(st.integers(min_value=1, max_value=7200))
+    for _ in range(draw(st.integers(min_value=1, max_value=80))):
+        at += draw(st.integers(min_value=0, max_value=120))
+        if at >= 600:
+            break
+        text = "t" * draw(st.integers(min_value=1, max_value=1200))
+        kind = draw(st.sampled_from(["root", "reply", "loose"]))
+        if kind == "reply" and items:
+            parent = draw(st.sampled_from(items))
+            root_id = parent.root_id or parent.message_id
+            thread = parent.thread_id or f"omt_{root_id}"
+            item = evidence(
+                next_id, text, at=at, thread=thread, root=root_id, parent=parent.message_id
+            )
+        elif kind == "root":
+            item = evidence(next_id, text, at=at, thread=f"omt_{next_id}")
+        else:
+            item = evidence(next_id, text, at=at)
+        items.append(item)
+        next_id += 1
+    limits = ChunkLimits(
+        max_count=draw(st.integers(min_value=1, max_value=40)),
+        max_estimated_tokens=draw(st.integers(min_value=MIN_CHUNK_TOKENS, max_value=3000)),
+        max_context_tokens=draw(st.integers(min_value=MIN_CONTEXT_TOKENS, max_value=3000)),
+    )
+    return items, limits
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=thread_shapes())
+def test_every_reply_has_its_root_and_parent_whatever_the_thread_shapes(
+    case: tuple[list[EvidenceItem], ChunkLimits],
+) -> None:
+    items, limits = case
+    window = [item for item in items if item.occurred_at >= WINDOW_START]
+    chunks = plan_chunks(WINDOW_START, WINDOW_END, window, limits=limits, context_candidates=items)
+    assert [item.id for chunk in chunks for item in chunk.evidence] == [i.id for i in window]
+    assert _missing_anchors(chunks) == []
+    originals = {item.id: item for item in items}
+    for chunk in chunks:
+        assert 1 <= len(chunk.evidence) <= limits.max_count
+        assert estimate_total_tokens(chunk.evidence) <= limits.max_estimated_tokens
+        assert estimate_total_tokens(chunk.context) <= limits.max_context_tokens
+        for item in chunk.context:
+            if item.id in chunk.context_truncated_ids:
+                assert "[truncated" in item.text
+            else:
+                assert item == originals[item.id]
+        if chunk.context_truncated_ids:
+            assert len(chunk.evidence) == 1  # only a reply that cannot share its chunk
