@@ -191,6 +191,11 @@ def _classify(op: str, reply: _Reply) -> LarkApiError | None:
     return LarkApiError(code, msg, http_status=status, retryable=retryable, operation=op)
 
 
+def _was_refused(exc: BaseException) -> bool:
+    """Lark refused the call before acting on it: a rate limit, retried as any other."""
+    return isinstance(exc, LarkApiError) and exc.code in RATE_LIMIT_CODES and exc.retryable
+
+
 def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, LarkApiError) and exc.retryable
 
@@ -528,15 +533,33 @@ class LarkClient:
         """The lark-oapi client, for the package's other doors to Lark (lark/documents.py)."""
         return self._sdk
 
-    def call(self, op: str, send: Callable[[], Any], ids: dict[str, str]) -> dict[str, Any]:
+    def call(
+        self,
+        op: str,
+        send: Callable[[], Any],
+        ids: dict[str, str],
+        *,
+        idempotent: bool = True,
+    ) -> dict[str, Any]:
         """`_call` for the package's other doors to Lark (lark/documents.py): one retry policy,
-        token refresh, rate limit and error typing for every call (docs/design.md §11)."""
-        return self._call(op, send, ids)
+        token refresh, rate limit and error typing for every call (docs/design.md §11).
 
-    def _call(self, op: str, send: Callable[[], Any], ids: dict[str, str]) -> dict[str, Any]:
+        A call Lark cannot dedupe (`idempotent=False`: creating a document) is retried only
+        when Lark refused it before doing anything (a rate limit); after a 5xx or a lost
+        answer it may have happened, so the error goes to the caller, which finds out."""
+        return self._call(op, send, ids, retry_on=_is_retryable if idempotent else _was_refused)
+
+    def _call(
+        self,
+        op: str,
+        send: Callable[[], Any],
+        ids: dict[str, str],
+        *,
+        retry_on: Callable[[BaseException], bool] | None = None,
+    ) -> dict[str, Any]:
         return self._config.retry.call(
             lambda: self._attempt(op, send),
-            retry_on=_is_retryable,
+            retry_on=retry_on or _is_retryable,
             retry_after=_error_retry_after,
             before_sleep=lambda state: self._log_retry(op, ids, state),
             sleep=self._sleep,

@@ -176,6 +176,7 @@ class LarkDocuments:
             "create_document",
             lambda: self._client.sdk.docx.v1.document.create(request),
             {"folder_token": folder_token or ""},
+            idempotent=False,
         )
         document = _data(reply).get("document")
         document = document if isinstance(document, dict) else {}

@@ -30,11 +30,11 @@ from typing import Final
 import structlog
 from sqlalchemy import Engine
 
+from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.i18n.catalogs import Domain, translations
 from timeline_pipeline.lark.client import LarkClient
 from timeline_pipeline.lark.documents import LarkDocuments
-from timeline_pipeline.report.service import ReportService
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import incident_reports, report_documents
 from timeline_pipeline.store import workspaces as workspace_store
@@ -95,7 +95,7 @@ class DocumentPublisher:
         now = self.clock()
         with transaction(self.engine) as conn:
             workspace = workspace_store.require(conn, workspace_id)
-            presentation = ReportService(self.engine, self.settings).presentation(workspace_id)
+            presentation = presentation_of(conn, workspace_id, self.settings)
             prefix = translations(Domain.CHAT, presentation.locale).gettext("Incident report")
             chats = workspace_store.chats_of(conn, workspace_id)
             return report_documents.plan(
@@ -217,7 +217,8 @@ class DocumentPublisher:
             row = moved
         assert row.reply_uuid is not None
         assert row.chat_id is not None
-        presentation = ReportService(self.engine, self.settings).presentation(row.workspace_id)
+        with connection(self.engine) as conn:
+            presentation = presentation_of(conn, row.workspace_id, self.settings)
         text = (
             translations(Domain.CHAT, presentation.locale)
             .gettext("The incident report is ready: {url}")

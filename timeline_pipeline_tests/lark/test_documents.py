@@ -418,3 +418,29 @@ def test_logs_carry_ids_but_never_titles_or_report_text(
     assert any(e["event"] == "lark.document.blocks_inserted" for e in logged)
     for secret in ("INC-42", "failover", "alice", "replica lag", "secret words", "runbook"):
         assert secret not in text
+
+
+def test_a_create_whose_answer_was_lost_is_not_retried_into_a_second_document(
+    sim: SimulatorServer, sleeps: SleepRecorder
+) -> None:
+    docs = make_docs(sim, sleeps)
+    sim_docs(sim).fail_next(ROUTE_CREATE_DOCUMENT, after_apply=True)
+
+    with pytest.raises(LarkApiError, match="create_document"):
+        docs.create_document(FOLDER, TITLE)
+
+    # Lark made it but its answer was lost: a retry would have made a second one.
+    assert len(sim_docs(sim).document_ids()) == 1
+    assert [f.name for f in docs.list_folder(FOLDER)] == [TITLE]
+
+
+def test_a_create_refused_by_the_rate_limit_is_retried(
+    sim: SimulatorServer, sleeps: SleepRecorder
+) -> None:
+    docs = make_docs(sim, sleeps)
+    sim_docs(sim).fail_next(ROUTE_CREATE_DOCUMENT, code=99991400, status=429)
+
+    created = docs.create_document(FOLDER, TITLE)
+
+    assert sim_docs(sim).document_ids() == [created.document_id]
+    assert sleeps.calls
