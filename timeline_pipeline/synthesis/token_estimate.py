@@ -172,11 +172,20 @@ def _kind_of(char: str) -> tuple[int, int]:
 
 
 def _char_units(text: str) -> Iterator[int]:
-    """Each character's units in order, so that any prefix's estimate is a running sum."""
+    """Each character's units in order, so that any prefix's estimate is a running sum.
+
+    A line break first rounds what came before it up to a whole token: the tokenizer never
+    merges across a newline, so lines cost at least their own rounded-up counts plus the break,
+    and the sum of the lines' estimates is never above the estimate of the text."""
     previous = _FIXED
+    spent = 0
     for char in text:
         kind, fixed = _ASCII[ord(char)] if char.isascii() else _kind_of(char)
-        yield fixed if kind == _FIXED else _STEP[previous][kind]
+        units = fixed if kind == _FIXED else _STEP[previous][kind]
+        if kind == _BREAK:
+            units += -spent % _UNITS_PER_TOKEN
+        spent += units
+        yield units
         previous = kind
 
 
