@@ -17,7 +17,7 @@ from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.demo.printout import human_lines
 from timeline_pipeline.demo.run import DEMO_FLAGS, run_demo, serve_demo
-from timeline_pipeline.demo.view import demo_timeline
+from timeline_pipeline.demo.view import demo_report, demo_timeline
 from timeline_pipeline.demo_data import DemoChat
 from timeline_pipeline.i18n.locales import Presentation
 from timeline_pipeline.observability.logs import configure_logging
@@ -34,7 +34,12 @@ from timeline_pipeline.store import ui_sessions
     help="The bundled chat: en, or zh (a Chinese chat on a zh-CN workspace in Asia/Shanghai, "
     "printed in Chinese).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: entries and summary.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object: entries, summary and the incident report.",
+)
 @click.option(
     "--dagster-home",
     help="Dagster instance directory (default: $DAGSTER_HOME or .timeline/dagster).",
@@ -58,6 +63,9 @@ def demo(chat: str, as_json: bool, dagster_home: str | None, keep_serving: bool,
     Starts the local Lark with a realistic incident chat, pushes signed events to a real receiver
     (some dropped, some duplicated), lets reconciliation recover the drops, runs the window
     sensor and synthesis through a real Dagster instance, and prints the resulting timeline.
+    Then the incident closes: the workspace is set recovered, its report is built, written into
+    a Lark document in the local Lark and linked in the chat, and printed in short with the
+    document's link (docs/report.md).
     Uses TIMELINE_DATABASE_URL (SQLite by default) and Claude when ANTHROPIC_API_KEY is set.
     Ends with a one-time sign-in link to the demo's timeline page (docs/timeline-page.md);
     with --serve, `serve` keeps running on 127.0.0.1 until Ctrl-C.
@@ -73,6 +81,7 @@ def demo(chat: str, as_json: bool, dagster_home: str | None, keep_serving: bool,
     try:
         with connection(engine) as conn:
             view = demo_timeline(conn, result.workspace_id)
+            report = demo_report(conn, result.workspace_id)
             presentation = presentation_of(
                 conn, result.workspace_id, load_timeline_settings(**DEMO_FLAGS)
             )
@@ -81,18 +90,27 @@ def demo(chat: str, as_json: bool, dagster_home: str | None, keep_serving: bool,
                 conn, result.workspace_id, now=datetime.now(UTC), ttl=LINK_TTL
             )
         url = sign_in_url(base_url, link.token)
+        if report is not None:
+            report["reply"] = result.report.reply
         if as_json:
             payload: dict[str, Any] = {
                 "workspace": result.workspace_id,
                 "entries": view["entries"],
                 "summary": view["summary"],
+                "report": report,
                 "run": jsonable(result),
                 "sign_in_url": url,
             }
             click.echo(json.dumps(jsonable(payload), sort_keys=True))
         else:
             _print_human(
-                view, result.workspace_id, presentation, result.dagster_home, keep_serving, port
+                view,
+                report,
+                result.workspace_id,
+                presentation,
+                result.dagster_home,
+                keep_serving,
+                port,
             )
             click.echo(url)
         if keep_serving:
@@ -104,6 +122,7 @@ def demo(chat: str, as_json: bool, dagster_home: str | None, keep_serving: bool,
 
 def _print_human(
     view: dict[str, Any],
+    report: dict[str, Any] | None,
     workspace_id: str,
     presentation: Presentation,
     dagster_home: str,
@@ -117,6 +136,7 @@ def _print_human(
         dagster_home=dagster_home,
         serving=serving,
         port=port,
+        report=report,
     ):
         if line.bold:
             click.secho(line.text, bold=True)

@@ -4,7 +4,10 @@ Real parts only: the local Lark serves the bundled chat through the OpenAPI subs
 uses; signed and encrypted events reach the real receiver over HTTP, some dropped and some
 duplicated on purpose; reconciliation recovers the drops through the real lark-oapi client; the
 window sensor and the synthesis job run on a real, persistent Dagster instance (the same data
-`dagster dev` then shows). Nothing leaves the machine: every server binds 127.0.0.1.
+`dagster dev` then shows); the commander confirms a draft from its review card and pins a
+message; then the incident closes: the workspace is set `recovered`, its report is built and
+written into a Lark document of the local Lark, and the document's link is replied in the chat
+(`demo/report.py`, docs/report.md). Nothing leaves the machine: every server binds 127.0.0.1.
 
 `chat` picks the bundled chat (`demo_data.DemoChat`): the Chinese one runs the same pipeline on
 a workspace created in `zh-CN` and `Asia/Shanghai` (docs/i18n.md).
@@ -29,12 +32,14 @@ from timeline_pipeline import demo_data
 from timeline_pipeline.db.engine import make_engine, redacted_url, transaction
 from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.demo.pin import PinDemoResult, pin_from_chat
+from timeline_pipeline.demo.report import ReportDemoResult, report_from_chat
 from timeline_pipeline.demo.review import ReviewResult, confirm_from_chat
 from timeline_pipeline.demo.scenario import Scenario, demo_end, shifted
 from timeline_pipeline.demo_data import CHATS, DemoChat
 from timeline_pipeline.http.app import create_app
 from timeline_pipeline.ingest.eligibility import AUTOMATIC
 from timeline_pipeline.lark.client_factory import build_client
+from timeline_pipeline.lark.simulator.documents import DEFAULT_DOC_BASE_URL, DEFAULT_FOLDER_TOKEN
 from timeline_pipeline.lark.simulator.events import (
     EventIdentity,
     item_recalled_event,
@@ -71,6 +76,11 @@ DEMO_FLAGS: dict[str, Any] = {
     "summary_enabled": True,
     "review_cards_enabled": True,
     "pin_from_chat_enabled": True,
+    # The report's document goes to the local Lark's report folder, linked as it serves it.
+    "report_enabled": True,
+    "report_lark_doc_enabled": True,
+    "report_folder_token": DEFAULT_FOLDER_TOKEN,
+    "report_document_url_base": f"{DEFAULT_DOC_BASE_URL}/docx/",
 }
 DROP_FRACTION = 0.12
 DUPLICATE_FRACTION = 0.08
@@ -121,6 +131,7 @@ class DemoResult:
     summaries_run: int = 0
     review: ReviewResult = field(default_factory=ReviewResult)
     pin: PinDemoResult = field(default_factory=PinDemoResult)
+    report: ReportDemoResult = field(default_factory=ReportDemoResult)
 
 
 def _demo_runtime(base: RuntimeEnvironment) -> RuntimeEnvironment:
@@ -356,6 +367,15 @@ def run_demo(
     )
     result.pin = pin_from_chat(
         engine, Settings(timeline, runtime), store, workspace_id, commander, progress
+    )
+    result.report = report_from_chat(
+        engine,
+        Settings(timeline, runtime),
+        store,
+        workspace_id,
+        chat_id,
+        actor=DEMO_ACTOR,
+        progress=progress,
     )
     return result, engine
 

@@ -2,12 +2,14 @@
 
 Everything real: the local Lark, signed and encrypted events with drops and duplicates, the
 receiver over HTTP, reconciliation through lark-oapi, the window sensor and synthesis runs on a
-Dagster instance. The assertions are about what a newcomer would check by hand.
+Dagster instance, and at the end the incident report written into a Lark document of the local
+Lark (docs/report.md). The assertions are about what a newcomer would check by hand.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,10 @@ from timeline_pipeline import demo_data
 from timeline_pipeline.cli.main import cli
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
+from timeline_pipeline.lark.simulator.documents import DEFAULT_DOC_BASE_URL
+from timeline_pipeline.report.milestones import MilestoneName
+from timeline_pipeline.report.render import MILESTONE_LABELS
+from timeline_pipeline.store import status_changes, workspaces
 
 
 @pytest.mark.slow
@@ -49,6 +55,8 @@ def test_demo_builds_a_traceable_timeline_from_the_bundled_chat(
                     ev.c.workspace_id == out["workspace"], ev.c.deleted.is_(True)
                 )
             ).all()
+            workspace = workspaces.require(conn, out["workspace"])
+            recovered_at = status_changes.last_change_to(conn, out["workspace"], "recovered")
     finally:
         engine.dispose()
     assert stored == len(demo_data.load_messages())  # one row each: none lost, none doubled
@@ -97,3 +105,54 @@ def test_demo_builds_a_traceable_timeline_from_the_bundled_chat(
     assert cited["source_key"].endswith(f"/message/{pin['message_id']}")
     assert pin["reply_posted"] is True
     assert pin["reply"] == f"Pinned to the timeline of {out['workspace']} as finding"
+
+    # The incident closed: the commander set the workspace recovered, and its report was built
+    # (docs/report.md), written into one Lark document of the local Lark and linked once in the
+    # chat.
+    assert workspace.status == "recovered"
+    assert recovered_at is not None
+    report = out["report"]
+    assert report["revision"] == 1
+    assert report["status"] == "recovered"
+    url = report["document_url"]
+    assert url.startswith(f"{DEFAULT_DOC_BASE_URL}/docx/")
+    assert report["document_revision"] == report["revision"]
+    published = run["report"]
+    assert published["revision"] == report["revision"]
+    assert published["document_created"] is True
+    assert published["documents_in_folder"] == 1
+    assert url == f"{DEFAULT_DOC_BASE_URL}/docx/{published['document_id']}"
+    assert published["replies"] == 1
+    assert published["reply"] == report["reply"] == f"The incident report is ready: {url}"
+
+    # Its milestones: every one found in this chat, in the order an incident passes them,
+    # resolved by a recovery entry; the durations in whole seconds from the start.
+    milestones = report["milestones"]
+    moments = [
+        datetime.fromisoformat(milestones[name.value]["at"].replace("Z", "+00:00"))
+        for name in MilestoneName
+    ]
+    started, detected, mitigated, resolved = moments
+    assert started <= mitigated <= resolved
+    by_id = {entry["id"]: entry for entry in entries}
+    assert by_id[milestones["resolved"]["entry_id"]]["category"] == "recovery"
+    assert by_id[milestones["mitigated"]["entry_id"]]["category"] == "mitigation"
+    durations = report["durations"]
+    assert durations["time_to_resolve"] == int((resolved - started).total_seconds())
+    assert durations["time_to_mitigate"] == int((mitigated - started).total_seconds())
+    assert durations["time_to_detect"] == max(0, int((detected - started).total_seconds()))
+    counts = report["counts"]
+    assert counts["confirmed"] == 2  # the confirmed draft and the pin
+    assert counts["drafts"] == sum(1 for entry in entries if entry["status"] == "draft")
+    assert report["sections"]["timeline"] == len(entries)
+    assert report["markdown"].startswith(f"# Incident report: {workspace.title}")
+
+    # The document, read back from Lark as a reader sees it: the milestones with their times,
+    # and the entries, the commander's confirmed one among them.
+    text = published["document_text"]
+    assert f"[{out['workspace']}]" in text.splitlines()[0]
+    for name, moment in zip(MilestoneName, moments, strict=True):
+        assert MILESTONE_LABELS[name] in text
+        assert f"{moment:%Y-%m-%d %H:%M} UTC" in text
+    assert by_id[review["confirmed_entry"]]["title"] in text
+    assert by_id[pin["entry_id"]]["title"] in text

@@ -1,9 +1,10 @@
 """`timeline-pipeline demo --chat zh` end to end, on SQLite and PostgreSQL (docs/i18n.md).
 
 The same real parts as the English demo (test_demo.py), on the bundled Chinese chat: the
-workspace is created in zh-CN and Asia/Shanghai, and what a person reads is Chinese and local.
-One run per database serves every assertion: the printout is checked against the stored
-timeline, read back from the database the run wrote.
+workspace is created in zh-CN and Asia/Shanghai, and what a person reads is Chinese and local,
+the incident report at the end included (docs/report.md). One run per database serves every
+assertion: the printout is checked against the stored timeline and report, read back from the
+database the run wrote.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.demo.printout import human_lines
 from timeline_pipeline.demo.run import DEMO_FLAGS
-from timeline_pipeline.demo.view import demo_timeline
+from timeline_pipeline.demo.view import demo_report, demo_timeline
 from timeline_pipeline.demo_data import CHATS, DemoChat, load_expected_facts, load_messages
 from timeline_pipeline.domain.entries import EntrySource, EntryStatus
+from timeline_pipeline.i18n.catalogs import Domain, translations
 from timeline_pipeline.i18n.labels import category_label
 from timeline_pipeline.i18n.locales import Locale
 from timeline_pipeline.i18n.times import show_time, spans_days
@@ -90,6 +92,7 @@ def test_the_chinese_demo_prints_a_chinese_timeline_in_the_workspace_zone(
             workspace = workspaces.require(conn, workspace_id)
             presentation = presentation_of(conn, workspace_id, load_timeline_settings(**DEMO_FLAGS))
             view = demo_timeline(conn, workspace_id)
+            report = demo_report(conn, workspace_id)
             stored = conn.execute(
                 select(func.count()).where(ev.c.workspace_id == workspace_id)
             ).scalar_one()
@@ -109,8 +112,22 @@ def test_the_chinese_demo_prints_a_chinese_timeline_in_the_workspace_zone(
         for item in entry["evidence"]
     )
 
-    # The printout is the stored timeline in Chinese: shared category names, local times with
-    # their offset (and dates when the run happens to span local midnight), Chinese headings.
+    # The report was built and written into a Lark document, its link replied in the chat in
+    # Chinese (the chat catalog's words, as the document's title).
+    assert report is not None
+    assert report["status"] == "recovered"
+    url = report["document_url"]
+    assert url and report["document_revision"] == report["revision"] == 1
+    report["reply"] = (
+        translations(Domain.CHAT, Locale.ZH_CN)
+        .gettext("The incident report is ready: {url}")
+        .format(url=url)
+    )
+    assert HAN.search(report["reply"])
+
+    # The printout is the stored timeline and report in Chinese: shared category names, local
+    # times with their offset (and dates when the run happens to span local midnight), Chinese
+    # headings, the document's link and the chat's reply as the local Lark holds it.
     expected = human_lines(
         view,
         workspace_id,
@@ -118,8 +135,13 @@ def test_the_chinese_demo_prints_a_chinese_timeline_in_the_workspace_zone(
         dagster_home=str((tmp_path / "dh").resolve()),
         serving=False,
         port=8080,
+        report=report,
     )
     assert printed[:-1] == [line.text for line in expected]
+    assert "事件复盘报告（第 1 版）" in printed
+    assert any(line.startswith("  故障解决  ") and " UTC+8  条目 #" in line for line in printed)
+    assert any(line.strip().startswith("飞书文档：") and line.endswith(url) for line in printed)
+    assert any(line.strip().startswith("群聊回复：") for line in printed)
     assert printed[-1].startswith("http://127.0.0.1:8080/ui/")
     assert "摘要" in printed
     moments = [entry["occurred_at"] for entry in entries]
