@@ -98,6 +98,9 @@ def upgrade() -> None:
         sa.Column("attempt_count", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.Column("last_error", sa.String(length=256), nullable=True),
         sa.Column(
+            "state", sa.String(length=16), server_default=sa.text("'active'"), nullable=False
+        ),
+        sa.Column(
             "deleted_at", timeline_pipeline.db.types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("revision", sa.Integer(), server_default=sa.text("1"), nullable=False),
@@ -106,6 +109,9 @@ def upgrade() -> None:
         ),
         sa.Column(
             "updated_at", timeline_pipeline.db.types.UTCDateTime(timezone=True), nullable=False
+        ),
+        sa.CheckConstraint(
+            "state IN ('active', 'deleted')", name=op.f("ck_incident_report_documents_state")
         ),
         sa.ForeignKeyConstraint(
             ["workspace_id"],

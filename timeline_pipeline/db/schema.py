@@ -735,6 +735,8 @@ incident_report_milestones = Table(
     Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
 )
 
+REPORT_DOCUMENT_STATES = ("active", "deleted")
+
 # The workspace's report document in Lark Docs: one per workspace, written revision by
 # revision (ids and states only; the text lives in Lark and in `incident_reports`).
 incident_report_documents = Table(
@@ -757,9 +759,13 @@ incident_report_documents = Table(
     Column("reply_message_id", String(128), nullable=True),
     Column("attempt_count", Integer(), nullable=False, server_default=text("0")),
     Column("last_error", String(256), nullable=True),
+    # `deleted` once the document was deleted in Lark because the report it showed aged out
+    # (docs/report.md, "Retention and holds"); only then is the row itself purged.
+    Column("state", String(16), nullable=False, server_default=text("'active'")),
     Column("deleted_at", UTCDateTime(), nullable=True),
     _revision(),
     *_timestamps(),
+    CheckConstraint(_in("state", REPORT_DOCUMENT_STATES), name="state"),
     UniqueConstraint("workspace_id"),
     Index(None, "workspace_id", "updated_at", "id"),  # the lifecycle purge
 )

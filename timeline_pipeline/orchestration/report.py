@@ -47,6 +47,7 @@ from timeline_pipeline.store.audit import dagster_actor
 REPORT_KEY = dg.AssetKey("incident_report")
 REPORT_JOB = "build_incident_reports"
 FOLLOW_UP_JOB = "create_follow_up_tasks"
+RETIRE_JOB = "retire_report_documents"
 REPORT_SENSOR = "incident_report_sensor"
 TAG_TRIGGER = "timeline/report-trigger"
 MAX_WORKSPACES_PER_TICK = 1000
@@ -157,6 +158,25 @@ def follow_up_job() -> None:
     create_follow_up_tasks_op()
 
 
+@dg.op(description="Delete in Lark the documents whose reports aged out (docs/report.md).")
+def retire_report_documents_op(
+    context: dg.OpExecutionContext,
+    database: DatabaseResource,
+    timeline_settings: TimelineSettingsResource,
+    lark: LarkClientResource,
+) -> None:
+    from timeline_pipeline.report.publisher import DocumentPublisher
+
+    settings = timeline_settings.load()
+    publisher = DocumentPublisher(database.engine, settings.timeline, lark.build(settings))
+    context.log.info("report documents retired: %d", publisher.retire_orphans())
+
+
+@dg.job(name=RETIRE_JOB, executor_def=dg.in_process_executor)
+def retire_job() -> None:
+    retire_report_documents_op()
+
+
 # --- the sensor --------------------------------------------------------------------------------
 
 
@@ -219,13 +239,20 @@ def report_requests(
                 ).hexdigest()[:16]
                 requests.append(dg.RunRequest(job_name=FOLLOW_UP_JOB, run_key=f"tasks:{digest}"))
                 reasons.append(f"{len(queued)} follow-up task(s) queued")
+        orphans = report_documents.orphaned(conn, limit=200)
+        if orphans:
+            digest = hashlib.sha256(
+                ",".join(f"{d.id}.{d.revision}" for d in orphans).encode()
+            ).hexdigest()[:16]
+            requests.append(dg.RunRequest(job_name=RETIRE_JOB, run_key=f"retire:{digest}"))
+            reasons.append(f"{len(orphans)} document(s) whose reports aged out")
     return requests, reasons
 
 
 def _report_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
     @dg.sensor(
         name=REPORT_SENSOR,
-        jobs=[report_job, follow_up_job],
+        jobs=[report_job, follow_up_job, retire_job],
         minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
@@ -269,6 +296,6 @@ def report_defs(settings: LarkTimelineSettings | None = None) -> dg.Definitions:
     timeline = settings or load_timeline_settings()
     return dg.Definitions(
         assets=[incident_report],
-        jobs=[report_job, follow_up_job],
+        jobs=[report_job, follow_up_job, retire_job],
         sensors=[_report_sensor(timeline)],
     )

@@ -135,6 +135,21 @@ class DocumentPublisher:
                 return outcome
         return outcome
 
+    def retire(self, document: ReportDocument) -> bool:
+        """Delete in Lark the document of a workspace whose reports aged out, then mark its row
+        deleted (the lifecycle purges it later). A document already gone in Lark is fine."""
+        if document.document_id is not None:
+            self.documents.delete_file(document.document_id)
+        moved = self._move(document, state="deleted", deleted_at=self.clock())
+        if moved is not None:
+            log.info("report.document.retired", workspace_id=document.workspace_id)
+        return moved is not None
+
+    def retire_orphans(self, *, limit: int = 100) -> int:
+        with connection(self.engine) as conn:
+            found = report_documents.orphaned(conn, limit=limit)
+        return sum(self.retire(document) for document in found)
+
     # --- steps ---------------------------------------------------------------------------------
 
     def _move(self, row: ReportDocument, **values: object) -> ReportDocument | None:

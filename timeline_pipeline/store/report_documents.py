@@ -20,8 +20,9 @@ from sqlalchemy import Connection, func, or_, select
 
 from timeline_pipeline.db.cas import compare_and_set_from
 from timeline_pipeline.db.schema import incident_report_documents as rd
+from timeline_pipeline.db.schema import incident_reports as ir
 from timeline_pipeline.db.upsert import insert_for
-from timeline_pipeline.domain.lifecycle import RetentionClass
+from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "count_unwritten",
     "get",
     "move",
+    "orphaned",
     "plan",
     "unwritten",
 ]
@@ -54,6 +56,7 @@ class ReportDocument:
     last_error: str | None
     revision: int
     updated_at: datetime
+    state: str = "active"
 
     @property
     def up_to_date(self) -> bool:
@@ -83,6 +86,7 @@ def _to_document(row: Any) -> ReportDocument:
         last_error=row.last_error,
         revision=row.revision,
         updated_at=row.updated_at,
+        state=row.state,
     )
 
 
@@ -142,7 +146,7 @@ def unwritten(conn: Connection, *, limit: int = 100) -> list[ReportDocument]:
     rows = conn.execute(
         select(rd)
         .where(
-            rd.c.deleted_at.is_(None),
+            rd.c.state == "active",
             or_(
                 rd.c.written_revision.is_(None),
                 rd.c.written_revision < rd.c.target_revision,
@@ -160,11 +164,25 @@ def count_unwritten(conn: Connection) -> int:
         select(func.count())
         .select_from(rd)
         .where(
-            rd.c.deleted_at.is_(None),
+            rd.c.state == "active",
             or_(rd.c.written_revision.is_(None), rd.c.written_revision < rd.c.target_revision),
         )
     ).scalar_one()
     return value
+
+
+def orphaned(conn: Connection, *, limit: int = 100) -> list[ReportDocument]:
+    """Active documents whose workspace has no report revision left: retention purged the
+    reports, so the copy of their text in Lark goes too (docs/report.md, "Retention and
+    holds"). A legal hold keeps the revisions, and with them the document."""
+    has_report = select(ir.c.id).where(ir.c.workspace_id == rd.c.workspace_id).exists()
+    rows = conn.execute(
+        select(rd)
+        .where(rd.c.state == "active", ~has_report)
+        .order_by(rd.c.updated_at, rd.c.id)
+        .limit(limit)
+    )
+    return [_to_document(r) for r in rows]
 
 
 # --- lifecycle -------------------------------------------------------------------------------
@@ -175,8 +193,10 @@ DESCRIPTOR = declare(
     RetentionClass.COMMUNICATION_LOG,
     cursor_column="updated_at",
     min_days=30,
+    only_where=(OnlyWhere("state", ("deleted",)),),
     notes=(
-        "The write plan of a workspace's Lark document (ids and link). The document itself "
-        "lives in Lark: see docs/report.md for what retention does to it."
+        "The write plan of a workspace's Lark document (ids and link). A row goes only once "
+        "its document was deleted in Lark, after the workspace's reports aged out "
+        '(docs/report.md, "Retention and holds").'
     ),
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine
@@ -25,6 +26,9 @@ from timeline_pipeline.lark.simulator.documents import (
     ROUTE_CREATE_DOCUMENT,
     ROUTE_INSERT_DESCENDANTS,
 )
+from timeline_pipeline.lifecycle.engine import PurgeEngine
+from timeline_pipeline.lifecycle.holds import create_hold
+from timeline_pipeline.lifecycle.registry import load_registry
 from timeline_pipeline.report.publisher import DocumentPublisher
 from timeline_pipeline.report.service import ReportService, Trigger
 from timeline_pipeline.retry import RetryPolicy
@@ -200,3 +204,58 @@ def test_writes_stay_within_larks_per_document_rate_limit(harness: Harness) -> N
 
     assert docs.write_count(document_id) >= 6
     assert docs.rate_limited_count(document_id) == 0
+
+
+def purge_reports(engine: Engine) -> None:
+    """The lifecycle purge as an operator runs it, a year and a half on."""
+    later = datetime.now(UTC) + timedelta(days=540)
+    PurgeEngine(engine, load_registry()).run(
+        descriptor_key="incident_reports.incident_reports", as_of=later
+    )
+
+
+def test_when_the_reports_age_out_the_document_is_deleted_in_lark_then_its_row(
+    harness: Harness,
+) -> None:
+    publisher = harness.publisher()
+    publisher.plan("inc-1", harness.build())
+    publisher.publish("inc-1")
+    docs = harness.lark.state.documents
+    (document_id,) = docs.document_ids()
+
+    purge_reports(harness.engine)
+    retired = publisher.retire_orphans()
+    PurgeEngine(harness.engine, load_registry()).run(
+        descriptor_key="report_documents.incident_report_documents",
+        as_of=datetime.now(UTC) + timedelta(days=540),
+    )
+
+    assert retired == 1
+    assert document_id not in [f["token"] for f in docs.folder_files(DEFAULT_FOLDER_TOKEN)]
+    with harness.engine.connect() as conn:
+        assert report_documents.get(conn, "inc-1") is None
+
+
+def test_a_held_workspace_keeps_its_reports_and_its_document(harness: Harness) -> None:
+    publisher = harness.publisher()
+    publisher.plan("inc-1", harness.build())
+    publisher.publish("inc-1")
+    with harness.engine.begin() as conn:
+        create_hold(
+            conn,
+            load_registry(),
+            workspace_id="inc-1",
+            descriptor_key=None,
+            reason="preservation notice for case 9",
+            idempotency_key="hold-9",
+            actor=ACTOR,
+        )
+
+    purge_reports(harness.engine)
+
+    assert publisher.retire_orphans() == 0
+    assert len(harness.lark.state.documents.document_ids()) == 1
+    with harness.engine.connect() as conn:
+        row = report_documents.get(conn, "inc-1")
+    assert row is not None
+    assert row.state == "active"
