@@ -51,6 +51,8 @@ RETIRE_JOB = "retire_report_documents"
 REPORT_SENSOR = "incident_report_sensor"
 TAG_TRIGGER = "timeline/report-trigger"
 MAX_WORKSPACES_PER_TICK = 1000
+"""The newest closed workspaces the sensor looks at per tick; older ones keep their last
+report unless built on demand (docs/report.md, "When it is built")."""
 CLOSED_STATUSES = ("recovered", "archived")
 
 report_job = dg.define_asset_job(
@@ -215,9 +217,10 @@ def report_requests(
     reasons: list[str] = []
     with connection(database.engine) as conn:
         if settings.report_enabled:
-            for workspace in workspace_store.list_all(conn, limit=MAX_WORKSPACES_PER_TICK):
-                if workspace.status not in CLOSED_STATUSES:
-                    continue
+            closed = workspace_store.newest_with_status(
+                conn, CLOSED_STATUSES, limit=MAX_WORKSPACES_PER_TICK
+            )
+            for workspace in closed:
                 due = _due(conn, workspace.id, settings)
                 if due is None:
                     continue

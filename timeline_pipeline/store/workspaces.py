@@ -120,6 +120,18 @@ def list_all(conn: Connection, *, limit: int = 1000) -> list[Workspace]:
     return [_to_workspace(r) for r in rows]
 
 
+def newest_with_status(conn: Connection, statuses: Sequence[str], *, limit: int) -> list[Workspace]:
+    """The newest `limit` workspaces in `statuses`: what the report sensor looks at each tick
+    (an incident's report changes while it is recent; docs/report.md, "When it is built")."""
+    rows = conn.execute(
+        select(ws)
+        .where(ws.c.status.in_(list(statuses)))
+        .order_by(ws.c.created_at.desc(), ws.c.id.desc())
+        .limit(limit)
+    )
+    return [_to_workspace(r) for r in rows]
+
+
 def set_status(
     conn: Connection, workspace_id: str, status: str, *, actor: str, now: datetime | None = None
 ) -> Workspace:
