@@ -11,8 +11,8 @@ No AI call, no attachment download and no contact lookup happens anywhere here (
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -33,9 +33,8 @@ from timeline_pipeline.lark.normalize import (
 )
 from timeline_pipeline.pins.reactions import MalformedReaction, Reaction, read_reaction
 from timeline_pipeline.receiver import event_types
-from timeline_pipeline.receiver.batching import GroupWriter
 from timeline_pipeline.receiver.bindings import BindingCache
-from timeline_pipeline.receiver.outcomes import Reason, Rejected
+from timeline_pipeline.receiver.outcomes import Outcome, Pending, Reason, Rejected
 from timeline_pipeline.receiver.registry import (
     BlockingReply,
     EventHandlerRegistry,
@@ -52,38 +51,6 @@ from timeline_pipeline.settings import LarkTimelineSettings
 # each other in a circle, and no batch asks for the lock alone while it shares it.
 _RECALLS: Final = "1-recalls"
 _MESSAGES: Final = "2-messages"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What an event did; `ignored` names the reason when nothing was stored.
-
-    `writes` belongs to the transaction's group of events (see `_write_messages`): it is
-    carried by one event of the group, so that summing over events gives the totals.
-    """
-
-    message_id: str | None = None
-    chat_id: str | None = None
-    ignored: str | None = None
-    workspace_ids: tuple[str, ...] = ()
-    writes: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
-    excluded: str | None = None
-
-
-@dataclass(frozen=True)
-class Pending:
-    """The database half of an event, for the group-commit writer.
-
-    `writer(conn, items)` runs inside the batch transaction for every pending item of the same
-    (writer, group) in the batch, and returns one Outcome per item.
-    """
-
-    writer: GroupWriter
-    item: Any
-    group: Hashable
-    message_id: str
-    chat_id: str
 
 
 @dataclass(frozen=True)

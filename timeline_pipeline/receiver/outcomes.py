@@ -5,13 +5,22 @@ everything authentic that we chose not to store (retrying would not change the a
 requests that are not authentic or not well-formed, 503 when the database did not answer (the
 redelivery is what we want). Reason codes are fixed snake_case strings: they appear in the JSON
 answer, as metric labels and in logs, and never carry request content.
+
+A handler's own results live here too (`receiver/registry.py` names what a handler returns):
+an `Outcome`, what an event did, and a `Pending`, the database half of an event that the
+group-commit writer runs; `receiver/handlers.py` makes them and `receiver/service.py` answers
+them.
 """
 
 from __future__ import annotations
 
 import enum
+from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from timeline_pipeline.receiver.batching import GroupWriter
 
 
 class Reason(enum.StrEnum):
@@ -88,3 +97,35 @@ class Reply:
 
 ACCEPTED: Final = Reply(200, {"status": "accepted"}, "accepted")
 """The answer to almost every callback; never mutate its body."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an event did; `ignored` names the reason when nothing was stored.
+
+    `writes` belongs to the transaction's group of events (see `handlers._write_messages`): it
+    is carried by one event of the group, so that summing over events gives the totals.
+    """
+
+    message_id: str | None = None
+    chat_id: str | None = None
+    ignored: str | None = None
+    workspace_ids: tuple[str, ...] = ()
+    writes: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    excluded: str | None = None
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The database half of an event, for the group-commit writer.
+
+    `writer(conn, items)` runs inside the batch transaction for every pending item of the same
+    (writer, group) in the batch, and returns one Outcome per item.
+    """
+
+    writer: GroupWriter
+    item: Any
+    group: Hashable
+    message_id: str
+    chat_id: str

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
-if TYPE_CHECKING:  # handlers.py registers today's handlers here, so it imports this module
-    from timeline_pipeline.receiver.handlers import Outcome, Pending
-    from timeline_pipeline.receiver.verification import VerifiedCallback
+from timeline_pipeline.receiver.outcomes import Outcome, Pending
+from timeline_pipeline.receiver.verification import VerifiedCallback
 
 __all__ = [
     "BlockingReply",
@@ -55,8 +54,8 @@ class BlockingReply:
     call: Callable[[], HandlerReply]
 
 
-HandlerResult: TypeAlias = "Outcome | Pending | HandlerReply | BlockingReply"
-EventHandler: TypeAlias = "Callable[[VerifiedCallback], HandlerResult]"
+HandlerResult: TypeAlias = Outcome | Pending | HandlerReply | BlockingReply
+EventHandler: TypeAlias = Callable[[VerifiedCallback], HandlerResult]
 
 
 class EventHandlerRegistry:

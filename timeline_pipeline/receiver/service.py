@@ -25,8 +25,7 @@ from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReceiverMetrics, event_type_label
 from timeline_pipeline.receiver.batching import CONFLICT_ERRORS, UNAVAILABLE_ERRORS, WriteBatcher
 from timeline_pipeline.receiver.bindings import BindingCache
-from timeline_pipeline.receiver.handlers import Outcome, Pending
-from timeline_pipeline.receiver.outcomes import ACCEPTED, Reason, Rejected, Reply
+from timeline_pipeline.receiver.outcomes import ACCEPTED, Outcome, Pending, Reason, Rejected, Reply
 from timeline_pipeline.receiver.registry import BlockingReply, EventHandlerRegistry, HandlerReply
 from timeline_pipeline.receiver.verification import CallbackVerifier, LarkHeaders
 

@@ -13,7 +13,8 @@ from sqlalchemy import select
 from timeline_pipeline.db.engine import make_engine, transaction
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.receiver.bindings import BindingCache
-from timeline_pipeline.receiver.handlers import EventHandlers, Pending
+from timeline_pipeline.receiver.handlers import EventHandlers
+from timeline_pipeline.receiver.outcomes import Pending
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import evidence, workspaces
 from timeline_pipeline_tests.store.factories import edited, make_workspace, message

@@ -21,7 +21,8 @@ from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.schema import workspace_timeline_recall_tombstones as rt
 from timeline_pipeline.receiver.batching import lock_order
 from timeline_pipeline.receiver.bindings import BindingCache
-from timeline_pipeline.receiver.handlers import EventHandlers, Pending
+from timeline_pipeline.receiver.handlers import EventHandlers
+from timeline_pipeline.receiver.outcomes import Pending
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline_tests.receiver.conftest import add_workspace
 from timeline_pipeline_tests.receiver.lark_events import CHAT, NOW, receive

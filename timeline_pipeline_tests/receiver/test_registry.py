@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from timeline_pipeline.receiver.handlers import Outcome
+from timeline_pipeline.receiver.outcomes import Outcome
 from timeline_pipeline.receiver.registry import EventHandlerRegistry, HandlerReply, HandlerResult
 from timeline_pipeline.receiver.verification import VerifiedCallback
 from timeline_pipeline_tests.receiver.conftest import Receiver
