@@ -22,6 +22,7 @@ No `from __future__ import annotations`: Dagster reads the annotations of assets
 """
 
 import hashlib
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,6 +35,7 @@ from timeline_pipeline.orchestration.collection import LarkClientResource
 from timeline_pipeline.orchestration.partition_runs import runs_with_new_partitions
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.summary import workspace_partitions
+from timeline_pipeline.orchestration.windows import RUN_KEY_TAG
 from timeline_pipeline.report.service import BuiltReport, ReportService, Trigger, input_stamp
 from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_settings
 from timeline_pipeline.store import (
@@ -183,30 +185,38 @@ def retire_job() -> None:
 
 
 def _due(
-    conn: Connection, workspace_id: str, settings: LarkTimelineSettings
+    conn: Connection, workspace_id: str, settings: LarkTimelineSettings, *, closed: bool
 ) -> tuple[str, str] | None:
-    """(trigger, run key) when a closed workspace's report is due, else None."""
+    """(trigger, run key) when the workspace's report is due, else None. A workspace still
+    firing is rebuilt only to take a recalled message out or to finish its document; the rest
+    waits until it closes."""
     latest = incident_reports.latest(conn, workspace_id)
     stamp = input_stamp(conn, workspace_id)
     document = (
         report_documents.get(conn, workspace_id) if settings.report_lark_doc_enabled else None
     )
-    document_behind = settings.report_lark_doc_enabled and (
-        document is None or not document.up_to_date or document.reply_pending
+    document_behind = (
+        settings.report_lark_doc_enabled
+        and latest is not None
+        and (document is None or not document.up_to_date or document.reply_pending)
     )
-    if latest is None:
+    if latest is None and closed:
         trigger = Trigger.CLOSED
+    elif latest is None:
+        return None
     elif latest.withdrawn:
         trigger = Trigger.RECALL
-    elif latest.input_stamp != stamp:
+    elif closed and latest.input_stamp != stamp:
         trigger = Trigger.CONFIRMED_CHANGE
-    elif document_behind or not latest.built_by.startswith("dagster:"):
-        trigger = Trigger.MANUAL
+    elif document_behind:
+        trigger = Trigger.DOCUMENT
+    elif not latest.built_by.startswith("dagster:"):
+        return Trigger.RECORD, f"report-record:{workspace_id}:{latest.revision}"
     else:
         return None
     seen = "-" if latest is None else f"{latest.revision}{'w' if latest.withdrawn else ''}"
-    attempt = 0 if document is None else document.attempt_count
-    return trigger, f"report:{workspace_id}:{stamp[:16]}:{seen}:{attempt}"
+    step = "-" if document is None else str(document.revision)
+    return trigger, f"report:{workspace_id}:{stamp[:16]}:{seen}:{step}"
 
 
 def report_requests(
@@ -217,23 +227,28 @@ def report_requests(
     reasons: list[str] = []
     with connection(database.engine) as conn:
         if settings.report_enabled:
-            closed = workspace_store.newest_with_status(
-                conn, CLOSED_STATUSES, limit=MAX_WORKSPACES_PER_TICK
-            )
-            for workspace in closed:
-                due = _due(conn, workspace.id, settings)
+            closed = {
+                w.id
+                for w in workspace_store.newest_with_status(
+                    conn, CLOSED_STATUSES, limit=MAX_WORKSPACES_PER_TICK
+                )
+            }
+            pending = set(incident_reports.withdrawn_latest(conn, limit=MAX_WORKSPACES_PER_TICK))
+            pending.update(d.workspace_id for d in report_documents.unwritten(conn, limit=200))
+            for workspace_id in sorted(closed | pending):
+                due = _due(conn, workspace_id, settings, closed=workspace_id in closed)
                 if due is None:
                     continue
                 trigger, key = due
                 requests.append(
                     dg.RunRequest(
                         job_name=REPORT_JOB,
-                        partition_key=workspace.id,
+                        partition_key=workspace_id,
                         run_key=key,
                         tags={TAG_TRIGGER: trigger},
                     )
                 )
-                reasons.append(f"{workspace.id}: {trigger}")
+                reasons.append(f"{workspace_id}: {trigger}")
         if settings.follow_up_tasks_enabled:
             queued = follow_up_tasks.pending(conn, limit=200)
             if queued:
@@ -250,6 +265,50 @@ def report_requests(
             requests.append(dg.RunRequest(job_name=RETIRE_JOB, run_key=f"retire:{digest}"))
             reasons.append(f"{len(orphans)} document(s) whose reports aged out")
     return requests, reasons
+
+
+MAX_RERUNS = 3
+_GAVE_UP = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+
+
+def _unrecorded(instance: dg.DagsterInstance, request: dg.RunRequest) -> bool:
+    """A revision built outside Dagster is asked for once, until the UI has recorded it."""
+    if request.tags.get(TAG_TRIGGER) != Trigger.RECORD or request.partition_key is None:
+        return True
+    found = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=REPORT_KEY, asset_partitions=[request.partition_key]),
+        limit=1,
+    ).records
+    if not found or found[0].asset_materialization is None:
+        return True
+    recorded = found[0].asset_materialization.metadata.get("revision")
+    wanted = int((request.run_key or "0").rsplit(":", 1)[-1])
+    return recorded is None or int(recorded.value) < wanted  # type: ignore[arg-type]
+
+
+def _with_reruns(
+    instance: dg.DagsterInstance, requests: list[dg.RunRequest], cursor: str | None
+) -> tuple[list[dg.RunRequest], str]:
+    """The requests, each under a run key the daemon has not used up: a run that failed or was
+    killed (`run_monitoring` marks a dead run failed) leaves its work due under the same key,
+    so it is asked again under the next key, at most `MAX_RERUNS` times (the cursor counts)."""
+    held: dict[str, int] = json.loads(cursor) if cursor else {}
+    kept: dict[str, int] = {}
+    chosen: list[dg.RunRequest] = []
+    for request in requests:
+        base = request.run_key or ""
+        count = int(held.get(base, 0))
+        key = base if count == 0 else f"{base}#{count}"
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={RUN_KEY_TAG: key}))
+        kept[base] = count
+        if runs and all(run.status in _GAVE_UP for run in runs):
+            if count >= MAX_RERUNS:  # given up: the workspace waits for a change or a person
+                continue
+            count += 1
+            kept[base] = count
+            key = f"{base}#{count}"
+        chosen.append(request.with_replaced_attrs(run_key=key))
+    return chosen, json.dumps(kept, sort_keys=True)
 
 
 def _report_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
@@ -274,13 +333,17 @@ def _report_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
         requests, reasons = report_requests(database, timeline)
         for reason in reasons:
             context.log.info("incident report: %s", reason)
-        report_runs = [r for r in requests if r.job_name == REPORT_JOB]
+        report_runs, cursor = _with_reruns(
+            context.instance,
+            [r for r in requests if r.job_name == REPORT_JOB and _unrecorded(context.instance, r)],
+            context.cursor,
+        )
         others = [r for r in requests if r.job_name != REPORT_JOB]
         result = runs_with_new_partitions(
             context.instance,
             workspace_partitions,
             report_runs,
-            cursor=context.cursor,
+            cursor=cursor,
             idle_reason="no workspace's report is due",
         )
         if not others:
@@ -288,7 +351,7 @@ def _report_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
         return dg.SensorResult(
             run_requests=[*(result.run_requests or []), *others],
             dynamic_partitions_requests=result.dynamic_partitions_requests,
-            cursor=context.cursor,
+            cursor=cursor,
         )
 
     return incident_report_sensor

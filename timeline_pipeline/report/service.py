@@ -82,6 +82,10 @@ class Trigger:
     """A message the newest revision quoted was recalled."""
     MANUAL = "manual"
     """Asked for from the CLI or the Dagster UI."""
+    DOCUMENT = "document"
+    """The Lark document is behind its report (a write died on the way): finish it."""
+    RECORD = "record"
+    """The newest revision was built outside Dagster (the CLI): record it in the UI."""
 
 
 class ReportNotFound(Refused, code="report_not_found", status=404):

@@ -38,6 +38,7 @@ __all__ = [
     "recall_copies",
     "record",
     "revisions",
+    "withdrawn_latest",
 ]
 
 
@@ -130,6 +131,27 @@ def get(conn: Connection, workspace_id: str, revision: int) -> StoredReport | No
         select(ir).where(ir.c.workspace_id == workspace_id, ir.c.revision == revision)
     ).first()
     return None if row is None else _to_report(row)
+
+
+def withdrawn_latest(conn: Connection, *, limit: int) -> list[str]:
+    """Workspaces whose newest revision a recall withdrew: their report is rebuilt whatever
+    their status (docs/report.md, "Recalls")."""
+    newest = (
+        select(ir.c.workspace_id, func.max(ir.c.revision).label("revision"))
+        .group_by(ir.c.workspace_id)
+        .subquery()
+    )
+    rows = conn.execute(
+        select(ir.c.workspace_id)
+        .join(
+            newest,
+            (newest.c.workspace_id == ir.c.workspace_id) & (newest.c.revision == ir.c.revision),
+        )
+        .where(ir.c.withdrawn.is_(True))
+        .order_by(ir.c.workspace_id)
+        .limit(limit)
+    )
+    return [str(r.workspace_id) for r in rows]
 
 
 def revisions(conn: Connection, workspace_id: str) -> list[tuple[int, datetime, str, bool]]:

@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.curation.rules import Action
 from timeline_pipeline.curation.service import CurationService
+from timeline_pipeline.db.schema import incident_reports as incident_reports_table
 from timeline_pipeline.lark.simulator import SimulatorServer
 from timeline_pipeline.lark.simulator.documents import DEFAULT_FOLDER_TOKEN
 from timeline_pipeline.orchestration.collection import LarkClientResource
@@ -64,10 +65,10 @@ def instance() -> Iterator[dg.DagsterInstance]:
         yield made
 
 
-def tick(defs: dg.Definitions, instance: dg.DagsterInstance) -> Any:
+def tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None = None) -> Any:
     sensor = defs.resolve_sensor_def(REPORT_SENSOR)
     with dg.build_sensor_context(
-        instance_ref=instance.get_ref(), definitions=defs, resources=defs.resources
+        instance_ref=instance.get_ref(), definitions=defs, resources=defs.resources, cursor=cursor
     ) as context:
         return sensor.evaluate_tick(context)
 
@@ -157,12 +158,52 @@ def test_a_revision_built_from_the_cli_is_recorded_in_dagster_once(
     launch(defs, instance, "inc-1", **request.tags)
     (metadata,) = materializations(instance)
 
-    assert request.tags[TAG_TRIGGER] == Trigger.MANUAL
+    assert request.tags[TAG_TRIGGER] == Trigger.RECORD
     assert metadata["revision"] == 1
     assert metadata["new_revision"] is False
-    # Asked again under the same run key, which the daemon launches once.
-    (again,) = tick(defs, instance).run_requests
-    assert again.run_key == request.run_key
+    assert not tick(defs, instance).run_requests
+
+
+def test_a_failed_build_is_asked_again_under_a_new_key_a_bounded_number_of_times(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    defs = defs_for(db_url)
+    closed_incident(engine)
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("the database went away mid-build")
+
+    monkeypatch.setattr(ReportService, "build", broken)
+    keys = []
+    cursor = None
+    for _ in range(5):
+        result = tick(defs, instance, cursor)
+        cursor = result.cursor
+        if not result.run_requests:
+            break
+        (request,) = result.run_requests
+        keys.append(request.run_key)
+        tags = {**request.tags, "dagster/run_key": request.run_key}
+        assert not launch(defs, instance, "inc-1", **tags).success
+    monkeypatch.undo()
+
+    assert len(keys) == 4  # the first run and three reruns, each under its own key
+    assert len(set(keys)) == 4
+
+
+def test_a_recall_in_a_firing_workspace_with_a_report_rebuilds_it(
+    db_url: str, engine: Engine, instance: dg.DagsterInstance
+) -> None:
+    defs = defs_for(db_url)
+    closed_incident(engine)
+    ReportService(engine, report_settings()).build("inc-1", actor=ACTOR, trigger=Trigger.MANUAL)
+    set_status(engine, "inc-1", "firing")
+    with engine.begin() as conn:
+        conn.execute(incident_reports_table.update().values(withdrawn=True))
+
+    (request,) = tick(defs, instance).run_requests
+
+    assert request.tags[TAG_TRIGGER] == Trigger.RECALL
 
 
 def test_with_the_sensor_off_nothing_is_requested(
