@@ -20,14 +20,14 @@ window history, so the measurement can run every few minutes beside the receiver
 * summary lag: finished windows still awaiting their summary decision, when the summary is on.
 
 The statements are in the stores (`store/window_health_reads.py`, `store/workspaces.py`); this
-module tallies what they return.
+module tallies what they return, straight into the frozen `health_model.WorkspaceHealth` of
+each workspace (each count a `dataclasses.replace`), so its fields are written down once.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -69,35 +69,6 @@ def horizon_start(settings: LarkTimelineSettings, now: datetime) -> datetime:
     )
 
 
-@dataclass
-class _Tally:
-    windows: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    stale_processing: int = 0
-    failed_exhausted: int = 0
-    retried_windows: int = 0
-    window_retries: int = 0
-    oldest_uncovered_at: datetime | None = None
-    oldest_collected_until: datetime | None = None
-    chats_never_collected: int = 0
-    late_evidence_windows: int = 0
-    late_evidence: int = 0
-
-    def freeze(self, workspace_id: str) -> WorkspaceHealth:
-        return WorkspaceHealth(
-            workspace_id=workspace_id,
-            windows=dict(sorted(self.windows.items())),
-            stale_processing=self.stale_processing,
-            failed_exhausted=self.failed_exhausted,
-            retried_windows=self.retried_windows,
-            window_retries=self.window_retries,
-            oldest_uncovered_at=self.oldest_uncovered_at,
-            oldest_collected_until=self.oldest_collected_until,
-            chats_never_collected=self.chats_never_collected,
-            late_evidence_windows=self.late_evidence_windows,
-            late_evidence=self.late_evidence,
-        )
-
-
 def _earliest(current: datetime | None, candidate: datetime | None) -> datetime | None:
     if candidate is None:
         return current
@@ -112,13 +83,25 @@ class _Measurement:
         self.horizon = horizon_start(settings, now)
         self.lookback_start = window_start_of(now - settings.ingestion_lookback, self._window)
         self.stale_before = now - settings.synthesis_stale_timeout
-        self.tallies: dict[str, _Tally] = defaultdict(_Tally)
+        self.tallies: dict[str, WorkspaceHealth] = {}
         self.uncovered: dict[tuple[str, str], datetime] = {}
         self.collected: dict[tuple[str, str], datetime] = {}
 
     @property
     def _window(self) -> timedelta:
         return self.settings.synthesis_window
+
+    def tally(self, workspace_id: str) -> WorkspaceHealth:
+        """The workspace's health so far: every count starts at zero, every time unknown."""
+        tally = self.tallies.get(workspace_id)
+        return WorkspaceHealth(workspace_id) if tally is None else tally
+
+    def workspaces(self) -> tuple[WorkspaceHealth, ...]:
+        """The workspaces in id order, each with its window counts in status order."""
+        return tuple(
+            replace(tally, windows=dict(sorted(tally.windows.items())))
+            for _id, tally in sorted(self.tallies.items())
+        )
 
     # --- window counts ---------------------------------------------------------------------
 
@@ -130,14 +113,20 @@ class _Measurement:
             stale_before=self.stale_before,
             max_attempts=self.settings.synthesis_window_max_attempts,
         ):
-            tally = self.tallies[counts.workspace_id]
-            tally.windows[counts.status] += counts.windows
-            tally.stale_processing += counts.stale
-            tally.failed_exhausted += counts.exhausted
-            tally.retried_windows += counts.retried
-            tally.window_retries += counts.retries
-            tally.late_evidence_windows += counts.late_windows
-            tally.late_evidence += counts.late
+            tally = self.tally(counts.workspace_id)
+            self.tallies[counts.workspace_id] = replace(
+                tally,
+                windows={
+                    **tally.windows,
+                    counts.status: tally.windows.get(counts.status, 0) + counts.windows,
+                },
+                stale_processing=tally.stale_processing + counts.stale,
+                failed_exhausted=tally.failed_exhausted + counts.exhausted,
+                retried_windows=tally.retried_windows + counts.retried,
+                window_retries=tally.window_retries + counts.retries,
+                late_evidence_windows=tally.late_evidence_windows + counts.late_windows,
+                late_evidence=tally.late_evidence + counts.late,
+            )
 
     def list_windows(self) -> tuple[list[ListedWindow], list[ListedWindow]]:
         stale, failed = window_health_reads.stale_and_failed_windows(
@@ -195,12 +184,17 @@ class _Measurement:
     def _note_collection(
         self, workspace_id: str, chat_id: str, collected_until: datetime | None
     ) -> None:
-        tally = self.tallies[workspace_id]
+        tally = self.tally(workspace_id)
         if collected_until is None:
-            tally.chats_never_collected += 1
+            self.tallies[workspace_id] = replace(
+                tally, chats_never_collected=tally.chats_never_collected + 1
+            )
             return
         self.collected[(workspace_id, chat_id)] = collected_until
-        tally.oldest_collected_until = _earliest(tally.oldest_collected_until, collected_until)
+        self.tallies[workspace_id] = replace(
+            tally,
+            oldest_collected_until=_earliest(tally.oldest_collected_until, collected_until),
+        )
 
     # --- summary -----------------------------------------------------------------------------
 
@@ -238,15 +232,14 @@ def measure_health(engine: Engine, settings: LarkTimelineSettings, now: datetime
         followed = measurement.followed_chats()
         pending, pending_since = measurement.summary_backlog() if summary_on else (0, None)
     for (workspace_id, _chat), at in measurement.uncovered.items():
-        tally = measurement.tallies[workspace_id]
-        tally.oldest_uncovered_at = _earliest(tally.oldest_uncovered_at, at)
+        tally = measurement.tally(workspace_id)
+        measurement.tallies[workspace_id] = replace(
+            tally, oldest_uncovered_at=_earliest(tally.oldest_uncovered_at, at)
+        )
     return PipelineHealth(
         measured_at=now,
         horizon_start=measurement.horizon,
-        workspaces=tuple(
-            tally.freeze(workspace_id)
-            for workspace_id, tally in sorted(measurement.tallies.items())
-        ),
+        workspaces=measurement.workspaces(),
         oldest_uncovered=_oldest(measurement.uncovered.items()),
         chats_followed=followed,
         collection_measured=settings.reconciliation_enabled,
