@@ -22,6 +22,7 @@ from timeline_pipeline.api.routers import (
     entries,
     evidence,
     holds,
+    report,
     summary,
     timeline,
 )
@@ -55,7 +56,7 @@ def _answer_other_methods(router: APIRouter) -> None:
 
 
 api_router = APIRouter(prefix=API_PREFIX)
-for _resource in (timeline, evidence, entries, summary, curators, holds, contract):
+for _resource in (timeline, evidence, entries, summary, report, curators, holds, contract):
     # Per resource router, before including it: FastAPI keeps an included router whole, and
     # each path belongs to one resource.
     _answer_other_methods(_resource.router)

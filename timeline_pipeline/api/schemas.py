@@ -22,6 +22,7 @@ from timeline_pipeline.curation.rules import (
 from timeline_pipeline.synthesis.contract import Category
 
 __all__ = [
+    "DurationsOut",
     "EntryCreate",
     "EntryEdit",
     "EntryOut",
@@ -30,7 +31,16 @@ __all__ = [
     "EvidenceItemOut",
     "EvidenceLinkOut",
     "EvidencePage",
+    "MilestoneIn",
+    "MilestoneName",
+    "MilestoneOut",
+    "MilestonesOut",
     "Problem",
+    "ReportCountsOut",
+    "ReportItemOut",
+    "ReportOut",
+    "ReportSectionOut",
+    "ReportWindowOut",
     "RevisionIn",
     "SummaryIn",
     "SummaryOut",
@@ -273,3 +283,114 @@ class HoldOut(BaseModel):
     released_at: datetime | None
     released_by: str | None
     release_reason: str | None
+
+
+# --- the incident report (api/routers/report.py) ---------------------------------------------
+
+MilestoneName = Literal["started", "detected", "mitigated", "resolved"]
+"""The four milestones of an incident, in the order it passes them (docs/report.md)."""
+
+
+class MilestoneOut(BaseModel):
+    at: datetime | None = Field(
+        description="The effective time: a curator's, else the one the timeline gives; null "
+        "while nothing says it yet."
+    )
+    entry_id: int | None = Field(
+        description="The entry the time comes from; null when a curator set it or it comes "
+        "from the chat (the first alert, the first message, the workspace's creation)."
+    )
+    overridden_by: str | None = Field(
+        description="Who set the time: `token:<id>`, `cli:<user>`, `ui:<session>`; null when "
+        "it is the derived one."
+    )
+    derived_at: datetime | None = Field(
+        description="What the timeline gives, kept beside a curator's time."
+    )
+    derived_entry_id: int | None
+    overridden_at: datetime | None = Field(description="When a curator set the time.")
+
+
+class MilestonesOut(BaseModel):
+    """The four milestones (docs/report.md, "Milestones")."""
+
+    started: MilestoneOut
+    detected: MilestoneOut
+    mitigated: MilestoneOut
+    resolved: MilestoneOut
+
+
+class DurationsOut(BaseModel):
+    """Whole seconds from `started`; null when either end is unknown, 0 when the later
+    milestone came first."""
+
+    time_to_detect: int | None
+    time_to_mitigate: int | None
+    time_to_resolve: int | None
+
+
+class ReportWindowOut(BaseModel):
+    start: datetime | None = Field(description="The first entry's time; null with no entry.")
+    end: datetime | None = Field(description="The last entry's time; null with no entry.")
+
+
+class ReportCountsOut(BaseModel):
+    confirmed: int
+    drafts: int
+    hidden: int
+    withheld: int = Field(description="Entries left out because a message they cite was recalled.")
+
+
+class ReportItemOut(BaseModel):
+    entry_id: int
+    occurred_at: datetime
+    category: str
+    status: str = Field(description="`confirmed`, or `draft` (still awaiting review).")
+    text: str
+    links: list[str] = Field(description="Lark applinks to the entry's messages.")
+    owners: list[str] = Field(description="On a follow-up: the people named as its owners.")
+
+
+class ReportSectionOut(BaseModel):
+    key: str = Field(
+        description="`impact`, `root_cause`, `decisions`, `mitigations`, `timeline`, "
+        "`follow_ups` or `unconfirmed`."
+    )
+    title: str = Field(description="The section's title in the workspace's language.")
+    items: list[ReportItemOut]
+
+
+class ReportOut(BaseModel):
+    """One revision of the incident report, as it was built (times in UTC). A revision that
+    quoted a recalled message is `withdrawn`: its text is gone, so everything read from it is
+    null (and `sections` empty) until the next build."""
+
+    revision: int
+    built_at: datetime
+    built_by: str = Field(
+        description="Who asked for the build: `dagster:<run>`, `cli:<user>`, `ui:<session>`."
+    )
+    withdrawn: bool
+    document_url: str | None = Field(
+        description="The workspace's Lark document (it shows the newest revision); null "
+        "until it is created."
+    )
+    title: str | None
+    status: str | None = Field(description="The workspace's status when it was built.")
+    window: ReportWindowOut | None
+    drafts_pending: bool | None = Field(description="Built while drafts awaited review.")
+    milestones: MilestonesOut | None
+    durations: DurationsOut | None
+    sections: list[ReportSectionOut]
+    counts: ReportCountsOut | None
+
+
+class MilestoneIn(BaseModel):
+    model_config = _INPUT
+
+    at: AwareDatetime = Field(
+        description="The milestone's time, ISO 8601 with its UTC offset, from 2000-01-01 to "
+        "before 2100-01-01 UTC and not in the future. A time that would contradict the other "
+        "milestones (after `resolved`, `resolved` before `started`, `started` after a later "
+        "one) is 422 `invalid_input` with the reason, and nothing changes."
+    )

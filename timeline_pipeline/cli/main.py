@@ -324,6 +324,7 @@ def _register_subcommands() -> None:
     from timeline_pipeline.cli.lifecycle_commands import lifecycle_group
     from timeline_pipeline.cli.maintenance_commands import maintenance_group
     from timeline_pipeline.cli.reconcile_commands import reconcile
+    from timeline_pipeline.cli.report_commands import report_group
     from timeline_pipeline.cli.serve_commands import serve
     from timeline_pipeline.cli.timeline_commands import timeline_group
     from timeline_pipeline.cli.token_commands import token_group
@@ -340,6 +341,7 @@ def _register_subcommands() -> None:
     cli.add_command(maintenance_group)
     cli.add_command(token_group)
     cli.add_command(reconcile)
+    cli.add_command(report_group)
     cli.add_command(serve)
     cli.add_command(timeline_group)
     cli.add_command(ui_group)

@@ -26,6 +26,7 @@ from timeline_pipeline.receiver.pins import pin_reactions
 from timeline_pipeline.receiver.registry import EventHandlerRegistry
 from timeline_pipeline.receiver.service import EventService
 from timeline_pipeline.receiver.verification import CallbackVerifier, Credentials
+from timeline_pipeline.report.service import ReportService
 from timeline_pipeline.settings import Settings
 from timeline_pipeline.web.cursors import CursorCodec, cursor_secret
 
@@ -46,6 +47,8 @@ class ServeResources:
     curation: CurationService
     evidence: EvidenceService
     cursors: CursorCodec
+    report: ReportService
+    """The incident report's reads and curators' milestone times (the API and the page)."""
     review_cards: ReviewCards | None = None
     """Review cards' callback handler and worker, when `reviewCardsEnabled` is on."""
 
@@ -109,5 +112,6 @@ def build_resources(
         curation=CurationService(engine, follow_up_tasks=settings.timeline.follow_up_tasks_enabled),
         evidence=EvidenceService(engine),
         cursors=CursorCodec(cursor_key or cursor_secret(configured)),
+        report=ReportService(engine, timeline, clock=clock),
         review_cards=cards,
     )

@@ -23,6 +23,7 @@ from timeline_pipeline.curation.curators import CuratorService
 from timeline_pipeline.curation.evidence import EvidenceService
 from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.observability.metrics import ReceiverMetrics
+from timeline_pipeline.report.service import ReportService
 from timeline_pipeline.settings import Settings
 from timeline_pipeline.web.cursors import CursorCodec
 
@@ -34,6 +35,7 @@ __all__ = [
     "EngineDep",
     "EvidenceServiceDep",
     "MetricsDep",
+    "ReportServiceDep",
     "SettingsDep",
     "get_curation_service",
     "get_curator_service",
@@ -41,6 +43,7 @@ __all__ = [
     "get_engine",
     "get_evidence_service",
     "get_metrics",
+    "get_report_service",
     "get_resources",
     "get_settings",
     "resolve",
@@ -69,6 +72,9 @@ class AppResources(Protocol):
 
     @property
     def cursors(self) -> CursorCodec: ...
+
+    @property
+    def report(self) -> ReportService: ...
 
 
 def get_resources(request: Request) -> AppResources:
@@ -103,6 +109,10 @@ def get_cursors(request: Request) -> CursorCodec:
     return get_resources(request).cursors
 
 
+def get_report_service(request: Request) -> ReportService:
+    return get_resources(request).report
+
+
 def resolve(request: Request, provider: Callable[[Request], T]) -> T:
     """`provider(request)`, or its override in `app.dependency_overrides` (called with the
     request when it takes an argument), for code that runs outside dependency solving."""
@@ -121,3 +131,4 @@ CurationServiceDep = Annotated[CurationService, Depends(get_curation_service)]
 EvidenceServiceDep = Annotated[EvidenceService, Depends(get_evidence_service)]
 CursorsDep = Annotated[CursorCodec, Depends(get_cursors)]
 CuratorServiceDep = Annotated[CuratorService, Depends(get_curator_service)]
+ReportServiceDep = Annotated[ReportService, Depends(get_report_service)]

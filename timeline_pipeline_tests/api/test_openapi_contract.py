@@ -12,7 +12,9 @@ else (`positive_data_acceptance` per operation, as schemathesis documents for su
   not from the documented pattern, so a drawn `0` or `W/"x"` is a malformed tag to this API;
 * 428 on changes of an entry: neither `revision` nor If-Match (a rule across body and header);
 * 422 `invalid_input` on adding and editing an entry: evidence ids of another workspace or none,
-  and a time outside 2000..2100 UTC (a pattern cannot follow a date-time's offset).
+  and a time outside 2000..2100 UTC (a pattern cannot follow a date-time's offset);
+* 422 `invalid_input` on setting a report milestone: a time in the future, outside 2000..2100
+  UTC, or one that contradicts the other milestones (after `resolved`, ...).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from timeline_pipeline_tests.curation.support import (
     synthesize,
 )
 from timeline_pipeline_tests.faults.support_serve import ServeProcess
+from timeline_pipeline_tests.support.reports import build_report
 
 MAX_EXAMPLES = 5
 RUN_SECONDS = 240
@@ -61,6 +64,11 @@ include-path-regex = "/entries(/[{{]entry_id[}}])?$"
 checks.positive_data_acceptance.expected-statuses = [{POSITIVE}, "400", "422", "428"]
 
 [[operations]]
+# A milestone's time is checked against the clock and the other milestones, in words only.
+include-path-regex = "/report/milestones/"
+checks.positive_data_acceptance.expected-statuses = [{POSITIVE}, "422"]
+
+[[operations]]
 # A hold's review date is bounded (2000..2099 UTC) in words only, like the entries' times.
 include-path-regex = "/lifecycle/holds"
 checks.positive_data_acceptance.expected-statuses = [{POSITIVE}, "422"]
@@ -75,6 +83,7 @@ def populated(engine: Engine) -> str:
     say(engine, W2, [ROOT_CAUSE, RECOVERED])
     synthesize(engine, W1)
     synthesize(engine, W2)
+    build_report(engine)  # the report's reads answer 200 and are checked against their schema
     with engine.begin() as conn:
         # Every scope, so the legal-hold operations are reached too.
         return api_tokens.create(conn, "inc-1", api_tokens.SCOPES).token

@@ -34,6 +34,7 @@ from timeline_pipeline.pins.service import PinService, pin_fingerprint
 from timeline_pipeline.settings import LarkTimelineSettings, RuntimeEnvironment, Settings
 from timeline_pipeline.store import entries as entries_store
 from timeline_pipeline.store import workspaces
+from timeline_pipeline_tests.support.reports import build_report, report_service
 from timeline_pipeline_tests.ui.support import chinese_incident, demo_incident, sign_in_token
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -464,3 +465,42 @@ def test_a_chinese_workspaces_page_speaks_chinese_in_its_zone_and_confirms_from_
         playwright_api.expect(shown).to_have_text(re.compile(r"^（本地时间 16:40 .+）$"))
     finally:
         berlin.close()
+
+
+def test_the_report_view_speaks_chinese_and_sets_a_milestone_from_its_form(
+    served: Served, visit: Visit
+) -> None:
+    workspace_id = "zh-report-ui"
+    chinese_incident(served.engine, workspace_id, chat="oc_zh_report_ui")
+    build_report(served.engine, workspace_id)
+    page = visit.page
+    link = f"{served.base_url}/ui/sign-in?token={sign_in_token(served.engine, workspace_id)}"
+    page.goto(link, wait_until="domcontentloaded")  # type: ignore[attr-defined]
+    page.get_by_role("button", name="登录").click()  # type: ignore[attr-defined]
+    page.wait_for_url(f"{served.base_url}/ui/workspaces/{workspace_id}")  # type: ignore[attr-defined]
+    page.get_by_role("link", name="报告").click()  # type: ignore[attr-defined]
+    report_url = f"{served.base_url}/ui/workspaces/{workspace_id}/report"
+    page.wait_for_url(report_url, wait_until="domcontentloaded")  # type: ignore[attr-defined]
+    playwright_api.expect(page.locator("html")).to_have_attribute("lang", "zh-CN")  # type: ignore[attr-defined]
+    playwright_api.expect(page.locator("h1")).to_have_text("支付网关超时")  # type: ignore[attr-defined]
+    playwright_api.expect(page.locator("[data-drafts-pending]")).to_contain_text("条草稿待审核")  # type: ignore[attr-defined]
+    started = page.locator('tr[data-milestone="started"]')  # type: ignore[attr-defined]
+    playwright_api.expect(started.locator("time")).to_have_text("2026年12月4日 23:40 UTC+8")
+    playwright_api.expect(started.locator("th")).to_have_text("故障开始")
+    resolved = page.locator('tr[data-milestone="resolved"]')  # type: ignore[attr-defined]
+    playwright_api.expect(resolved.locator("[data-duration]")).to_have_text("32 分钟 25 秒")
+    # 00:15 on 5 December in Shanghai is 16:15 UTC on the 4th.
+    resolved.locator('input[name="at"]').fill("2026-12-05T00:15")
+    resolved.get_by_role("button", name="设定时间").click()
+    page.wait_for_url(report_url, wait_until="domcontentloaded")  # type: ignore[attr-defined]
+    playwright_api.expect(resolved).to_have_attribute("data-overridden", "1")
+    playwright_api.expect(resolved.locator("time")).to_have_text("2026年12月5日 00:15 UTC+8")
+    playwright_api.expect(resolved.locator(".source")).to_contain_text("由 ui:")
+    playwright_api.expect(page.locator("[data-milestones-changed]")).to_contain_text("下次生成")  # type: ignore[attr-defined]
+    stored = report_service(served.engine).milestones(workspace_id).resolved
+    assert stored.at == datetime(2026, 12, 4, 16, 15, tzinfo=UTC)
+    assert stored.overridden_by is not None and stored.overridden_by.startswith("ui:")
+    resolved.get_by_role("button", name="改用时间线的时间").click()
+    page.wait_for_url(report_url, wait_until="domcontentloaded")  # type: ignore[attr-defined]
+    playwright_api.expect(resolved.locator("time")).to_have_text("2026年12月5日 00:12 UTC+8")
+    assert report_service(served.engine).milestones(workspace_id).resolved.overridden_by is None
