@@ -35,6 +35,7 @@ from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.i18n.catalogs import Domain, translations
 from timeline_pipeline.lark.client import LarkClient
 from timeline_pipeline.lark.documents import LarkDocuments
+from timeline_pipeline.lifecycle import hold_gate
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import incident_reports, report_documents
 from timeline_pipeline.store import workspaces as workspace_store
@@ -137,7 +138,12 @@ class DocumentPublisher:
 
     def retire(self, document: ReportDocument) -> bool:
         """Delete in Lark the document of a workspace whose reports aged out, then mark its row
-        deleted (the lifecycle purges it later). A document already gone in Lark is fine."""
+        deleted (the lifecycle purges it later). A document already gone in Lark is fine; a
+        legal hold reaching the documents' descriptor keeps it (docs/report.md, "Retention and
+        holds")."""
+        with connection(self.engine) as conn:
+            if hold_gate.holds_on(conn, report_documents.DESCRIPTOR.key, document.workspace_id):
+                return False
         if document.document_id is not None:
             self.documents.delete_file(document.document_id)
         moved = self._move(document, state="deleted", deleted_at=self.clock())

@@ -102,7 +102,9 @@ def plan(
 ) -> ReportDocument:
     """Ask for `target_revision` to be written: the row is made on the first report and its
     target only moves forward (a late, older build never rolls the document back). The folder
-    and title are the first report's: the document stays where it was made."""
+    and title are the first report's: the document stays where it was made. A row whose
+    document retention deleted starts over: the new report gets a new document."""
+    conn.execute(rd.delete().where(rd.c.workspace_id == workspace_id, rd.c.state == "deleted"))
     stmt = insert_for(conn, rd).values(
         workspace_id=workspace_id,
         folder_token=folder_token,

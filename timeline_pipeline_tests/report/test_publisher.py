@@ -259,3 +259,43 @@ def test_a_held_workspace_keeps_its_reports_and_its_document(harness: Harness) -
         row = report_documents.get(conn, "inc-1")
     assert row is not None
     assert row.state == "active"
+
+
+def test_a_hold_on_the_documents_alone_keeps_the_document_in_lark(harness: Harness) -> None:
+    publisher = harness.publisher()
+    publisher.plan("inc-1", harness.build())
+    publisher.publish("inc-1")
+    with harness.engine.begin() as conn:
+        create_hold(
+            conn,
+            load_registry(),
+            workspace_id="inc-1",
+            descriptor_key="report_documents.incident_report_documents",
+            reason="preservation notice for the document only",
+            idempotency_key="hold-doc",
+            actor=ACTOR,
+        )
+
+    purge_reports(harness.engine)
+
+    assert publisher.retire_orphans() == 0
+    assert len(harness.lark.state.documents.document_ids()) == 1
+
+
+def test_a_report_built_after_its_document_was_retired_gets_a_new_document(
+    harness: Harness,
+) -> None:
+    publisher = harness.publisher()
+    publisher.plan("inc-1", harness.build())
+    publisher.publish("inc-1")
+    docs = harness.lark.state.documents
+    (first,) = docs.document_ids()
+    purge_reports(harness.engine)
+    publisher.retire_orphans()
+
+    publisher.plan("inc-1", harness.build())
+    outcome = publisher.publish("inc-1")
+
+    assert outcome.created
+    assert outcome.document_id != first
+    assert outcome.document_id in docs.document_ids()
