@@ -138,7 +138,7 @@ def test_the_chinese_demo_prints_a_chinese_timeline_in_the_workspace_zone(
         report=report,
     )
     assert printed[:-1] == [line.text for line in expected]
-    assert "事件复盘报告（第 1 版）" in printed
+    assert "故障报告（第 1 版）" in printed
     assert any(line.startswith("  故障解决  ") and " UTC+8  条目 #" in line for line in printed)
     assert any(line.strip().startswith("飞书文档：") and line.endswith(url) for line in printed)
     assert any(line.strip().startswith("群聊回复：") for line in printed)

@@ -210,12 +210,12 @@ def test_the_report_follows_the_summary_in_short_with_its_document_link() -> Non
 
 
 def test_a_chinese_workspace_reads_the_report_in_chinese_with_local_dated_times() -> None:
-    report = {**_report(), "reply": "事件复盘报告已生成：https://example.feishu.cn/docx/doxsim1"}
+    report = {**_report(), "reply": "故障报告已生成：https://example.feishu.cn/docx/doxsim1"}
     lines = human_lines(
         _view(), "demo-1", SHANGHAI, dagster_home="/h", serving=False, port=8081, report=report
     )
     texts = [line.text for line in lines]
-    start = texts.index("事件复盘报告（第 2 版）")
+    start = texts.index("故障报告（第 2 版）")
     # 23:50 and 00:09 in UTC+8: two local days, so every milestone's time has its date.
     assert texts[start + 1 : start + 12] == [
         "  故障开始  2026年12月3日 23:55 UTC+8  条目 #7",
@@ -227,7 +227,7 @@ def test_a_chinese_workspace_reads_the_report_in_chinese_with_local_dated_times(
         "  各部分：影响 1 · 根因 1 · 决策 0 · 缓解措施 1 · 时间线 3 · 后续行动 1 · 待确认草稿 1",
         "  后续行动负责人：Dana、陈晨",
         "  飞书文档： https://example.feishu.cn/docx/doxsim1",
-        "  群聊回复： 事件复盘报告已生成：https://example.feishu.cn/docx/doxsim1",
+        "  群聊回复： 故障报告已生成：https://example.feishu.cn/docx/doxsim1",
         "",
     ]
     assert "  " * 8 + " timeline-pipeline report show demo-1  # 完整报告（Markdown）" in texts
