@@ -70,7 +70,10 @@ def test_binding_to_a_missing_workspace_writes_nothing(engine: Engine) -> None:
 def test_status_changes_and_curators(engine: Engine) -> None:
     with engine.begin() as conn:
         workspaces.create(conn, "inc-1")
-        assert workspaces.set_status(conn, "inc-1", "recovered", actor="cli:test").status == "recovered"
+        assert (
+            workspaces.set_status(conn, "inc-1", "recovered", actor="cli:test").status
+            == "recovered"
+        )
         assert workspaces.add_curator(conn, "inc-1", "ou_lead") is True
         assert workspaces.add_curator(conn, "inc-1", "ou_lead") is False
         assert workspaces.curators_of(conn, "inc-1") == ["ou_lead"]
