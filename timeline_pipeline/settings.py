@@ -184,10 +184,11 @@ class LarkTimelineSettings(BaseSettings):
     """Window syntheses at once in the deployment: the number of run lanes; enforced by
     Dagster's run queue, so keep `dagster.yaml` (`timeline/synthesis` limit, pool default)
     equal to it (docs/scaling.md); the health check `run_queue_enforces_concurrency_settings`
-    warns when they differ."""
+    warns when they differ. The tags, lanes and limit checks: `windows/run_queue.py`."""
     max_concurrent_per_workspace: int = Field(default=1, ge=1, le=8)
     """Runs at once per workspace; enforced by the `timeline/workspace` limit in
-    `dagster.yaml`, keep it equal; the same health check warns when they differ."""
+    `dagster.yaml`, keep it equal; the same health check warns when they differ (the tags and
+    the check: `windows/run_queue.py`)."""
     synthesis_run_max_windows: int = Field(default=50, ge=1, le=500)
     """Closed windows one synthesis run takes at most when Claude synthesizes, one after
     another (a batch of one lane, see docs/scaling.md); 1 gives every window a run of its own.

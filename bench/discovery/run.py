@@ -50,7 +50,7 @@ from timeline_pipeline.db.migrate import upgrade
 from timeline_pipeline.domain.window_keys import window_start_of
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.windows import evaluate_discovery
-from timeline_pipeline.windows.batches import TAG_WINDOWS
+from timeline_pipeline.windows.run_queue import TAG_WINDOWS
 
 MAX_ROWS = 2_000_000
 TARGET_RATIO = 2.0

@@ -39,6 +39,7 @@ from timeline_pipeline.reconcile.targets import (
 )
 from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_timeline_settings
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
+from timeline_pipeline.windows.run_queue import TAG_COLLECTION
 
 if TYPE_CHECKING:
     from timeline_pipeline.lark.client import LarkClient
@@ -52,10 +53,10 @@ MANUAL_JOB = "lark_manual_reconcile"
 RECONCILE_SCHEDULE = "lark_reconcile_schedule"
 REFRESH_SCHEDULE = "lark_evidence_refresh_schedule"
 MODE_TAG = "timeline/reconcile_mode"
-COLLECTION_TAG = "timeline/collection"
-"""Every collection run carries it; the run queue (dagster.yaml) starts one such run at a time,
-so the two schedules' runs wait for each other instead of racing on the chat checkpoints."""
-COLLECTION_TAGS = {COLLECTION_TAG: "lark"}
+COLLECTION_TAGS = {TAG_COLLECTION: "lark"}
+"""Every collection run carries them; the run queue (dagster.yaml) starts one run of
+`timeline/collection` at a time (`windows.run_queue`), so the two schedules' runs wait for
+each other instead of racing on the chat checkpoints."""
 _WAITING = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED]
 
 
@@ -289,7 +290,7 @@ def _collection_schedule(name: str, interval: timedelta, *, refresh: bool) -> dg
         tick = context.scheduled_execution_time
         if tick is not None and not cadence.is_due(tick):
             return dg.SkipReason(f"not due: runs every {cadence.every_minutes} minute(s)")
-        # The run queue serializes collection runs (COLLECTION_TAG), so a run of the other
+        # The run queue serializes collection runs (TAG_COLLECTION), so a run of the other
         # schedule in flight is no reason to skip: this tick's run waits for it. Only a run of
         # this same mode that has not started yet makes this tick redundant (it will read the
         # same range), which also keeps the queue from growing behind a slow run.

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import dagster as dg
 
-from timeline_pipeline.windows.planning import TAG_SYNTHESIS
+from timeline_pipeline.windows.run_queue import TAG_SYNTHESIS
 
 EXECUTOR_ENV: Final = "TIMELINE_EXECUTOR"
 """`in_process` (the default) or `celery`."""

@@ -3,8 +3,9 @@
 
 * `run_queue_enforces_concurrency_settings`: the instance's run queue carries the limits that
   enforce `maxConcurrentSynthesis` and `maxConcurrentPerWorkspace` (docs/deployment-n-machines.md,
-  "Limits"; the comparison is `windows.queue_limits`). The run queue lives in the daemon's
-  instance, so the check reads the instance the health run is in, which is the deployment's.
+  "Limits"; the comparison is `windows.run_queue`, the home of the run queue's tags, lanes and
+  limits). The run queue lives in the daemon's instance, so the check reads the instance the
+  health run is in, which is the deployment's.
 * `window_size_accepted`: window discovery is not refusing a changed `synthesisWindow`
   (docs/changing.md, "A 15-minute window"; the rule is `windows.planning.window_size_conflict`,
   read from the same polling statement the sensor uses). The sensor only skips its ticks and
@@ -25,7 +26,7 @@ from timeline_pipeline.orchestration.resources import DatabaseResource, Timeline
 from timeline_pipeline.store import window_states
 from timeline_pipeline.windows.discovery import UNFINISHED_LIMIT
 from timeline_pipeline.windows.planning import window_size_conflict
-from timeline_pipeline.windows.queue_limits import queue_limit_problems
+from timeline_pipeline.windows.run_queue import queue_limit_problems
 
 QUEUE_LIMITS_CHECK = "run_queue_enforces_concurrency_settings"
 WINDOW_SIZE_CHECK = "window_size_accepted"

@@ -52,14 +52,12 @@ from timeline_pipeline.summary.runner import (
     SummaryRunner,
     plan_summary_requests,
 )
-from timeline_pipeline.windows.batches import TAG_LANE, lane_of
-from timeline_pipeline.windows.planning import TAG_WORKSPACE
+from timeline_pipeline.windows.run_queue import TAG_SUMMARY, summary_run_tags
 
 WORKSPACE_PARTITIONS = "timeline_workspaces"
 SUMMARY_KEY = dg.AssetKey("timeline_summary")
 SUMMARY_JOB = "summarize_workspaces"
 SUMMARY_SENSOR = "timeline_summary_sensor"
-TAG_SUMMARY = "timeline/summary"
 MAX_WINDOWS_PER_TICK = 1000
 MAX_RERUNS = 3
 
@@ -95,12 +93,8 @@ def summary_tags(partition_key: str, lanes: int | None = None) -> Mapping[str, s
     """Tags of a workspace's summary run: its workspace and its lane, which dagster.yaml's run
     queue limits to one run each, so the summary waits for its workspace's synthesis (and the
     synthesis for it). `lanes`: `maxConcurrentSynthesis`, read from the settings if not given
-    (a UI launch through the job's partition tag function)."""
-    return {
-        TAG_WORKSPACE: partition_key,
-        TAG_LANE: lane_of(partition_key, run_lanes() if lanes is None else lanes),
-        TAG_SUMMARY: "1",
-    }
+    (a UI launch through the job's partition tag function); see `windows.run_queue`."""
+    return summary_run_tags(partition_key, run_lanes() if lanes is None else lanes)
 
 
 summary_job = dg.define_asset_job(

@@ -60,17 +60,15 @@ from timeline_pipeline.store.audit import dagster_actor
 from timeline_pipeline.synthesis.contract import Synthesizer
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner, WindowRunReport
 from timeline_pipeline.synthesis_run.synthesizers import build_synthesizer
-from timeline_pipeline.windows.batches import (
-    PARTITION_TAG,
-    TAG_LANE,
-    TAG_REQUEST,
-    BatchItem,
-    RunScope,
-    lane_of,
-    plan_runs,
-)
+from timeline_pipeline.windows.batches import PARTITION_TAG, BatchItem, RunScope, plan_runs
 from timeline_pipeline.windows.discovery import DiscoveryTick, RunLookup, RunScopes
-from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE, DiscoveryCursor
+from timeline_pipeline.windows.planning import DiscoveryCursor
+from timeline_pipeline.windows.run_queue import (
+    TAG_REQUEST,
+    TAG_SYNTHESIS,
+    run_tag_problem,
+    window_run_tags,
+)
 
 WINDOW_PARTITIONS = "timeline_windows"
 WINDOW_DRAFTS_KEY = dg.AssetKey("timeline_window_drafts")
@@ -146,7 +144,7 @@ class WindowRerunConfig(DriveBudgetConfig):
     alone (docs/maintenance.md, "Preview a rerun"); the report is this run's metadata."""
 
 
-# --- run tags: the per-workspace limit must hold however a run is launched --------------------
+# --- run tags: the per-workspace limit must hold however a run is launched (windows.run_queue) -
 
 
 def run_lanes() -> int:
@@ -155,39 +153,9 @@ def run_lanes() -> int:
 
 
 def partition_tags(partition_key: str) -> Mapping[str, str]:
-    """Tags of a window partition's run: what dagster.yaml's run-queue limits act on."""
-    ref = parse_partition_key(partition_key)
-    return {
-        TAG_WORKSPACE: ref.workspace_id,
-        TAG_SYNTHESIS: "1",
-        TAG_LANE: lane_of(ref.workspace_id, run_lanes()),
-    }
-
-
-def run_tag_problem(
-    tags: Mapping[str, str], ref: WindowRef, lanes: int, *, batch: bool = False
-) -> str | None:
-    """Why a run may not synthesize `ref` (its tags escape the concurrency limits), or None.
-
-    Every run needs `timeline/synthesis=1` and the window's lane; a run of one window also
-    needs its workspace. A batch covers several workspaces of one lane, which the lane's
-    limit of one run keeps apart.
-    """
-    lane = lane_of(ref.workspace_id, lanes)
-    workspace = tags.get(TAG_WORKSPACE)
-    wrong_workspace = not batch and workspace != ref.workspace_id
-    if wrong_workspace or tags.get(TAG_SYNTHESIS) != "1" or tags.get(TAG_LANE) != lane:
-        wanted = f"{TAG_SYNTHESIS}='1' and {TAG_LANE}={lane!r}"
-        if not batch:
-            wanted = f"{TAG_WORKSPACE}={ref.workspace_id!r}, {wanted}"
-        return (
-            f"refusing to synthesize {ref.partition_key}: the run carries "
-            f"{TAG_WORKSPACE}={workspace!r}, {TAG_SYNTHESIS}={tags.get(TAG_SYNTHESIS)!r} and "
-            f"{TAG_LANE}={tags.get(TAG_LANE)!r}, not {wanted}, so Dagster's "
-            "one-synthesis-per-workspace limit would not apply. Launch it through job "
-            f"{SYNTHESIS_JOB!r} (its partitions carry these tags) or add the tags."
-        )
-    return None
+    """Tags of a window partition's run: what dagster.yaml's run-queue limits act on
+    (`windows.run_queue`)."""
+    return window_run_tags(parse_partition_key(partition_key).workspace_id, run_lanes())
 
 
 def _launchpad_config(partition_key: str) -> Mapping[str, Any]:
@@ -270,7 +238,7 @@ def timeline_window_drafts(
                 raise dg.Failure(description=str(exc)) from None
             context.log.warning("skipping %s: %s", key, exc)
     if not batch:
-        problem = run_tag_problem(context.run.tags, refs[0], lanes)
+        problem = run_tag_problem(context.run.tags, refs[0], lanes, job=SYNTHESIS_JOB)
         if problem is not None:
             raise dg.Failure(description=problem)
     replay = config.replay or context.run.tags.get(REPLAY_TAG, "").lower() == "true"
@@ -284,7 +252,7 @@ def timeline_window_drafts(
     failed: list[WindowRunReport] = []
     statuses: Counter[str] = Counter()
     for ref in sorted(refs, key=WindowRef.sort_key):
-        problem = run_tag_problem(context.run.tags, ref, lanes, batch=True)
+        problem = run_tag_problem(context.run.tags, ref, lanes, job=SYNTHESIS_JOB, batch=True)
         if problem is not None:
             # Only a partition added by someone else between the sensor's keys can land here.
             context.log.warning(problem)

@@ -21,11 +21,11 @@ own. Every window keeps its own partition, its own materialization and its own c
 
 `timeline/request` names the tick and lane that requested a window (`request_group`): the
 sensor's check for lost requests asks Dagster for the runs of a group rather than of a window.
+The tags, the lanes and the limits they meet are in `windows/run_queue.py`.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC
@@ -36,17 +36,22 @@ from timeline_pipeline.domain.window_keys import (
     WindowRef,
     parse_partition_key,
 )
-from timeline_pipeline.windows.planning import (
+from timeline_pipeline.windows.planning import run_priority
+from timeline_pipeline.windows.run_queue import (
+    TAG_LANE,
     TAG_PRIORITY,
-    TAG_SYNTHESIS,
+    TAG_REQUEST,
     TAG_WINDOW_ATTEMPT,
+    TAG_WINDOWS,
     TAG_WORKSPACE,
-    run_priority,
+    lane_of,
+    window_run_tags,
 )
 
 __all__ = [
     "RANGE_END_TAG",
     "RANGE_START_TAG",
+    # Defined in windows/run_queue.py, the run queue's one home; named here for older callers.
     "TAG_LANE",
     "TAG_REQUEST",
     "TAG_WINDOWS",
@@ -59,19 +64,9 @@ __all__ = [
     "run_tags",
 ]
 
-TAG_LANE = "timeline/lane"
-TAG_REQUEST = "timeline/request"
-TAG_WINDOWS = "timeline/windows"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
 PARTITION_TAG = "dagster/partition"
-
-
-def lane_of(workspace_id: str, lanes: int) -> str:
-    """The workspace's lane: stable across processes and restarts (not Python's `hash`)."""
-    if lanes < 1:
-        raise ValueError("lanes must be at least 1")
-    return str(zlib.crc32(workspace_id.encode("utf-8")) % lanes)
 
 
 def request_group(ref: WindowRef, state: SyncState, lanes: int) -> str:
@@ -90,9 +85,7 @@ def request_group(ref: WindowRef, state: SyncState, lanes: int) -> str:
 def run_tags(ref: WindowRef, state: SyncState, lanes: int) -> dict[str, str]:
     """Tags of one window's run, which dagster.yaml's run-queue limits act on."""
     return {
-        TAG_WORKSPACE: ref.workspace_id,
-        TAG_SYNTHESIS: "1",
-        TAG_LANE: lane_of(ref.workspace_id, lanes),
+        **window_run_tags(ref.workspace_id, lanes),
         TAG_REQUEST: request_group(ref, state, lanes),
         TAG_WINDOW_ATTEMPT: str(state.attempt_count + 1),
         TAG_PRIORITY: str(run_priority(ref.window_start)),

@@ -21,9 +21,14 @@ from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.durations import format_duration
 from timeline_pipeline.settings import LarkTimelineSettings
 
+# Defined in windows/run_queue.py, the run queue's one home; named here for older callers.
+from timeline_pipeline.windows.run_queue import TAG_SYNTHESIS, TAG_WORKSPACE
+
 __all__ = [
     "COMMIT_MARGIN",
     "PRIORITY_EPOCH",
+    "TAG_SYNTHESIS",
+    "TAG_WORKSPACE",
     "Admission",
     "DiscoveryCursor",
     "DiscoveryLimits",
@@ -36,11 +41,6 @@ __all__ = [
     "run_priority",
     "window_size_conflict",
 ]
-
-TAG_WORKSPACE = "timeline/workspace"
-TAG_SYNTHESIS = "timeline/synthesis"
-TAG_WINDOW_ATTEMPT = "timeline/window_attempt"
-TAG_PRIORITY = "dagster/priority"
 
 COMMIT_MARGIN = timedelta(minutes=2)
 """Longest time an evidence transaction may stay open between taking its id and committing.

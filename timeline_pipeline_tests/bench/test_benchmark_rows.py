@@ -14,7 +14,8 @@ from bench.ingest.run import rows as ingest_rows
 from bench.reconcile.run import Figures as ReconcileFigures
 from bench.reconcile.run import rows as reconcile_rows
 from bench.table import BenchRow
-from timeline_pipeline.windows.batches import RANGE_END_TAG, RANGE_START_TAG, TAG_WINDOWS
+from timeline_pipeline.windows.batches import RANGE_END_TAG, RANGE_START_TAG
+from timeline_pipeline.windows.run_queue import TAG_WINDOWS
 
 
 def by_figure(rows: list[BenchRow], start: str) -> BenchRow:

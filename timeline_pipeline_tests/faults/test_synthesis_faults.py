@@ -32,9 +32,9 @@ from timeline_pipeline.domain.window_keys import (
 from timeline_pipeline.orchestration.windows import SYNTHESIS_JOB, SynthesizerResource
 from timeline_pipeline.settings import load_settings
 from timeline_pipeline.synthesis_run.runner import RunStatus, WindowRunner
-from timeline_pipeline.windows.batches import lane_of
 from timeline_pipeline.windows.discovery import DiscoveryTick
 from timeline_pipeline.windows.planning import DiscoveryCursor
+from timeline_pipeline.windows.run_queue import lane_of
 from timeline_pipeline_tests.faults.synthesis_support import (
     RunProcess,
     binding_counts,

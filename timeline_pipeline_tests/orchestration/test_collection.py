@@ -19,7 +19,6 @@ from timeline_pipeline.lark.simulator import ChatStore, SimulatorServer, make_ch
 from timeline_pipeline.orchestration.collection import (
     CHAT_COLLECTION_KEY,
     COLLECTION_JOB,
-    COLLECTION_TAG,
     COLLECTION_TAGS,
     FAILURE_CHECK,
     MANUAL_JOB,
@@ -35,6 +34,7 @@ from timeline_pipeline.orchestration.collection import (
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import workspaces
+from timeline_pipeline.windows.run_queue import TAG_COLLECTION
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 CHAT = "oc_dagster_chat"
@@ -343,7 +343,7 @@ def test_both_schedules_ticking_in_the_same_minute_both_request_their_run(
     assert modes == {"incremental", "refresh"}
     for request in (first_request, second_request):
         assert dg.validate_run_config(job, request.run_config)
-        assert request.tags[COLLECTION_TAG] == job.tags[COLLECTION_TAG] == "lark"
+        assert request.tags[TAG_COLLECTION] == job.tags[TAG_COLLECTION] == "lark"
 
 
 def test_a_schedule_skips_only_while_a_run_of_its_own_mode_is_still_queued(
@@ -365,7 +365,7 @@ def test_a_schedule_skips_only_while_a_run_of_its_own_mode_is_still_queued(
 
 
 def test_the_manual_job_queues_behind_scheduled_collection_runs_too() -> None:
-    assert code_location.resolve_job_def(MANUAL_JOB).tags[COLLECTION_TAG] == "lark"
+    assert code_location.resolve_job_def(MANUAL_JOB).tags[TAG_COLLECTION] == "lark"
 
 
 def test_an_interval_cron_cannot_express_runs_only_on_due_minutes(

@@ -22,7 +22,7 @@ import psycopg
 import pytest
 import yaml
 
-from timeline_pipeline.orchestration.collection import COLLECTION_TAG
+from timeline_pipeline.windows.run_queue import TAG_COLLECTION
 from timeline_pipeline_tests.conftest import PG_ADMIN_URL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,7 +79,7 @@ def test_production_instance_runs_on_postgresql_with_the_concurrency_limits(
         assert limits[("timeline/synthesis", "None")] == 2
         assert limits[("timeline/workspace", "{'applyLimitPerUniqueValue': True}")] == 1
         # the two collection schedules' runs wait for each other instead of skipping a tick
-        assert limits[(COLLECTION_TAG, "None")] == 1
+        assert limits[(TAG_COLLECTION, "None")] == 1
         assert _materializes(instance)
         # The storage holds its connections open (PooledPostgresStorage) instead of opening
         # one per event: after a run, this process still has connections to the database.

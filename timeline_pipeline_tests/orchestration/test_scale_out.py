@@ -42,7 +42,7 @@ from timeline_pipeline.orchestration.scale_out import (
     workers_outcome,
 )
 from timeline_pipeline.orchestration.windows import SYNTHESIS_JOB, window_defs
-from timeline_pipeline.windows.planning import TAG_SYNTHESIS
+from timeline_pipeline.windows.run_queue import TAG_SYNTHESIS
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

@@ -45,13 +45,8 @@ from timeline_pipeline.orchestration.windows import (
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store.maintenance_jobs import JobRowBusy
 from timeline_pipeline.synthesis.rules import RuleSynthesizer
-from timeline_pipeline.windows.batches import (
-    BatchItem,
-    lane_of,
-    plan_runs,
-    request_group,
-    run_tags,
-)
+from timeline_pipeline.windows.batches import BatchItem, plan_runs, request_group, run_tags
+from timeline_pipeline.windows.run_queue import lane_of
 from timeline_pipeline_tests.curation.support import NOW, ROLLBACK, W1, incident, say
 from timeline_pipeline_tests.maintenance.support import FAST, SteppingClock
 from timeline_pipeline_tests.windows.support import settings

@@ -34,8 +34,9 @@ from timeline_pipeline.orchestration.windows import (
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import entries
 from timeline_pipeline.store import window_states as window_store
-from timeline_pipeline.windows.batches import RunScope, lane_of
+from timeline_pipeline.windows.batches import RunScope
 from timeline_pipeline.windows.planning import run_priority
+from timeline_pipeline.windows.run_queue import lane_of
 from timeline_pipeline_tests.support.anthropic_standin import (
     AnthropicStandIn,
     TextReply,

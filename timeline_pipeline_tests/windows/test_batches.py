@@ -11,16 +11,18 @@ from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.windows.batches import (
     RANGE_END_TAG,
     RANGE_START_TAG,
-    TAG_LANE,
-    TAG_REQUEST,
-    TAG_WINDOWS,
     BatchItem,
-    lane_of,
     plan_runs,
     request_group,
     run_tags,
 )
-from timeline_pipeline.windows.planning import TAG_WORKSPACE
+from timeline_pipeline.windows.run_queue import (
+    TAG_LANE,
+    TAG_REQUEST,
+    TAG_WINDOWS,
+    TAG_WORKSPACE,
+    lane_of,
+)
 from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.windows.test_planning import state
 

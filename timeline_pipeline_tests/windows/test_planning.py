@@ -11,7 +11,7 @@ import pytest
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.settings import LarkTimelineSettings
-from timeline_pipeline.windows.batches import lane_of, run_tags
+from timeline_pipeline.windows.batches import run_tags
 from timeline_pipeline.windows.planning import (
     COMMIT_MARGIN,
     Admission,
@@ -25,6 +25,7 @@ from timeline_pipeline.windows.planning import (
     run_key,
     run_priority,
 )
+from timeline_pipeline.windows.run_queue import lane_of
 from timeline_pipeline_tests.support.windows import WINDOW
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -1,6 +1,7 @@
-"""The run queue enforces the concurrency settings only when the instance's tag limits and pool
-match them: every shipped instance file matches the settings it is documented with, and each
-kind of drift is named (docs/scaling.md, "Limits")."""
+"""The run queue (`windows/run_queue.py`): the tags every run of a workspace carries, and the
+check that the instance's tag limits and pool match the settings: every shipped instance file
+matches the settings it is documented with, and each kind of drift is named (docs/scaling.md,
+"Limits")."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
-from timeline_pipeline.windows.queue_limits import queue_limit_problems
+from timeline_pipeline.domain.window_keys import parse_partition_key
+from timeline_pipeline.windows.run_queue import (
+    lane_of,
+    queue_limit_problems,
+    run_tag_problem,
+    summary_run_tags,
+    window_run_tags,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -83,3 +91,32 @@ def test_a_missing_limit_and_a_missing_queue_are_named() -> None:
     ]
     (problem,) = queue_limit_problems(None, synthesis=2, per_workspace=1, default_pool_limit=2)
     assert problem.startswith("the instance has no run queue (QueuedRunCoordinator)")
+
+
+def test_a_window_run_and_a_summary_run_of_a_workspace_share_its_workspace_and_lane() -> None:
+    window = window_run_tags("inc-1", 3)
+    summary = summary_run_tags("inc-1", 3)
+    assert window == {
+        "timeline/workspace": "inc-1",
+        "timeline/synthesis": "1",
+        "timeline/lane": lane_of("inc-1", 3),
+    }
+    assert summary == {
+        "timeline/workspace": "inc-1",
+        "timeline/lane": lane_of("inc-1", 3),
+        "timeline/summary": "1",
+    }
+
+
+def test_a_run_whose_tags_escape_the_limits_is_refused_naming_the_job() -> None:
+    ref = parse_partition_key("inc-1:oc_chat:20261129T1020Z")
+    tags = window_run_tags("inc-1", 2)
+    assert run_tag_problem(tags, ref, 2, job="synthesize_windows") is None
+    batch = {key: value for key, value in tags.items() if key != "timeline/workspace"}
+    assert run_tag_problem(batch, ref, 2, job="synthesize_windows", batch=True) is None
+    problem = run_tag_problem(batch, ref, 2, job="synthesize_windows")
+    assert problem is not None
+    assert problem.startswith(f"refusing to synthesize {ref.partition_key}")
+    assert "Launch it through job 'synthesize_windows'" in problem
+    other_lane = {**tags, "timeline/lane": str(1 - int(tags["timeline/lane"]))}
+    assert run_tag_problem(other_lane, ref, 2, job="synthesize_windows", batch=True) is not None
