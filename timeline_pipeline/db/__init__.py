@@ -1,0 +1,1 @@
+"""The database layer: engine, schema, migrations and the SQL helpers every store shares."""

@@ -1,0 +1,1 @@
+"""Pure values and enums every layer shares: entries, evidence, workspaces, keys, states."""

@@ -1,0 +1,1 @@
+"""Lark: normalization and policy (pure), the OpenAPI client, documents and the simulator."""

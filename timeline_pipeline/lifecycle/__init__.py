@@ -1,0 +1,1 @@
+"""The data lifecycle: retention registry, legal holds, dry-run and purge (docs/lifecycle.md)."""

@@ -1,0 +1,1 @@
+"""Dagster: the resources, assets, sensors, schedules and jobs `definitions.py` composes."""
