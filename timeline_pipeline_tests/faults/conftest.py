@@ -15,6 +15,9 @@ import pytest
 
 FAULT_PROPERTY = "fault_report"
 
+# The edit floods' shared verdict asserts in a support module: pytest explains its failures too.
+pytest.register_assert_rewrite("timeline_pipeline_tests.faults.support_edits")
+
 
 @pytest.fixture
 def fault_report(record_property: Callable[[str, object], None]) -> Callable[[str], None]:

@@ -8,38 +8,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine
 
-from timeline_pipeline.lark.simulator import ChatStore, make_chat_messages, message_receive_event
-from timeline_pipeline.settings import load_timeline_settings
-from timeline_pipeline_tests.faults.support_evidence import (
-    all_evidence,
-    bound_workspace,
-    expected_from_events,
-    expected_records,
-    message_versions,
-    rows_by_message,
-    tally,
+from timeline_pipeline_tests.faults.support_edits import (
+    EditedChat,
+    check_newest_edits,
+    check_writes,
 )
-from timeline_pipeline_tests.faults.support_serve import (
-    Burst,
-    LarkApp,
-    ServeProcess,
-    describe,
-    labels,
-    metric_value,
-)
+from timeline_pipeline_tests.faults.support_evidence import bound_workspace
+from timeline_pipeline_tests.faults.support_serve import Burst, ServeProcess, describe, labels
 
 WORKSPACE = "inc-storm"
 CHAT = "oc_fault_storm"
 MESSAGES = 150
-EDIT_EVERY = 4
-"""Every 4th message is edited twice, so it has three versions in flight."""
 COPIES = 5
 
 
@@ -78,58 +63,18 @@ def _storm(
 def test_a_storm_of_duplicates_and_reordered_edits_leaves_one_row_each_with_the_newest_edit(
     pg_url: str, bound: Engine, tmp_path: Path, fault_report: Callable[[str], None]
 ) -> None:
-    app = LarkApp.fresh()
-    items = make_chat_messages(CHAT, datetime.now(UTC) - timedelta(hours=2), MESSAGES, seed=5)
-    store = ChatStore(items)
-    versions = {
-        message_id: [message_receive_event(item, app.identity) for item in kept]  # one id each
-        for message_id, kept in message_versions(store, items, EDIT_EVERY).items()
-    }
-    storm, overtaking = _storm(versions, random.Random(17))
+    chat = EditedChat.make(WORKSPACE, CHAT, MESSAGES, seed=5)
+    storm, overtaking = _storm(chat.versions, random.Random(17))
 
-    with ServeProcess(app.runtime(pg_url), tmp_path) as serve:
+    with ServeProcess(chat.app.runtime(pg_url), tmp_path) as serve:
         serve.start()
-        answers = Burst(serve.events_url, app, storm, concurrency=8).start().join()
+        answers = Burst(serve.events_url, chat.app, storm, concurrency=8).start().join()
         metrics = serve.metrics()
 
     assert labels(answers) == {"200 accepted": len(storm)}, describe(labels(answers))
-    settings = load_timeline_settings()
-    # The reference is the newest version's callback as the receiver reads it: the history
-    # item of an edited message also carries `updated: true`, which the event shape has no
-    # field for and which the content hash includes, so the two shapes' hashes differ there.
-    newest = [events[-1] for events in versions.values()]
-    expected = expected_from_events(
-        newest, WORKSPACE, app_id=app.app_id, max_text_chars=settings.max_message_chars
-    )
-    rows = all_evidence(bound)
-    counted = tally(rows, expected)
-    assert counted.exact, counted.describe()
-    # The newest edit is what Lark's history now shows for each edited message.
-    edited = [message_id for message_id, events in versions.items() if len(events) > 1]
-    history = expected_records(
-        store.messages(CHAT),
-        WORKSPACE,
-        app_id=app.app_id,
-        max_text_chars=settings.max_message_chars,
-    )
-    stored = rows_by_message(rows)
-    kept = [
-        m
-        for m in edited
-        if (stored[m].content, stored[m].source_updated_at)
-        == (history[m].content, history[m].source_updated_at)
-    ]
-    assert kept == edited
-
-    writes = {
-        outcome: metric_value(metrics, "timeline_lark_evidence_writes_total", outcome=outcome)
-        for outcome in ("inserted", "updated", "duplicate")
-    }
-    assert writes["inserted"] == MESSAGES
-    assert sum(writes.values()) == len(storm)
-    # An edit lands at most once per version; an older version after a newer one is a no-op.
-    assert writes["updated"] <= 2 * len(edited)
-    assert max(row.revision for row in rows) <= 3
+    found = check_newest_edits(bound, chat)
+    writes = check_writes([metrics], found, chat, deliveries=len(storm))
+    edited, kept, counted = chat.edited, found.kept, found.counted
 
     fault_report(
         f"injected: {len(storm)} deliveries ({COPIES} copies of each of {MESSAGES} messages and "

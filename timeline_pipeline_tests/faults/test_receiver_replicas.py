@@ -12,40 +12,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 from sqlalchemy import Engine, text
 
-from timeline_pipeline.lark.simulator import ChatStore, make_chat_messages, message_receive_event
-from timeline_pipeline.settings import load_timeline_settings
-from timeline_pipeline_tests.faults.support_evidence import (
-    all_evidence,
-    bound_workspace,
-    expected_from_events,
-    expected_records,
-    message_versions,
-    rows_by_message,
-    tally,
+from timeline_pipeline_tests.faults.support_edits import (
+    EditedChat,
+    check_newest_edits,
+    check_writes,
 )
+from timeline_pipeline_tests.faults.support_evidence import bound_workspace
 from timeline_pipeline_tests.faults.support_serve import (
     Answer,
     Burst,
-    LarkApp,
     ServeProcess,
     describe,
     labels,
-    metric_value,
     redeliver,
 )
 
 WORKSPACE = "inc-replicas"
 CHAT = "oc_fault_replicas"
 MESSAGES = 120
-EDIT_EVERY = 4
-"""Every 4th message is edited twice, so it has three versions in flight."""
 COPIES = 2
 IN_FLIGHT = 8
 """Concurrent deliveries per replica."""
@@ -87,17 +77,12 @@ def _deadlocks(engine: Engine) -> int:
 def test_two_replicas_flooded_with_the_same_messages_in_opposite_orders_keep_one_row_each(
     pg_url: str, bound: Engine, tmp_path: Path, fault_report: Callable[[str], None]
 ) -> None:
-    app = LarkApp.fresh()
-    items = make_chat_messages(CHAT, datetime.now(UTC) - timedelta(hours=2), MESSAGES, seed=23)
-    store = ChatStore(items)
-    versions = {
-        message_id: [message_receive_event(item, app.identity) for item in kept]
-        for message_id, kept in message_versions(store, items, EDIT_EVERY).items()
-    }
-    order = [item["message_id"] for item in items]
+    chat = EditedChat.make(WORKSPACE, CHAT, MESSAGES, seed=23)
+    app = chat.app
+    order = [item["message_id"] for item in chat.items]
     streams = (
-        _stream(versions, order, newest_first=False),
-        _stream(versions, order[::-1], newest_first=True),
+        _stream(chat.versions, order, newest_first=False),
+        _stream(chat.versions, order[::-1], newest_first=True),
     )
     deadlocks_before = _deadlocks(bound)
 
@@ -140,44 +125,12 @@ def test_two_replicas_flooded_with_the_same_messages_in_opposite_orders_keep_one
     deadlocks = _deadlocks(bound) - deadlocks_before
     assert deadlocks == 0
 
-    # One complete row per message, holding its newest edit.
-    settings = load_timeline_settings()
-    newest = [events[-1] for events in versions.values()]
-    expected = expected_from_events(
-        newest, WORKSPACE, app_id=app.app_id, max_text_chars=settings.max_message_chars
-    )
-    rows = all_evidence(bound)
-    counted = tally(rows, expected)
-    assert counted.exact, counted.describe()
-    edited = [message_id for message_id, events in versions.items() if len(events) > 1]
-    history = expected_records(
-        store.messages(CHAT),
-        WORKSPACE,
-        app_id=app.app_id,
-        max_text_chars=settings.max_message_chars,
-    )
-    stored = rows_by_message(rows)
-    kept = [
-        m
-        for m in edited
-        if (stored[m].content, stored[m].source_updated_at)
-        == (history[m].content, history[m].source_updated_at)
-    ]
-    assert kept == edited
-
-    # Across both replicas: one insert per message, one write outcome per acknowledged delivery,
-    # and each edit applied at most once.
-    writes = {
-        outcome: sum(
-            metric_value(text, "timeline_lark_evidence_writes_total", outcome=outcome)
-            for text in metrics
-        )
-        for outcome in ("inserted", "updated", "duplicate")
-    }
-    assert writes["inserted"] == MESSAGES
-    assert sum(writes.values()) == deliveries
-    assert writes["updated"] <= 2 * len(edited)
-    assert max(row.revision for row in rows) <= 3
+    # One complete row per message, holding its newest edit; across both replicas one insert
+    # per message, one write outcome per acknowledged delivery, and each edit applied at most
+    # once.
+    found = check_newest_edits(bound, chat)
+    writes = check_writes(metrics, found, chat, deliveries=deliveries)
+    edited, kept, counted = chat.edited, found.kept, found.counted
 
     fault_report(
         f"injected: 2 serve replicas on one PostgreSQL, {deliveries} deliveries at once "
