@@ -12,7 +12,7 @@ import anthropic
 import pytest
 
 from timeline_pipeline.i18n.locales import Locale
-from timeline_pipeline.llm.forced_tool import build_claude_client, is_transient
+from timeline_pipeline.llm.forced_tool import build_claude_client
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.synthesis.chunking import ChunkLimits, plan_chunks
 from timeline_pipeline.synthesis.claude import PROMPT_VERSION, ClaudeSynthesizer
@@ -331,26 +331,3 @@ def test_failures_never_carry_chat_text(standin: AnthropicStandIn, chunk: Synthe
         _synthesizer(standin.base_url).synthesize(chunk)
     assert SECRET not in str(caught.value)
     assert caught.value.__cause__ is None and caught.value.__context__ is None
-
-
-# --- helpers -------------------------------------------------------------------------------
-
-
-def test_client_helper_turns_sdk_retries_off() -> None:
-    client = build_claude_client("k", "http://127.0.0.1:9", timeout_seconds=7.5)
-    assert client.max_retries == 0
-    assert client.timeout == 7.5
-
-
-@pytest.mark.parametrize(
-    ("status", "transient"),
-    [
-        *[(400, False), (401, False), (403, False), (404, False), (408, True), (413, False)],
-        *[(429, True), (500, True), (502, True), (503, True), (504, True), (529, True)],
-    ],
-)
-def test_which_statuses_are_transient(status: int, transient: bool) -> None:
-    request = anthropic._base_client.httpx2.Request("POST", "http://127.0.0.1/v1/messages")  # type: ignore[attr-defined]
-    response = anthropic._base_client.httpx2.Response(status, request=request)  # type: ignore[attr-defined]
-    error = anthropic.APIStatusError("x", response=response, body=None)
-    assert is_transient(error) is transient

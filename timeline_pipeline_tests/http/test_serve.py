@@ -1,4 +1,5 @@
-"""The receiver under a real uvicorn: pushed events, graceful shutdown, the `serve` command."""
+"""`serve` (http/app.py, http/server.py) under a real uvicorn: the receiver's pushed events,
+graceful shutdown, and the `serve` command's start-up refusals and frozen heap."""
 
 from __future__ import annotations
 
