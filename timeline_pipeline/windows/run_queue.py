@@ -116,32 +116,6 @@ def summary_run_tags(workspace_id: str, lanes: int) -> dict[str, str]:
     }
 
 
-def run_tag_problem(
-    tags: Mapping[str, str], ref: WindowRef, lanes: int, *, job: str, batch: bool = False
-) -> str | None:
-    """Why a run may not synthesize `ref` (its tags escape the concurrency limits), or None.
-
-    Every run needs `timeline/synthesis=1` and the window's lane; a run of one window also
-    needs its workspace. A batch covers several workspaces of one lane, which the lane's
-    limit of one run keeps apart. `job` is the job whose partitions carry the tags.
-    """
-    lane = lane_of(ref.workspace_id, lanes)
-    workspace = tags.get(TAG_WORKSPACE)
-    wrong_workspace = not batch and workspace != ref.workspace_id
-    if wrong_workspace or tags.get(TAG_SYNTHESIS) != "1" or tags.get(TAG_LANE) != lane:
-        wanted = f"{TAG_SYNTHESIS}='1' and {TAG_LANE}={lane!r}"
-        if not batch:
-            wanted = f"{TAG_WORKSPACE}={ref.workspace_id!r}, {wanted}"
-        return (
-            f"refusing to synthesize {ref.partition_key}: the run carries "
-            f"{TAG_WORKSPACE}={workspace!r}, {TAG_SYNTHESIS}={tags.get(TAG_SYNTHESIS)!r} and "
-            f"{TAG_LANE}={tags.get(TAG_LANE)!r}, not {wanted}, so Dagster's "
-            "one-synthesis-per-workspace limit would not apply. Launch it through job "
-            f"{job!r} (its partitions carry these tags) or add the tags."
-        )
-    return None
-
-
 # --- the instance's limits against the settings -------------------------------------------------
 
 
@@ -216,3 +190,32 @@ def queue_limit_problems(
             f"({synthesis}): the synthesis asset's pool admits a different number of steps"
         )
     return problems
+
+
+# --- a run's own tags against the limits ---------------------------------------------------------
+
+
+def run_tag_problem(
+    tags: Mapping[str, str], ref: WindowRef, lanes: int, *, job: str, batch: bool = False
+) -> str | None:
+    """Why a run may not synthesize `ref` (its tags escape the concurrency limits), or None.
+
+    Every run needs `timeline/synthesis=1` and the window's lane; a run of one window also
+    needs its workspace. A batch covers several workspaces of one lane, which the lane's
+    limit of one run keeps apart. `job` is the job whose partitions carry the tags.
+    """
+    lane = lane_of(ref.workspace_id, lanes)
+    workspace = tags.get(TAG_WORKSPACE)
+    wrong_workspace = not batch and workspace != ref.workspace_id
+    if wrong_workspace or tags.get(TAG_SYNTHESIS) != "1" or tags.get(TAG_LANE) != lane:
+        wanted = f"{TAG_SYNTHESIS}='1' and {TAG_LANE}={lane!r}"
+        if not batch:
+            wanted = f"{TAG_WORKSPACE}={ref.workspace_id!r}, {wanted}"
+        return (
+            f"refusing to synthesize {ref.partition_key}: the run carries "
+            f"{TAG_WORKSPACE}={workspace!r}, {TAG_SYNTHESIS}={tags.get(TAG_SYNTHESIS)!r} and "
+            f"{TAG_LANE}={tags.get(TAG_LANE)!r}, not {wanted}, so Dagster's "
+            "one-synthesis-per-workspace limit would not apply. Launch it through job "
+            f"{job!r} (its partitions carry these tags) or add the tags."
+        )
+    return None
