@@ -33,7 +33,10 @@ from timeline_pipeline.db.schema import audit_events
 from timeline_pipeline.http.app import create_app
 from timeline_pipeline.maintenance.processors import default_registry
 from timeline_pipeline.maintenance.service import JobService
+from timeline_pipeline.orchestration.collection import LarkClientResource
+from timeline_pipeline.orchestration.report import REPORT_JOB, report_defs
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.orchestration.summary import WORKSPACE_PARTITIONS
 from timeline_pipeline.orchestration.windows import RERUN_JOB, SynthesizerResource, window_defs
 from timeline_pipeline.settings import (
     LarkTimelineSettings,
@@ -45,14 +48,17 @@ from timeline_pipeline.store import api_tokens
 from timeline_pipeline.store.audit import ACTOR_FORMS
 from timeline_pipeline.ui.pages import SESSION_COOKIE
 from timeline_pipeline_tests.curation.support import ROLLBACK, W1, incident, say, synthesize
-from timeline_pipeline_tests.interactions.harness import CURATOR as CARD_CURATOR
-from timeline_pipeline_tests.interactions.harness import button, harness, plan_card, seed_entries
 from timeline_pipeline_tests.maintenance.conftest import run_listener
 from timeline_pipeline_tests.pins.harness import CURATOR as PIN_CURATOR
 from timeline_pipeline_tests.pins.harness import pin_harness
+from timeline_pipeline_tests.review_cards.harness import CURATOR as CARD_CURATOR
+from timeline_pipeline_tests.review_cards.harness import button, harness, plan_card, seed_entries
 from timeline_pipeline_tests.ui.support import session
 
 API, CLI, DAGSTER, CHAT, PAGE = "api", "cli", "dagster", "chat", "page"
+REPORT_RUN = "dagster (report)"
+EARLY = W1 - timedelta(hours=2)
+"""A start before the workspace was made (its `detected`), as a curator corrects it."""
 WORKSPACE = "inc-1"
 
 AUDITED: tuple[tuple[str, str, str], ...] = (
@@ -67,6 +73,8 @@ AUDITED: tuple[tuple[str, str, str], ...] = (
     ("curator.remove", API, "DELETE /api/workspaces/W/curators/O"),
     ("lifecycle.hold.create", API, "POST /api/workspaces/W/lifecycle/holds"),
     ("lifecycle.hold.release", API, "POST /api/workspaces/W/lifecycle/holds/H/release"),
+    ("report.milestone.set", API, "PUT /api/workspaces/W/report/milestones/M"),
+    ("report.milestone.clear", API, "DELETE /api/workspaces/W/report/milestones/M"),
     ("entry.confirm", CLI, "timeline confirm W E"),
     ("entry.hide", CLI, "timeline hide W E"),
     ("entry.restore", CLI, "timeline restore W E"),
@@ -84,6 +92,10 @@ AUDITED: tuple[tuple[str, str, str], ...] = (
     ("maintenance.run", CLI, "maintenance run (its first batch)"),
     ("maintenance.completed", CLI, "maintenance run (to the end)"),
     ("maintenance.cancel", CLI, "maintenance cancel"),
+    ("report.build", CLI, "report build --workspace W"),
+    ("report.milestone.set", CLI, "report set-milestone"),
+    ("report.milestone.clear", CLI, "report clear-milestone"),
+    ("report.build", REPORT_RUN, "job build_incident_reports"),
     ("maintenance.create", DAGSTER, "job rerun_windows (preview)"),
     ("maintenance.run", DAGSTER, "job rerun_windows (its first batch)"),
     ("maintenance.completed", DAGSTER, "job rerun_windows (to the end)"),
@@ -99,6 +111,8 @@ AUDITED: tuple[tuple[str, str, str], ...] = (
     ("entry.edit", PAGE, "POST /ui/workspaces/W/entries/E/edit"),
     ("entry.add", PAGE, "POST /ui/workspaces/W/entries"),
     ("summary.write", PAGE, "POST /ui/workspaces/W/summary"),
+    ("report.milestone.set", PAGE, "POST /ui/workspaces/W/report/milestones/M (set)"),
+    ("report.milestone.clear", PAGE, "POST /ui/workspaces/W/report/milestones/M (clear)"),
 )
 UNWALKED = {"maintenance.paused": "a failing batch pauses the job: the same advance, its actor"}
 """Actions written on a path the table's triggers share (the actor is the same argument)."""
@@ -108,6 +122,7 @@ WRITERS = {
     "timeline_pipeline.curation.curators",
     "timeline_pipeline.maintenance.service",
     "timeline_pipeline.lifecycle.holds",
+    "timeline_pipeline.report.service",
 }
 """The modules that call `audit_curation`; a new one needs its actions in `AUDITED`."""
 
@@ -239,6 +254,9 @@ def test_every_api_action_is_the_token_s(engine: Engine, draft: int, client: Tes
             headers={**auth, "Idempotency-Key": "actors-release"},
         )
     )
+    milestone = f"{base}/report/milestones/started"
+    ok(client.put(milestone, json={"at": EARLY.isoformat()}, headers=auth))
+    ok(client.delete(milestone, headers=auth))
     audit.check(API, f"token:{issued.id}")
 
 
@@ -322,6 +340,10 @@ def test_every_cli_action_is_the_os_user_s(
         )
     finally:
         listener.stop()
+    run("report", "build", "--workspace", WORKSPACE)
+    started = ("--workspace", WORKSPACE, "--milestone", "started")
+    run("report", "set-milestone", *started, "--at", EARLY.isoformat())
+    run("report", "clear-milestone", *started)
     audit.check(CLI, f"cli:{getpass.getuser()}")
 
 
@@ -350,6 +372,30 @@ def test_the_rerun_job_is_the_run_s(
         )
     assert result.success
     audit.check(DAGSTER, f"dagster:{result.run_id}")
+
+
+def test_a_report_build_is_the_run_s(engine: Engine, db_url: str, draft: int) -> None:
+    overrides = {"enabled": True}
+    defs = dg.Definitions.merge(
+        dg.Definitions(
+            resources={
+                "database": DatabaseResource(url=db_url),
+                "timeline_settings": TimelineSettingsResource(overrides=overrides),
+                "lark": LarkClientResource(
+                    app_id="cli_x", app_secret="x", base_url="http://127.0.0.1:9"
+                ),
+            }
+        ),
+        report_defs(load_timeline_settings(**overrides)),
+    )
+    audit = Audit(engine)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(WORKSPACE_PARTITIONS, [WORKSPACE])
+        result = defs.resolve_job_def(REPORT_JOB).execute_in_process(
+            instance=instance, partition_key=WORKSPACE
+        )
+    assert result.success
+    audit.check(REPORT_RUN, f"dagster:{result.run_id}")
 
 
 # --- from the chat ------------------------------------------------------------------------------
@@ -403,6 +449,9 @@ def test_page_changes_are_the_session_s(engine: Engine, draft: int, client: Test
     typed = W1.strftime("%Y-%m-%dT%H:%M")
     ok("/entries", {"title": "Paged the on-call", "category": "impact", "occurred_at": typed})
     ok("/summary", {"content": "Rolled back."})
+    early = EARLY.strftime("%Y-%m-%dT%H:%M")
+    ok("/report/milestones/started", {"action": "set", "at": early})
+    ok("/report/milestones/started", {"action": "clear"})
     events = audit.events()
     actors = {who for _, who in events}
     assert len(actors) == 1 and attributed(actors.pop())

@@ -39,11 +39,11 @@ from timeline_pipeline.domain.entries import DraftWrite, EvidenceRef
 from timeline_pipeline.domain.evidence import EvidenceRecord, content_hash
 from timeline_pipeline.domain.interactions import CardAction
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, message_source_key
-from timeline_pipeline.interactions.cards import action_value
-from timeline_pipeline.interactions.worker import CardWorker
 from timeline_pipeline.lark.simulator.events import EventIdentity, card_action_event
 from timeline_pipeline.lark.simulator.signing import sign_payload
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.review_cards.drawing import action_value
+from timeline_pipeline.review_cards.worker import CardWorker
 from timeline_pipeline.security.callback_tokens import card_uuid
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import evidence, workspaces

@@ -319,12 +319,12 @@ def _register_subcommands() -> None:
     """Command groups that live in their own modules."""
     from timeline_pipeline.cli.config_commands import config_group
     from timeline_pipeline.cli.demo_commands import demo
-    from timeline_pipeline.cli.interaction_commands import interactions_group
     from timeline_pipeline.cli.lark_commands import lark_group
     from timeline_pipeline.cli.lifecycle_commands import lifecycle_group
     from timeline_pipeline.cli.maintenance_commands import maintenance_group
     from timeline_pipeline.cli.reconcile_commands import reconcile
     from timeline_pipeline.cli.report_commands import report_group
+    from timeline_pipeline.cli.review_card_commands import interactions_alias, review_cards_group
     from timeline_pipeline.cli.serve_commands import serve
     from timeline_pipeline.cli.timeline_commands import timeline_group
     from timeline_pipeline.cli.token_commands import token_group
@@ -335,7 +335,8 @@ def _register_subcommands() -> None:
 
     cli.add_command(config_group)
     cli.add_command(demo)
-    cli.add_command(interactions_group)
+    cli.add_command(review_cards_group)
+    cli.add_command(interactions_alias)
     cli.add_command(lark_group)
     cli.add_command(lifecycle_group)
     cli.add_command(maintenance_group)

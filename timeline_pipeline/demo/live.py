@@ -14,11 +14,11 @@ from typing import Any
 from sqlalchemy import Engine
 
 from timeline_pipeline.http.app import create_app
-from timeline_pipeline.interactions.runtime import ReviewCards
 from timeline_pipeline.lark.simulator.events import EventIdentity
 from timeline_pipeline.lark.simulator.pusher import Answer, send_signed
 from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn, SimulatorServer
 from timeline_pipeline.lark.simulator.store import ChatStore
+from timeline_pipeline.review_cards.runtime import ReviewCards
 from timeline_pipeline.settings import Settings
 
 

@@ -17,9 +17,9 @@ from sqlalchemy import Engine
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.demo.live import identity, live_receiver, send
 from timeline_pipeline.domain.entries import EntryStatus
-from timeline_pipeline.interactions.cards import VALUE_ACTION, VALUE_ENTRY
 from timeline_pipeline.lark.simulator.events import card_action_event
 from timeline_pipeline.lark.simulator.store import ChatStore
+from timeline_pipeline.review_cards.drawing import VALUE_ACTION, VALUE_ENTRY
 from timeline_pipeline.settings import Settings
 from timeline_pipeline.store import entries, workspaces
 from timeline_pipeline.store import interaction_requests as cards

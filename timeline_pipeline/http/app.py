@@ -111,7 +111,7 @@ def _lifespan(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         # The review-card worker runs with the server (docs/review-cards.md), unless the
-        # deployment runs `interactions work` apart (`serve --no-card-worker`).
+        # deployment runs `review-cards work` apart (`serve --no-card-worker`).
         if card_worker and resources.review_cards is not None:
             resources.review_cards.start_worker()
         yield

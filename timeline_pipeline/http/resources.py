@@ -16,7 +16,6 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.curation.evidence import EvidenceService
 from timeline_pipeline.curation.service import CurationService
-from timeline_pipeline.interactions.runtime import ReviewCards
 from timeline_pipeline.observability.metrics import ReceiverMetrics
 from timeline_pipeline.pins.runtime import build_pin_service
 from timeline_pipeline.receiver.batching import WriteBatcher
@@ -27,6 +26,7 @@ from timeline_pipeline.receiver.registry import EventHandlerRegistry
 from timeline_pipeline.receiver.service import EventService
 from timeline_pipeline.receiver.verification import CallbackVerifier, Credentials
 from timeline_pipeline.report.service import ReportService
+from timeline_pipeline.review_cards.runtime import ReviewCards
 from timeline_pipeline.settings import Settings
 from timeline_pipeline.web.cursors import CursorCodec, cursor_secret
 

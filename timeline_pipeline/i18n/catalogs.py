@@ -50,7 +50,7 @@ class Domain(StrEnum):
 EXTRACTION: dict[Domain, tuple[tuple[str, str], ...]] = {
     Domain.PAGE: (("ui/**.py", "python"), ("ui/templates/**.html", "jinja2")),
     Domain.CHAT: (
-        ("interactions/**.py", "python"),
+        ("review_cards/**.py", "python"),
         ("pins/**.py", "python"),
         ("report/publisher.py", "python"),
     ),

@@ -21,8 +21,8 @@ from typing import Any
 
 import dagster as dg
 
-from timeline_pipeline.interactions.card_figures import review_card_figures
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
+from timeline_pipeline.review_cards.card_figures import review_card_figures
 from timeline_pipeline.windows.health import measure_health
 from timeline_pipeline.windows.health_checks import (
     BACKLOG_CHECK,

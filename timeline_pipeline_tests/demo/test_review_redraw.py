@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from timeline_pipeline.demo.review import shows_confirmed
-from timeline_pipeline.interactions.cards import VALUE_ACTION, VALUE_ENTRY
+from timeline_pipeline.review_cards.drawing import VALUE_ACTION, VALUE_ENTRY
 
 CURATOR = "ou_commander"
 

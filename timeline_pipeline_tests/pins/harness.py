@@ -17,9 +17,7 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.domain.entries import EntryRow
 from timeline_pipeline.ingest.writer import ingest
-from timeline_pipeline.interactions.admission import CardCallbacks
-from timeline_pipeline.interactions.worker import CardWorker
-from timeline_pipeline.lark.cards import LarkCardSender
+from timeline_pipeline.lark.card_sender import LarkCardSender
 from timeline_pipeline.lark.normalize import normalize_list_item
 from timeline_pipeline.lark.simulator.events import EventIdentity, reaction_event
 from timeline_pipeline.lark.simulator.fixtures import message_item
@@ -28,10 +26,12 @@ from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.observability.metrics import PinMetrics, ReviewCardMetrics
 from timeline_pipeline.pins.reactions import read_reaction
 from timeline_pipeline.pins.service import PinResult, PinService, pin_fingerprint
+from timeline_pipeline.review_cards.admission import CardCallbacks
+from timeline_pipeline.review_cards.worker import CardWorker
 from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_settings
 from timeline_pipeline.store import chat_pins, entries, workspaces
 from timeline_pipeline.store import interaction_requests as cards
-from timeline_pipeline_tests.interactions.harness import lark_client
+from timeline_pipeline_tests.review_cards.harness import lark_client
 
 CHAT = "oc_pin_chat"
 CURATOR = "ou_pin_curator"

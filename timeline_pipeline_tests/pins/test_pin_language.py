@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Engine
 
 from timeline_pipeline.lark.simulator.events import EventIdentity, card_action_event
-from timeline_pipeline_tests.interactions.harness import button
 from timeline_pipeline_tests.pins.harness import CHAT, CURATOR, pin_harness
+from timeline_pipeline_tests.review_cards.harness import button
 
 
 def _texts(card: dict[str, Any]) -> list[str]:

@@ -14,11 +14,11 @@ from sqlalchemy import Engine, func, select
 from timeline_pipeline.db.schema import audit_events
 from timeline_pipeline.domain.card_requests import PinNote
 from timeline_pipeline.domain.keys import SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGE, message_source_key
-from timeline_pipeline.interactions.pin_card import headline
 from timeline_pipeline.lark.simulator.server import ROUTE_GET_MESSAGE
+from timeline_pipeline.review_cards.drawing import headline
 from timeline_pipeline.store import evidence, workspaces
-from timeline_pipeline_tests.interactions.harness import button
 from timeline_pipeline_tests.pins.harness import CHAT, CURATOR, PinHarness, pin_harness
+from timeline_pipeline_tests.review_cards.harness import button
 
 
 def _entries_of(h: PinHarness, workspace_id: str) -> int:

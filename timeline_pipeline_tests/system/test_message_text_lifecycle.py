@@ -60,8 +60,8 @@ from timeline_pipeline.orchestration.windows import (
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import api_tokens, workspaces
 from timeline_pipeline.ui.pages import SESSION_COOKIE
-from timeline_pipeline_tests.interactions.processes import ENCRYPT_KEY, TOKEN, env, serving
-from timeline_pipeline_tests.interactions.processes import wait_for as _wait_for
+from timeline_pipeline_tests.review_cards.processes import ENCRYPT_KEY, TOKEN, env, serving
+from timeline_pipeline_tests.review_cards.processes import wait_for as _wait_for
 from timeline_pipeline_tests.support.windows import WINDOW
 from timeline_pipeline_tests.system.message_text_support import (
     Place,

@@ -19,18 +19,18 @@ from sqlalchemy import Engine, func, select
 
 from timeline_pipeline.db.engine import make_engine
 from timeline_pipeline.db.schema import interaction_admissions
-from timeline_pipeline.interactions.admission import CardCallbacks
-from timeline_pipeline.interactions.worker import CardWorker
-from timeline_pipeline.lark.cards import LarkCardSender
+from timeline_pipeline.lark.card_sender import LarkCardSender
 from timeline_pipeline.lark.simulator.events import EventIdentity, card_action_event
 from timeline_pipeline.lark.simulator.pusher import send_signed
 from timeline_pipeline.lark.simulator.runner import SimulatorServer
 from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.review_cards.admission import CardCallbacks
+from timeline_pipeline.review_cards.worker import CardWorker
 from timeline_pipeline.settings import load_timeline_settings
 from timeline_pipeline.store import entries, workspaces
 from timeline_pipeline.store import interaction_requests as cards
-from timeline_pipeline_tests.interactions.harness import (
+from timeline_pipeline_tests.review_cards.harness import (
     CHAT,
     CURATOR,
     T0,
@@ -39,7 +39,7 @@ from timeline_pipeline_tests.interactions.harness import (
     plan_card,
     seed_entries,
 )
-from timeline_pipeline_tests.interactions.processes import (
+from timeline_pipeline_tests.review_cards.processes import (
     ENCRYPT_KEY,
     TOKEN,
     env,

@@ -1,4 +1,4 @@
-"""`serve` and `interactions work` as real processes against a local Lark in the test."""
+"""`serve` and `review-cards work` as real processes against a local Lark in the test."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def serving(tmp: Path, name: str, environ: dict[str, str], *flags: str) -> Itera
 
 def worker(tmp: Path, name: str, environ: dict[str, str]) -> ManagedProcess:
     return ManagedProcess(
-        name, [str(BIN), "interactions", "work"], cwd=tmp, env=environ, log_path=tmp / f"{name}.log"
+        name, [str(BIN), "review-cards", "work"], cwd=tmp, env=environ, log_path=tmp / f"{name}.log"
     )
 
 

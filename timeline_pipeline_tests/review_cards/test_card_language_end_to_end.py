@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from timeline_pipeline_tests.interactions.harness import (
+from timeline_pipeline_tests.review_cards.harness import (
     Harness,
     harness,
     plan_card,

@@ -1,6 +1,6 @@
 """Review cards wired for a process: the callback handler and the worker thread.
 
-`serve` builds one of these when `reviewCardsEnabled` is on; `interactions work` runs the
+`serve` builds one of these when `reviewCardsEnabled` is on; `review-cards work` runs the
 worker alone. The worker posts and redraws cards only when the Lark app credentials are set
 (LARK_APP_ID, LARK_APP_SECRET); without them it still plans finished windows' cards and
 applies decisions.
@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
-from timeline_pipeline.interactions.admission import CardCallbacks
-from timeline_pipeline.interactions.worker import CardWorker
-from timeline_pipeline.lark.cards import CardSender, LarkCardSender
+from timeline_pipeline.lark.card_sender import CardSender, LarkCardSender
 from timeline_pipeline.lark.client_factory import build_client
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.review_cards.admission import CardCallbacks
+from timeline_pipeline.review_cards.worker import CardWorker
 from timeline_pipeline.settings import Settings
 
-log = get_logger("timeline_pipeline.interactions")
+log = get_logger("timeline_pipeline.review_cards")
 
 
 def card_sender(settings: Settings) -> CardSender | None:

@@ -16,7 +16,7 @@ from timeline_pipeline.http.app import create_app
 from timeline_pipeline.lark.simulator.pusher import send_signed
 from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn
 from timeline_pipeline.settings import Settings, load_runtime_environment
-from timeline_pipeline_tests.interactions.harness import harness, plan_card, seed_entries
+from timeline_pipeline_tests.review_cards.harness import harness, plan_card, seed_entries
 
 TOKEN = "route-verification-token"
 KEY = "route-encrypt-key"

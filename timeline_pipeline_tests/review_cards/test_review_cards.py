@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from timeline_pipeline.lark.simulator.fixtures import message_item
 from timeline_pipeline.store import entries
-from timeline_pipeline_tests.interactions.harness import (
+from timeline_pipeline_tests.review_cards.harness import (
     CHAT,
     CURATOR,
     Harness,
@@ -204,7 +204,7 @@ def test_a_posted_card_is_never_stored_as_evidence_when_the_chat_is_reconciled(
     from timeline_pipeline.reconcile.runner import Reconciler
     from timeline_pipeline.reconcile.targets import Target
     from timeline_pipeline.store import workspaces
-    from timeline_pipeline_tests.interactions.harness import lark_client
+    from timeline_pipeline_tests.review_cards.harness import lark_client
 
     with harness(engine, enabled=True, reconciliation_enabled=True) as h:
         card_id, _ = _ready(h, 1)
@@ -243,7 +243,7 @@ def test_decisions_beyond_the_workspace_admission_limit_are_refused_until_the_wo
 def test_the_health_figures_count_pending_cards_and_the_callback_backlog(engine: Engine) -> None:
     from datetime import UTC, datetime
 
-    from timeline_pipeline.interactions.card_figures import review_card_figures
+    from timeline_pipeline.review_cards.card_figures import review_card_figures
 
     with harness(engine) as h:
         card_id, ids = _ready(h, 2)

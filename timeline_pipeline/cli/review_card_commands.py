@@ -1,7 +1,9 @@
-"""`timeline-pipeline interactions ...`: the review-card worker, and the cards of a workspace.
+"""`timeline-pipeline review-cards ...`: the review-card worker, and the cards of a workspace.
 
-`interactions work` runs the same worker `serve` runs (docs/review-cards.md), for a
-deployment that keeps it apart from the receiver or for draining the queue by hand.
+`review-cards work` runs the same worker `serve` runs (docs/review-cards.md), for a
+deployment that keeps it apart from the receiver or for draining the queue by hand. The group's
+earlier name, `interactions`, still runs the same commands (hidden from the help), so scripts
+and service units written for it keep working.
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from timeline_pipeline.cli.output import emit
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
-@click.group(name="interactions")
-def interactions_group() -> None:
+@click.group(name="review-cards")
+def review_cards_group() -> None:
     """Review cards: the worker that posts cards and applies curators' decisions."""
 
 
-@interactions_group.command("work")
+@review_cards_group.command("work")
 @click.option("--drain", is_flag=True, help="Stop once nothing is left to do.")
 @click.option(
     "--max-seconds",
@@ -39,8 +41,8 @@ def interactions_group() -> None:
 def work(app: AppContext, drain: bool, max_seconds: float, as_json: bool) -> None:
     """Plan finished windows' cards, post queued cards, apply admitted decisions, redraw cards;
     until SIGTERM or --drain."""
-    from timeline_pipeline.interactions.runtime import ReviewCards
     from timeline_pipeline.observability.logs import configure_logging
+    from timeline_pipeline.review_cards.runtime import ReviewCards
 
     configure_logging(json=as_json)
     cards = ReviewCards.build(app.settings, app.engine)
@@ -80,7 +82,7 @@ def work(app: AppContext, drain: bool, max_seconds: float, as_json: bool) -> Non
         cards.worker.close()
 
 
-@interactions_group.command("show")
+@review_cards_group.command("show")
 @click.option("--workspace", "workspace_id", required=True)
 @json_option
 @pass_app
@@ -116,3 +118,11 @@ def show(app: AppContext, workspace_id: str, as_json: bool) -> None:
             )
 
     emit(as_json, data, human)
+
+
+interactions_alias = click.Group(
+    name="interactions",
+    commands=review_cards_group.commands,
+    hidden=True,
+    help="The earlier name of `review-cards` (docs/review-cards.md).",
+)

@@ -1,4 +1,4 @@
-"""The review card's Lark JSON, drawn from the stored request and decisions. Pure.
+"""Every card the bot draws, as Lark JSON, from the stored request and decisions. Pure.
 
 The card is always drawn whole from the stored state (never patched by delta), so drawing it
 twice gives the same card and a patch that is retried after a crash is harmless. Text that came
@@ -11,19 +11,26 @@ the words come from the `chat` catalog, category names from `i18n.labels`, and t
 `i18n.times`, with the date wherever the card's times span more than one local day and always
 for its expiry. The button values, the option values and the stored request never change with
 the language; only the text does.
+
+A pin's reply card ("Pinned to the timeline of INC-... as finding") is drawn here too: a review
+card of kind `chat_pin` (docs/pins.md), posted in the message's thread through the same durable
+delivery, whose one control, the category select, goes through the same callback admission and
+worker. It offers no Confirm or Hide: a pin is confirmed when it is made, and unpinning is taking
+the reaction back. `draw_card` is what the worker and the admission draw any stored card with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Concatenate, Final, ParamSpec
 
 from timeline_pipeline.domain.card_requests import (
     CardEntry,
     CardRequest,
     Decision,
     Decisions,
+    PinNote,
     closing_decision,
 )
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
@@ -45,7 +52,10 @@ __all__ = [
     "action_value",
     "category_in_text",
     "describe",
+    "draw_card",
+    "headline",
     "render_card",
+    "render_pin_card",
 ]
 
 
@@ -292,3 +302,88 @@ def render_card(
         },
         "elements": elements,
     }
+
+
+# --- a pin's reply card (docs/pins.md) -------------------------------------------------------
+
+CATEGORY_ACTION: Final = CardAction.CATEGORY
+_P = ParamSpec("_P")
+
+
+def headline(note: PinNote, category: str, presentation: Presentation = ENGLISH) -> str:
+    """The reply's one line, the same on the card and in the docs."""
+    t = translations(Domain.CHAT, presentation.locale)
+    return t.gettext("Pinned to the timeline of {workspace} as {category}").format(
+        workspace=note.workspace_label,
+        category=category_in_text(category, presentation.locale),
+    )
+
+
+def render_pin_card(
+    request: CardRequest,
+    decisions: Decisions,
+    *,
+    token: str | None,
+    status: str,
+    expires_at: datetime,
+    workspace_id: str,
+    link_base_url: str = "",
+    presentation: Presentation = ENGLISH,
+) -> dict[str, Any]:
+    """The whole card; with `token` None (expired) it shows the pin, no control."""
+    assert request.pin is not None
+    entry = request.entries[0]
+    note = request.pin
+    text = CardText(presentation, card_moments(request, decisions))
+    t = text.t
+    elements: list[dict[str, Any]] = [
+        {"tag": "div", "text": _plain(entry.title)},
+        {
+            "tag": "div",
+            "text": {
+                "tag": "lark_md",
+                "content": t.gettext("Pinned by {actor} at {time} message time").format(
+                    actor=f"<at id={note.operator}></at>", time=text.time(entry.occurred_at)
+                ),
+            },
+        },
+    ]
+    notes = [describe(d, text) for d in decisions.get(entry.id, [])]
+    if link_base_url:
+        link = f"{link_base_url.rstrip('/')}/ui/workspaces/{workspace_id}#entry-{entry.id}"
+        opener = t.gettext("Open the timeline")
+        notes.insert(0, f"[{opener}]({link})")
+    if notes:
+        elements.append({"tag": "div", "text": {"tag": "lark_md", "content": "\n".join(notes)}})
+    if token is not None and status == CardStatus.PENDING:
+        elements.append(
+            {"tag": "action", "actions": [category_select(token, entry, request, text)]}
+        )
+        footer = t.gettext("Change the category until {time}").format(
+            time=text.deadline(expires_at)
+        )
+    else:
+        footer = t.gettext("Change the category on the timeline page")
+    elements.append({"tag": "note", "elements": [_plain(footer)]})
+    return {
+        "config": {"wide_screen_mode": True, "update_multi": True},
+        "header": {
+            "title": _plain(headline(note, entry.category, presentation)),
+            "template": "green",
+        },
+        "elements": elements,
+    }
+
+
+def _by_kind(
+    review: Callable[Concatenate[CardRequest, _P], dict[str, Any]],
+    pin: Callable[Concatenate[CardRequest, _P], dict[str, Any]],
+) -> Callable[Concatenate[CardRequest, _P], dict[str, Any]]:
+    def draw(request: CardRequest, /, *args: _P.args, **kwargs: _P.kwargs) -> dict[str, Any]:
+        """Any stored card, drawn whole: a pin's reply card or a review card."""
+        return (pin if request.pin is not None else review)(request, *args, **kwargs)
+
+    return draw
+
+
+draw_card = _by_kind(render_card, render_pin_card)

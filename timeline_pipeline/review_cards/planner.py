@@ -36,7 +36,7 @@ from timeline_pipeline.store import interaction_requests as cards
 from timeline_pipeline.store import review_card_outbox as outbox
 from timeline_pipeline.store.interaction_requests import CardRow
 
-log = get_logger("timeline_pipeline.interactions")
+log = get_logger("timeline_pipeline.review_cards")
 
 MAX_CARD_ENTRIES: Final = 20
 """A window proposes a handful of drafts; a card with more would not fit Lark's size limit."""

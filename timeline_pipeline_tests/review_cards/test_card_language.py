@@ -16,10 +16,9 @@ import pytest
 from timeline_pipeline.domain.card_requests import CardEntry, CardRequest, Decision, PinNote
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
 from timeline_pipeline.i18n.locales import Locale, Presentation
-from timeline_pipeline.interactions.callbacks import CallbackRefused, Refusal, stale_toast
-from timeline_pipeline.interactions.cards import describe, render_card
-from timeline_pipeline.interactions.pin_card import headline, render_pin_card
 from timeline_pipeline.pins.service import entry_text
+from timeline_pipeline.review_cards.callbacks import CallbackRefused, Refusal, stale_toast
+from timeline_pipeline.review_cards.drawing import describe, headline, render_card, render_pin_card
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 """18:00 in Shanghai."""

@@ -17,7 +17,7 @@ from timeline_pipeline.db.schema import (
     workspace_timeline_entries,
 )
 from timeline_pipeline.store import entries
-from timeline_pipeline_tests.interactions.harness import (
+from timeline_pipeline_tests.review_cards.harness import (
     Harness,
     button,
     harness,

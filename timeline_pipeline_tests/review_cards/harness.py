@@ -18,15 +18,15 @@ from sqlalchemy import Engine, func, select
 from timeline_pipeline.db.schema import audit_events, interaction_admissions
 from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW, CardEntry, CardRequest
 from timeline_pipeline.domain.entries import DraftWrite, EvidenceRef
-from timeline_pipeline.interactions.admission import CardAnswer, CardCallbacks
-from timeline_pipeline.interactions.worker import CardWorker
-from timeline_pipeline.lark.cards import LarkCardSender
+from timeline_pipeline.lark.card_sender import LarkCardSender
 from timeline_pipeline.lark.client import LarkClient, LarkClientConfig
 from timeline_pipeline.lark.simulator.events import EventIdentity, card_action_event
 from timeline_pipeline.lark.simulator.runner import SimulatorServer
 from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
 from timeline_pipeline.retry import RetryPolicy
+from timeline_pipeline.review_cards.admission import CardAnswer, CardCallbacks
+from timeline_pipeline.review_cards.worker import CardWorker
 from timeline_pipeline.security.callback_tokens import card_uuid
 from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_settings
 from timeline_pipeline.store import entries, evidence, workspaces

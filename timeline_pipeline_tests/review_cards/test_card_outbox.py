@@ -22,11 +22,11 @@ from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.card_requests import KIND_DRAFT_REVIEW
 from timeline_pipeline.domain.sync_states import SyncState
 from timeline_pipeline.domain.window_keys import WindowRef
-from timeline_pipeline.interactions import planner
-from timeline_pipeline.interactions.card_figures import review_card_figures
-from timeline_pipeline.interactions.planner import PlanPass, plan_flagged_cards
-from timeline_pipeline.interactions.worker import CardWorker
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.review_cards import planner
+from timeline_pipeline.review_cards.card_figures import review_card_figures
+from timeline_pipeline.review_cards.planner import PlanPass, plan_flagged_cards
+from timeline_pipeline.review_cards.worker import CardWorker
 from timeline_pipeline.security.callback_tokens import card_uuid
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import interaction_requests as cards
@@ -270,15 +270,15 @@ def _now() -> datetime:
     return NOW
 
 
-def test_interactions_work_drain_plans_the_flagged_windows_cards(
+def test_review_cards_work_drain_plans_the_flagged_windows_cards(
     engine: Engine, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`interactions work --drain` (a worker apart from `serve`) plans them too, and says so."""
+    """`review-cards work --drain` (a worker apart from `serve`) plans them too, and says so."""
     workspace(engine)
     state = synthesize(engine, ON)
     monkeypatch.setenv("TIMELINE_DATABASE_URL", db_url)
     monkeypatch.setenv("TIMELINE_LARK_REVIEW_CARDS_ENABLED", "true")
-    result = CliRunner().invoke(cli, ["interactions", "work", "--drain", "--json"])
+    result = CliRunner().invoke(cli, ["review-cards", "work", "--drain", "--json"])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["planned"] == 1
     assert [c.window_state_id for c in card_rows(engine)] == [state.id]

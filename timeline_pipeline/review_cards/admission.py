@@ -38,7 +38,9 @@ from timeline_pipeline.domain.card_requests import CardRequest, Decision, pendin
 from timeline_pipeline.domain.interactions import CardAction
 from timeline_pipeline.i18n.catalogs import Domain, translations
 from timeline_pipeline.i18n.locales import Presentation, check_time_zone, resolve_locale
-from timeline_pipeline.interactions.callbacks import (
+from timeline_pipeline.observability.logs import get_logger
+from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.review_cards.callbacks import (
     Admissible,
     CallbackRefused,
     CardCallback,
@@ -48,10 +50,7 @@ from timeline_pipeline.interactions.callbacks import (
     claimed_key,
     parse,
 )
-from timeline_pipeline.interactions.cards import N_
-from timeline_pipeline.interactions.pin_card import draw_card
-from timeline_pipeline.observability.logs import get_logger
-from timeline_pipeline.observability.metrics import ReviewCardMetrics
+from timeline_pipeline.review_cards.drawing import N_, draw_card
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, workspaces
 from timeline_pipeline.store import interaction_admissions as admissions
@@ -60,7 +59,7 @@ from timeline_pipeline.store import interaction_tokens as tokens
 from timeline_pipeline.store.interaction_admissions import AdmissionLimitReached
 from timeline_pipeline.store.interaction_requests import CardRow
 
-log = get_logger("timeline_pipeline.interactions")
+log = get_logger("timeline_pipeline.review_cards")
 
 ADMITTED: Final = "admitted"
 DUPLICATE: Final = "duplicate"

@@ -2,12 +2,12 @@
 admitted decisions once, redraws cards.
 
 It runs inside `serve` (docs/review-cards.md: why not a Dagster sensor) and standalone as
-`timeline-pipeline interactions work`. Every piece of work is a database row taken with a lease
+`timeline-pipeline review-cards work`. Every piece of work is a database row taken with a lease
 by compare-and-set, so any number of workers and replicas can run; a worker killed at any point
 leaves rows whose lease expires and that another worker takes over:
 
 * a finished window's card is planned in the transaction that clears the window's
-  `review_card_pending` flag (`interactions/planner.py`), so it is queued once, and a worker
+  `review_card_pending` flag (`review_cards/planner.py`), so it is queued once, and a worker
   killed before that commit leaves the flag to the next round;
 * a decision's curation (through the curation service, with its audit event) commits in the
   same transaction that moves its admission from `queued` to `applied`, so it happens once; it
@@ -46,13 +46,13 @@ from timeline_pipeline.domain.card_requests import CardRequest, Decision, all_cl
 from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.domain.interactions import AdmissionStatus, CardAction, CardStatus
 from timeline_pipeline.i18n.locales import Presentation
-from timeline_pipeline.interactions.pin_card import draw_card
-from timeline_pipeline.interactions.planner import plan_flagged_cards
-from timeline_pipeline.lark.cards import CardSender
+from timeline_pipeline.lark.card_sender import CardSender
 from timeline_pipeline.lark.client import LarkApiError
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
 from timeline_pipeline.retry import RetryPolicy
+from timeline_pipeline.review_cards.drawing import draw_card
+from timeline_pipeline.review_cards.planner import plan_flagged_cards
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries
 from timeline_pipeline.store import interaction_admissions as admissions
@@ -61,7 +61,7 @@ from timeline_pipeline.store import interaction_tokens as tokens
 from timeline_pipeline.store.interaction_admissions import AdmissionRow
 from timeline_pipeline.store.interaction_requests import CardRow
 
-log = get_logger("timeline_pipeline.interactions")
+log = get_logger("timeline_pipeline.review_cards")
 
 APPLIED: Final = "applied"
 MAX_SEND_ATTEMPTS: Final = 8
@@ -191,7 +191,7 @@ class CardWorker:
         return report
 
     def drain(self, *, max_seconds: float = 30.0) -> WorkReport:
-        """Run until nothing is left to do (tests, the demo, `interactions work --drain`)."""
+        """Run until nothing is left to do (tests, the demo, `review-cards work --drain`)."""
         total = WorkReport()
         deadline = time.monotonic() + max_seconds
         while time.monotonic() < deadline:

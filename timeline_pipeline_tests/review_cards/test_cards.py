@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from timeline_pipeline.domain.card_requests import CardEntry, CardRequest, Decision
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
-from timeline_pipeline.interactions.cards import render_card
+from timeline_pipeline.review_cards.drawing import render_card
 from timeline_pipeline.security.callback_tokens import card_uuid, new_token, token_hash
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)

@@ -19,13 +19,13 @@ from timeline_pipeline.curation.service import CurationService
 from timeline_pipeline.db.schema import audit_events, interaction_admissions
 from timeline_pipeline.domain import entries as domain_entries
 from timeline_pipeline.domain.interactions import CardAction
-from timeline_pipeline.interactions.callbacks import (
+from timeline_pipeline.review_cards.callbacks import (
     Admissible,
     CallbackRefused,
     parse,
 )
 from timeline_pipeline.store import entries
-from timeline_pipeline_tests.interactions.harness import (
+from timeline_pipeline_tests.review_cards.harness import (
     Harness,
     button,
     harness,

@@ -31,7 +31,7 @@ from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.domain.interactions import CardAction, CardStatus
 from timeline_pipeline.i18n.catalogs import Domain, translations
 from timeline_pipeline.i18n.locales import Presentation
-from timeline_pipeline.interactions.cards import (
+from timeline_pipeline.review_cards.drawing import (
     EDIT_FIELD,
     ENGLISH,
     N_,
