@@ -21,6 +21,7 @@ from timeline_pipeline.db.schema import follow_up_tasks as ft
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
+from timeline_pipeline.domain.records import record_of
 
 __all__ = [
     "DESCRIPTOR",
@@ -52,19 +53,7 @@ class FollowUpTask:
 
 
 def _to_task(row: Any) -> FollowUpTask:
-    return FollowUpTask(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        entry_id=row.entry_id,
-        client_token=row.client_token,
-        state=row.state,
-        task_guid=row.task_guid,
-        task_url=row.task_url,
-        requested_by=row.requested_by,
-        attempt_count=row.attempt_count,
-        last_error=row.last_error,
-        revision=row.revision,
-    )
+    return record_of(FollowUpTask, row)
 
 
 def client_token_for(workspace_id: str, entry_id: int) -> str:

@@ -28,6 +28,7 @@ from timeline_pipeline.domain.content_lineage import (
 )
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
+from timeline_pipeline.domain.records import record_of
 
 __all__ = [
     "CONTENT",
@@ -59,19 +60,12 @@ class StoredReport:
 
 
 def _to_report(row: Any) -> StoredReport:
-    return StoredReport(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        revision=row.revision,
+    return record_of(
+        StoredReport,
+        row,
         content=dict(row.content_json or {}),
-        markdown=row.markdown,
-        content_fingerprint=row.content_fingerprint,
-        input_stamp=row.input_stamp,
         cited_evidence_ids=tuple(int(i) for i in row.cited_evidence_ids or ()),
-        built_by=row.built_by,
-        trigger=row.trigger,
         withdrawn=bool(row.withdrawn),
-        created_at=row.created_at,
     )
 
 

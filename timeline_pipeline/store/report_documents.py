@@ -24,6 +24,7 @@ from timeline_pipeline.db.schema import incident_reports as ir
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
+from timeline_pipeline.domain.records import record_of
 
 __all__ = [
     "DESCRIPTOR",
@@ -68,26 +69,7 @@ class ReportDocument:
 
 
 def _to_document(row: Any) -> ReportDocument:
-    return ReportDocument(
-        id=row.id,
-        workspace_id=row.workspace_id,
-        folder_token=row.folder_token,
-        title=row.title,
-        document_id=row.document_id,
-        document_url=row.document_url,
-        create_started_at=row.create_started_at,
-        target_revision=row.target_revision,
-        written_revision=row.written_revision,
-        cleared_for_revision=row.cleared_for_revision,
-        chat_id=row.chat_id,
-        reply_uuid=row.reply_uuid,
-        reply_message_id=row.reply_message_id,
-        attempt_count=row.attempt_count,
-        last_error=row.last_error,
-        revision=row.revision,
-        updated_at=row.updated_at,
-        state=row.state,
-    )
+    return record_of(ReportDocument, row)
 
 
 def plan(
