@@ -14,11 +14,14 @@ right is emulated on purpose, in Lark's envelope, codes and statuses (docs/desig
 - a task's `client_token` gives back the task it first created.
 
 Tests read the state through `DocumentsState`'s hooks (`document`, `raw_text`, `write_count`,
-`rate_limited_count`, `folder_files`, `tasks`), reached as `SimulatorServer.state.documents`.
+`rate_limited_count`, `folder_files`, `tasks`), reached as `SimulatorServer.state.documents`;
+`fail_next` fails a route's next calls, `hold_next` keeps them waiting (a client can be killed
+while its write is in flight) and `holding` counts the calls waiting.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import math
@@ -342,6 +345,12 @@ class _Fault:
 
 
 @dataclass
+class _Hold:
+    remaining: int
+    seconds: float
+
+
+@dataclass
 class _Page:
     folder_token: str
     offset: int
@@ -386,6 +395,8 @@ class DocumentsState:
         self._task_by_token: dict[str, str] = {}
         self._pages: dict[str, _Page] = {}
         self._faults: dict[str, _Fault] = {}
+        self._holds: dict[str, _Hold] = {}
+        self._waiting: defaultdict[str, int] = defaultdict(int)
 
     # ----------------------------------------------------------------- test hooks
 
@@ -407,6 +418,20 @@ class DocumentsState:
         `after_apply` does the call's work first and then fails, an answer lost on the way."""
         with self._lock:
             self._faults[route] = _Fault(times, code, status, after_apply)
+
+    def hold_next(self, route: str, seconds: float, times: int = 1) -> None:
+        """Keep the next `times` calls of `route` waiting `seconds` before their work, a Lark
+        slow to answer; the work is then done as usual, even when the caller has gone (a
+        client killed while its write waits leaves Lark to apply it, answering no one)."""
+        if seconds <= 0 or times < 1:
+            raise ValueError("a hold needs seconds > 0 and times >= 1")
+        with self._lock:
+            self._holds[route] = _Hold(times, seconds)
+
+    def holding(self, route: str) -> int:
+        """Calls of `route` waiting in a hold now."""
+        with self._lock:
+            return self._waiting[route]
 
     def document_ids(self) -> list[str]:
         """Documents not deleted, in creation order."""
@@ -467,6 +492,20 @@ class DocumentsState:
                 return None
             fault.remaining -= 1
             return fault
+
+    async def wait_if_held(self, route: str) -> None:
+        """Sleep out a hold set by `hold_next` for this call of `route`, if any."""
+        with self._lock:
+            hold = self._holds.get(route)
+            if hold is None or hold.remaining <= 0:
+                return
+            hold.remaining -= 1
+            self._waiting[route] += 1
+        try:
+            await asyncio.sleep(hold.seconds)
+        finally:
+            with self._lock:
+                self._waiting[route] -= 1
 
     # ----------------------------------------------------------------- documents
 
@@ -894,7 +933,8 @@ def register_document_routes(
             headers=exc.headers,
         )
 
-    def run(route: str, work: Callable[[], dict[str, Any]]) -> JSONResponse:
+    async def run(route: str, work: Callable[[], dict[str, Any]]) -> JSONResponse:
+        await docs.wait_if_held(route)
         fault = docs.take_fault(route)
         if fault is not None and not fault.after_apply:
             raise DocsError(fault.code, "simulated failure", status=fault.status)
@@ -907,20 +947,20 @@ def register_document_routes(
     async def create_document(request: Request) -> JSONResponse:
         authorize(request)
         body = await _json_body(request)
-        return run(ROUTE_CREATE_DOCUMENT, lambda: docs.create_document(body))
+        return await run(ROUTE_CREATE_DOCUMENT, lambda: docs.create_document(body))
 
     @app.post("/open-apis/docx/v1/documents/blocks/convert")
     async def convert(request: Request) -> JSONResponse:
         authorize(request)
         body = await _json_body(request)
-        return run(ROUTE_CONVERT, lambda: docs.convert(body))
+        return await run(ROUTE_CONVERT, lambda: docs.convert(body))
 
     @app.post("/open-apis/docx/v1/documents/{document_id}/blocks/{block_id}/descendant")
     async def insert_descendants(document_id: str, block_id: str, request: Request) -> JSONResponse:
         authorize(request)
         body = await _json_body(request)
         params = dict(request.query_params)
-        return run(
+        return await run(
             ROUTE_INSERT_DESCENDANTS,
             lambda: docs.insert_descendants(document_id, block_id, body, params),
         )
@@ -928,7 +968,7 @@ def register_document_routes(
     @app.get("/open-apis/docx/v1/documents/{document_id}/blocks/{block_id}")
     async def get_block(document_id: str, block_id: str, request: Request) -> JSONResponse:
         authorize(request)
-        return run(ROUTE_GET_BLOCK, lambda: docs.get_block(document_id, block_id))
+        return await run(ROUTE_GET_BLOCK, lambda: docs.get_block(document_id, block_id))
 
     @app.delete(
         "/open-apis/docx/v1/documents/{document_id}/blocks/{block_id}/children/batch_delete"
@@ -937,7 +977,7 @@ def register_document_routes(
         authorize(request)
         body = await _json_body(request)
         params = dict(request.query_params)
-        return run(
+        return await run(
             ROUTE_DELETE_CHILDREN,
             lambda: docs.delete_children(document_id, block_id, body, params),
         )
@@ -945,25 +985,25 @@ def register_document_routes(
     @app.get("/open-apis/docx/v1/documents/{document_id}/raw_content")
     async def raw_content(document_id: str, request: Request) -> JSONResponse:
         authorize(request)
-        return run(ROUTE_RAW_CONTENT, lambda: docs.raw_content(document_id))
+        return await run(ROUTE_RAW_CONTENT, lambda: docs.raw_content(document_id))
 
     @app.get("/open-apis/drive/v1/files")
     async def list_files(request: Request) -> JSONResponse:
         authorize(request)
         params = dict(request.query_params)
-        return run(ROUTE_LIST_FILES, lambda: docs.list_files(params))
+        return await run(ROUTE_LIST_FILES, lambda: docs.list_files(params))
 
     @app.delete("/open-apis/drive/v1/files/{file_token}")
     async def delete_file(file_token: str, request: Request) -> JSONResponse:
         authorize(request)
         params = dict(request.query_params)
-        return run(ROUTE_DELETE_FILE, lambda: docs.delete_file(file_token, params))
+        return await run(ROUTE_DELETE_FILE, lambda: docs.delete_file(file_token, params))
 
     @app.post("/open-apis/task/v2/tasks")
     async def create_task(request: Request) -> JSONResponse:
         app_id = authorize(request)
         body = await _json_body(request)
-        return run(ROUTE_CREATE_TASK, lambda: docs.create_task(app_id, body))
+        return await run(ROUTE_CREATE_TASK, lambda: docs.create_task(app_id, body))
 
 
 async def _json_body(request: Request) -> dict[str, Any]:

@@ -4,6 +4,7 @@ with plain HTTP and against lark-oapi's own response models."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +26,7 @@ from timeline_pipeline.lark.simulator import SimulatorServer
 from timeline_pipeline.lark.simulator.documents import (
     DEFAULT_FOLDER_TOKEN,
     ROUTE_CREATE_DOCUMENT,
+    ROUTE_INSERT_DESCENDANTS,
     DocumentsState,
     markdown_to_blocks,
 )
@@ -452,6 +454,36 @@ def test_fail_next_fails_that_many_calls_before_or_after_the_work(
     assert (lost.status_code, lost.json()["code"]) == (500, 1771001)
     assert len(docs.document_ids()) == 2
     assert server.request_counts[ROUTE_CREATE_DOCUMENT] == 4
+
+
+def test_a_held_call_is_worked_on_after_its_wait_even_when_its_caller_gave_up(
+    http: httpx.Client, docs: DocumentsState
+) -> None:
+    document_id = create(http)
+    docs.hold_next(ROUTE_INSERT_DESCENDANTS, 2.0)
+    url = f"{DOCS}/{document_id}/blocks/{document_id}/descendant"
+    params = {"document_revision_id": "-1", "client_token": "tok-held"}
+
+    with pytest.raises(httpx.ReadTimeout):
+        http.post(url, params=params, json=one_paragraph("late"), timeout=0.3)
+    waiting, text_meanwhile = docs.holding(ROUTE_INSERT_DESCENDANTS), docs.raw_text(document_id)
+    deadline = time.monotonic() + 10
+    while docs.holding(ROUTE_INSERT_DESCENDANTS) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    applied = docs.raw_text(document_id)
+    retried = http.post(url, params=params, json=one_paragraph("late"))  # the hold was for one
+
+    assert (waiting, text_meanwhile) == (1, "Report\n")
+    assert docs.holding(ROUTE_INSERT_DESCENDANTS) == 0
+    assert applied == "Report\nlate\n"
+    assert retried.status_code == 200
+    assert docs.write_count(document_id) == 1
+    assert docs.raw_text(document_id) == "Report\nlate\n"
+
+
+def test_a_hold_needs_a_positive_wait() -> None:
+    with pytest.raises(ValueError, match="seconds > 0"):
+        DocumentsState().hold_next(ROUTE_INSERT_DESCENDANTS, 0)
 
 
 def test_the_docs_routes_need_a_valid_bearer_token(server: SimulatorServer) -> None:
