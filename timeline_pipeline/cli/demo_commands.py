@@ -16,7 +16,6 @@ from timeline_pipeline.cli.ui_commands import LINK_TTL, sign_in_url
 from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.demo.printout import human_lines
-from timeline_pipeline.demo.run import DEMO_FLAGS, run_demo, serve_demo
 from timeline_pipeline.demo.view import demo_report, demo_timeline
 from timeline_pipeline.demo_data import DemoChat
 from timeline_pipeline.i18n.locales import Presentation
@@ -70,6 +69,10 @@ def demo(chat: str, as_json: bool, dagster_home: str | None, keep_serving: bool,
     Ends with a one-time sign-in link to the demo's timeline page (docs/timeline-page.md);
     with --serve, `serve` keeps running on 127.0.0.1 until Ctrl-C.
     """
+    # Imported here: the demo brings the whole product (Dagster, the HTTP app, Lark's SDK), and
+    # every other command would pay for it at start-up.
+    from timeline_pipeline.demo.run import DEMO_FLAGS, run_demo, serve_demo
+
     configure_logging(level=logging.WARNING)  # progress lines say what happens; logs: problems
     started = time.monotonic()
 
