@@ -230,30 +230,17 @@ class LarkDocuments:
             .descendants([Block(without_merge_info(block)) for block in descendants])
             .build()
         )
-        request = (
-            CreateDocumentBlockDescendantRequest.builder()
-            .document_id(document_id)
-            .block_id(block_id)
-            .document_revision_id(LATEST_REVISION)
-            .client_token(client_token)
-            .request_body(body)
-            .build()
-        )
-        reply = self._write(
+        return self._write_blocks(
             "insert_descendants",
-            document_id,
-            lambda: self._client.sdk.docx.v1.document_block_descendant.create(request),
-            {"block_id": block_id, "blocks": str(len(descendants))},
-        )
-        revision = _revision(reply, "insert_descendants")
-        log.info(
-            "lark.document.blocks_inserted",
+            CreateDocumentBlockDescendantRequest.builder(),
+            body,
+            lambda request: self._client.sdk.docx.v1.document_block_descendant.create(request),
             document_id=document_id,
             block_id=block_id,
-            blocks=len(descendants),
-            revision_id=revision,
+            client_token=client_token,
+            ids={"blocks": str(len(descendants))},
+            logged=("lark.document.blocks_inserted", "blocks", len(descendants)),
         )
-        return revision
 
     def root_children(self, document_id: str) -> list[str]:
         """The ids of the page's top-level blocks, in order: what a rewrite of the document
@@ -294,30 +281,17 @@ class LarkDocuments:
             .end_index(end_index)
             .build()
         )
-        request = (
-            BatchDeleteDocumentBlockChildrenRequest.builder()
-            .document_id(document_id)
-            .block_id(block_id)
-            .document_revision_id(LATEST_REVISION)
-            .client_token(client_token)
-            .request_body(body)
-            .build()
-        )
-        reply = self._write(
+        return self._write_blocks(
             "delete_children",
-            document_id,
-            lambda: self._client.sdk.docx.v1.document_block_children.batch_delete(request),
-            {"block_id": block_id, "start": str(start_index), "end": str(end_index)},
-        )
-        revision = _revision(reply, "delete_children")
-        log.info(
-            "lark.document.blocks_deleted",
+            BatchDeleteDocumentBlockChildrenRequest.builder(),
+            body,
+            lambda request: self._client.sdk.docx.v1.document_block_children.batch_delete(request),
             document_id=document_id,
             block_id=block_id,
-            count=end_index - start_index,
-            revision_id=revision,
+            client_token=client_token,
+            ids={"start": str(start_index), "end": str(end_index)},
+            logged=("lark.document.blocks_deleted", "count", end_index - start_index),
         )
-        return revision
 
     def raw_content(self, document_id: str) -> str:
         """The document as plain text, as Lark renders it: how a check reads back what a write
@@ -433,6 +407,42 @@ class LarkDocuments:
         return CreatedTask(guid, url if isinstance(url, str) else "")
 
     # ----------------------------------------------------------------- plumbing
+
+    def _write_blocks(
+        self,
+        op: str,
+        request_builder: Any,
+        body: Any,
+        send: Callable[[Any], Any],
+        *,
+        document_id: str,
+        block_id: str,
+        client_token: str,
+        ids: dict[str, str],
+        logged: tuple[str, str, int],
+    ) -> int:
+        """A write to the blocks under `block_id`: its request (onto the latest revision, with
+        the retry's `client_token`), sent through `_write`; log `logged` (event, count's name,
+        count) with the new revision id and return it."""
+        request = (
+            request_builder.document_id(document_id)
+            .block_id(block_id)
+            .document_revision_id(LATEST_REVISION)
+            .client_token(client_token)
+            .request_body(body)
+            .build()
+        )
+        reply = self._write(op, document_id, lambda: send(request), {"block_id": block_id, **ids})
+        revision = _revision(reply, op)
+        event, count_name, count = logged
+        log.info(
+            event,
+            document_id=document_id,
+            block_id=block_id,
+            **{count_name: count},
+            revision_id=revision,
+        )
+        return revision
 
     def _write(
         self, op: str, document_id: str, send: Callable[[], Any], ids: dict[str, str]
