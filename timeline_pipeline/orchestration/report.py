@@ -30,11 +30,10 @@ import dagster as dg
 from sqlalchemy import Connection
 
 from timeline_pipeline.db.engine import connection
-from timeline_pipeline.domain.keys import InvalidKey, check_workspace_id
 from timeline_pipeline.orchestration.collection import LarkClientResource
 from timeline_pipeline.orchestration.partition_runs import runs_with_new_partitions
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
-from timeline_pipeline.orchestration.summary import workspace_partitions
+from timeline_pipeline.orchestration.summary import partition_workspace_id, workspace_partitions
 from timeline_pipeline.orchestration.windows import RUN_KEY_TAG
 from timeline_pipeline.report.service import BuiltReport, ReportService, Trigger, input_stamp
 from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_settings
@@ -106,10 +105,7 @@ def incident_report(
     timeline_settings: TimelineSettingsResource,
     lark: LarkClientResource,
 ) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]
-    try:
-        workspace_id = check_workspace_id(context.partition_key)
-    except InvalidKey as exc:
-        raise dg.Failure(description=str(exc)) from None
+    workspace_id = partition_workspace_id(context)
     settings = timeline_settings.load()
     service = ReportService(database.engine, settings.timeline)
     trigger = context.run.tags.get(TAG_TRIGGER, Trigger.MANUAL)

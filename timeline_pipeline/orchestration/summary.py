@@ -64,6 +64,15 @@ MAX_RERUNS = 3
 workspace_partitions = dg.DynamicPartitionsDefinition(name=WORKSPACE_PARTITIONS)
 
 
+def partition_workspace_id(context: dg.AssetExecutionContext) -> str:
+    """The workspace id a `workspace_partitions` asset runs for: its partition key, checked; a
+    malformed key fails the run."""
+    try:
+        return check_workspace_id(context.partition_key)
+    except InvalidKey as exc:
+        raise dg.Failure(description=str(exc)) from None
+
+
 class SummarizerResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     """Claude when an Anthropic key is set (ANTHROPIC_API_KEY unless given here), else the
     deterministic summarizer; model, timeout and retry bounds are the synthesis settings."""
@@ -135,10 +144,7 @@ def timeline_summary(
     timeline_settings: TimelineSettingsResource,
     summarizer: SummarizerResource,
 ) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]
-    try:
-        workspace_id = check_workspace_id(context.partition_key)
-    except InvalidKey as exc:
-        raise dg.Failure(description=str(exc)) from None
+    workspace_id = partition_workspace_id(context)
     settings = timeline_settings.load()
     runner = SummaryRunner(
         database.engine,
