@@ -12,9 +12,9 @@ Handlers are plain `def` (thread pool). No `from __future__ import annotations`:
 the handlers' annotations.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Path, Query
 
@@ -31,6 +31,7 @@ from timeline_pipeline.api.schemas import (
     ReportOut,
 )
 from timeline_pipeline.domain.errors import InvalidInput
+from timeline_pipeline.report.milestones import Milestones
 from timeline_pipeline.report.service import ReportNotFound
 from timeline_pipeline.report.views import clear_milestone, read_report, set_milestone
 from timeline_pipeline.store.workspaces import WorkspaceNotFound
@@ -45,6 +46,13 @@ RevisionQuery = Annotated[
     int | None,
     Query(ge=1, le=MAX_REVISION, description="A kept revision; default: the newest."),
 ]
+_MILESTONE_ROUTE: Final[dict[str, Any]] = {
+    "path": "/workspaces/{workspace_id}/report/milestones/{name}",
+    "response_model": MilestonesOut,
+    "responses": doc(404, "No such workspace."),
+    "tags": ["report"],
+}
+"""A milestone's route, the same for setting (PUT) and clearing (DELETE) its time."""
 
 
 @contextmanager
@@ -58,6 +66,14 @@ def _report_errors() -> Iterator[None]:
             raise problem(404, exc.code, str(exc)) from None
         except InvalidInput as exc:
             raise problem(422, exc.code, str(exc)) from None
+
+
+def _changed(change: Callable[[], Milestones]) -> MilestonesOut:
+    """A curator's change of a milestone, its refusals as problems; the answer is every
+    milestone as it stands after it."""
+    with _report_errors():
+        milestones = change()
+    return milestones_out(milestones)
 
 
 @router.get(
@@ -78,10 +94,7 @@ def get_report(
 
 
 @router.put(
-    "/workspaces/{workspace_id}/report/milestones/{name}",
-    response_model=MilestonesOut,
-    responses=doc(404, "No such workspace."),
-    tags=["report"],
+    **_MILESTONE_ROUTE,
     summary="Set a milestone's time (the derived one is kept beside it)",
 )
 def put_milestone(
@@ -91,16 +104,11 @@ def put_milestone(
     service: ReportServiceDep,
     actor: RequestActor,
 ) -> MilestonesOut:
-    with _report_errors():
-        milestones = set_milestone(service, workspace_id, name, body.at, actor=actor)
-    return milestones_out(milestones)
+    return _changed(lambda: set_milestone(service, workspace_id, name, body.at, actor=actor))
 
 
 @router.delete(
-    "/workspaces/{workspace_id}/report/milestones/{name}",
-    response_model=MilestonesOut,
-    responses=doc(404, "No such workspace."),
-    tags=["report"],
+    **_MILESTONE_ROUTE,
     summary="Clear a curator's time: the milestone is the timeline's again",
 )
 def delete_milestone(
@@ -109,6 +117,4 @@ def delete_milestone(
     service: ReportServiceDep,
     actor: RequestActor,
 ) -> MilestonesOut:
-    with _report_errors():
-        milestones = clear_milestone(service, workspace_id, name, actor=actor)
-    return milestones_out(milestones)
+    return _changed(lambda: clear_milestone(service, workspace_id, name, actor=actor))
