@@ -253,6 +253,23 @@ def category_select(
     }
 
 
+def _entry_link(link_base_url: str, workspace_id: str, entry_id: int) -> str | None:
+    """The entry on the timeline page, when the card links there (`link_base_url` set)."""
+    if not link_base_url:
+        return None
+    return f"{link_base_url.rstrip('/')}/ui/workspaces/{workspace_id}#entry-{entry_id}"
+
+
+def _card(title: str, template: str, elements: list[dict[str, Any]], footer: str) -> dict[str, Any]:
+    """A whole card: its header (`title` in the colour `template`), `elements`, and `footer`
+    as the closing note."""
+    return {
+        "config": {"wide_screen_mode": True, "update_multi": True},
+        "header": {"title": _plain(title), "template": template},
+        "elements": [*elements, {"tag": "note", "elements": [_plain(footer)]}],
+    }
+
+
 def render_card(
     request: CardRequest,
     decisions: Decisions,
@@ -271,11 +288,7 @@ def render_card(
     for position, entry in enumerate(request.entries):
         if position:
             elements.append({"tag": "hr"})
-        link = (
-            f"{link_base_url.rstrip('/')}/ui/workspaces/{workspace_id}#entry-{entry.id}"
-            if link_base_url
-            else None
-        )
+        link = _entry_link(link_base_url, workspace_id, entry.id)
         elements.extend(
             _entry_elements(
                 entry,
@@ -293,15 +306,7 @@ def render_card(
         )
     else:
         footer = text.t.gettext(_FOOTERS[card_status]) if card_status in _FOOTERS else ""
-    elements.append({"tag": "note", "elements": [_plain(footer)]})
-    return {
-        "config": {"wide_screen_mode": True, "update_multi": True},
-        "header": {
-            "title": _plain(text.t.gettext(HEADER_TITLE)),
-            "template": "blue" if open_card else "grey",
-        },
-        "elements": elements,
-    }
+    return _card(text.t.gettext(HEADER_TITLE), "blue" if open_card else "grey", elements, footer)
 
 
 # --- a pin's reply card (docs/pins.md) -------------------------------------------------------
@@ -349,8 +354,7 @@ def render_pin_card(
         },
     ]
     notes = [describe(d, text) for d in decisions.get(entry.id, [])]
-    if link_base_url:
-        link = f"{link_base_url.rstrip('/')}/ui/workspaces/{workspace_id}#entry-{entry.id}"
+    if link := _entry_link(link_base_url, workspace_id, entry.id):
         opener = t.gettext("Open the timeline")
         notes.insert(0, f"[{opener}]({link})")
     if notes:
@@ -364,15 +368,7 @@ def render_pin_card(
         )
     else:
         footer = t.gettext("Change the category on the timeline page")
-    elements.append({"tag": "note", "elements": [_plain(footer)]})
-    return {
-        "config": {"wide_screen_mode": True, "update_multi": True},
-        "header": {
-            "title": _plain(headline(note, entry.category, presentation)),
-            "template": "green",
-        },
-        "elements": elements,
-    }
+    return _card(headline(note, entry.category, presentation), "green", elements, footer)
 
 
 def _by_kind(
