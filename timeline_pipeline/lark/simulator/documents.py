@@ -563,14 +563,7 @@ class DocumentsState:
         body: Mapping[str, Any],
         params: Mapping[str, str],
     ) -> dict[str, Any]:
-        with self._lock:
-            doc = self._live(document_id)
-            self._admit_write(document_id)
-            token = params.get("client_token") or ""
-            replay = self._replies.get((document_id, "descendant", token)) if token else None
-            if replay is not None:
-                return copy.deepcopy(replay)
-            _check_revision(doc, params)
+        def write(doc: _Document, token: str) -> dict[str, Any]:
             parent = self._block(doc, block_id)
             children_id, index, tree = _descendant_tree(body, parent)
             relations = {old: _lark_id("doxsim") for old in tree}
@@ -585,7 +578,7 @@ class DocumentsState:
             siblings = parent.setdefault("children", [])
             position = len(siblings) if index == -1 else index
             siblings[position:position] = new_children
-            reply = {
+            return {
                 "children": [copy.deepcopy(doc.blocks[c]) for c in new_children],
                 "document_revision_id": self._bump(doc),
                 "client_token": token or str(uuid.uuid4()),
@@ -593,9 +586,8 @@ class DocumentsState:
                     {"temporary_block_id": old, "block_id": new} for old, new in relations.items()
                 ],
             }
-            if token:
-                self._replies[(document_id, "descendant", token)] = copy.deepcopy(reply)
-            return reply
+
+        return self._block_write(document_id, "descendant", params, write)
 
     def delete_children(
         self,
@@ -604,14 +596,7 @@ class DocumentsState:
         body: Mapping[str, Any],
         params: Mapping[str, str],
     ) -> dict[str, Any]:
-        with self._lock:
-            doc = self._live(document_id)
-            self._admit_write(document_id)
-            token = params.get("client_token") or ""
-            replay = self._replies.get((document_id, "batch_delete", token)) if token else None
-            if replay is not None:
-                return copy.deepcopy(replay)
-            _check_revision(doc, params)
+        def write(doc: _Document, token: str) -> dict[str, Any]:
             parent = self._block(doc, block_id)
             siblings = parent.get("children") or []
             start, end = body.get("start_index"), body.get("end_index")
@@ -625,12 +610,35 @@ class DocumentsState:
                 for gone in _walk(doc.blocks, child):
                     doc.blocks.pop(gone, None)
             parent["children"] = siblings[:start] + siblings[end:]
-            reply = {
+            return {
                 "document_revision_id": self._bump(doc),
                 "client_token": token or str(uuid.uuid4()),
             }
+
+        return self._block_write(document_id, "batch_delete", params, write)
+
+    def _block_write(
+        self,
+        document_id: str,
+        kind: str,
+        params: Mapping[str, str],
+        write: Callable[[_Document, str], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """A write to a document's blocks as Lark answers it: admitted by the document's
+        write limit; a repeated `client_token` answered with the first reply; else `write`
+        (given the document and the token) on the latest revision, its reply kept for the
+        token's repeats."""
+        with self._lock:
+            doc = self._live(document_id)
+            self._admit_write(document_id)
+            token = params.get("client_token") or ""
+            replay = self._replies.get((document_id, kind, token)) if token else None
+            if replay is not None:
+                return copy.deepcopy(replay)
+            _check_revision(doc, params)
+            reply = write(doc, token)
             if token:
-                self._replies[(document_id, "batch_delete", token)] = dict(reply)
+                self._replies[(document_id, kind, token)] = copy.deepcopy(reply)
             return reply
 
     # ----------------------------------------------------------------- drive
