@@ -951,6 +951,20 @@ def register_document_routes(
             raise DocsError(fault.code, "simulated failure after the work", status=fault.status)
         return JSONResponse({"code": 0, "msg": "success", "data": data})
 
+    async def block_write(
+        route: str,
+        request: Request,
+        work: Callable[[str, str, Mapping[str, Any], Mapping[str, str]], dict[str, Any]],
+        document_id: str,
+        block_id: str,
+    ) -> JSONResponse:
+        """A write to the blocks under `block_id`: `work` is given the request's JSON body and
+        its query parameters (the client_token, the revision)."""
+        authorize(request)
+        body = await _json_body(request)
+        params = dict(request.query_params)
+        return await run(route, lambda: work(document_id, block_id, body, params))
+
     @app.post("/open-apis/docx/v1/documents")
     async def create_document(request: Request) -> JSONResponse:
         authorize(request)
@@ -965,12 +979,8 @@ def register_document_routes(
 
     @app.post("/open-apis/docx/v1/documents/{document_id}/blocks/{block_id}/descendant")
     async def insert_descendants(document_id: str, block_id: str, request: Request) -> JSONResponse:
-        authorize(request)
-        body = await _json_body(request)
-        params = dict(request.query_params)
-        return await run(
-            ROUTE_INSERT_DESCENDANTS,
-            lambda: docs.insert_descendants(document_id, block_id, body, params),
+        return await block_write(
+            ROUTE_INSERT_DESCENDANTS, request, docs.insert_descendants, document_id, block_id
         )
 
     @app.get("/open-apis/docx/v1/documents/{document_id}/blocks/{block_id}")
@@ -982,12 +992,8 @@ def register_document_routes(
         "/open-apis/docx/v1/documents/{document_id}/blocks/{block_id}/children/batch_delete"
     )
     async def delete_children(document_id: str, block_id: str, request: Request) -> JSONResponse:
-        authorize(request)
-        body = await _json_body(request)
-        params = dict(request.query_params)
-        return await run(
-            ROUTE_DELETE_CHILDREN,
-            lambda: docs.delete_children(document_id, block_id, body, params),
+        return await block_write(
+            ROUTE_DELETE_CHILDREN, request, docs.delete_children, document_id, block_id
         )
 
     @app.get("/open-apis/docx/v1/documents/{document_id}/raw_content")
