@@ -25,7 +25,7 @@ from timeline_pipeline.curation.timeline import TimelineView, entry_views
 from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.domain.entries import VISIBLE_STATUSES, EntryStatus
 from timeline_pipeline.domain.errors import InvalidInput, Refused
-from timeline_pipeline.i18n.locales import Presentation
+from timeline_pipeline.domain.workspaces import Workspace
 from timeline_pipeline.report.milestones import (
     MilestoneError,
     MilestoneName,
@@ -145,14 +145,10 @@ class ReportService:
             raise ReportNotFound(f"workspace {workspace_id!r} has no report yet")
         return found
 
-    def presentation(self, workspace_id: str) -> Presentation:
-        with connection(self.engine) as conn:
-            return presentation_of(conn, workspace_id, self.settings)
-
     def milestones(self, workspace_id: str) -> Milestones:
         """The milestones as a build would find them now (derived, with curators' times)."""
         with connection(self.engine) as conn:
-            return self._milestones(conn, workspace_id, self._view(conn, workspace_id))
+            return self._current_milestones(conn, workspace_id)
 
     # --- builds --------------------------------------------------------------------------------
 
@@ -163,7 +159,7 @@ class ReportService:
         with transaction(self.engine) as conn:
             workspace = workspace_store.require(conn, workspace_id)
             presentation = presentation_of(conn, workspace_id, self.settings)
-            content = self._content(conn, workspace_id, workspace.title, workspace.status)
+            content = self._content(conn, workspace)
             fingerprint = content_fingerprint(content, presentation)
             stamp = input_stamp(conn, workspace_id)
             current = incident_reports.latest(conn, workspace_id)
@@ -202,10 +198,6 @@ class ReportService:
             )
             return BuiltReport(recorded, created=True)
 
-    def stamp_changed(self, conn: Connection, workspace_id: str) -> bool:
-        current = incident_reports.latest(conn, workspace_id)
-        return current is None or current.input_stamp != input_stamp(conn, workspace_id)
-
     # --- curators' milestone times --------------------------------------------------------------
 
     def set_milestone(
@@ -217,7 +209,7 @@ class ReportService:
         now = self.clock()
         wanted = _milestone_name(name)
         with transaction(self.engine) as conn:
-            current = self._milestones(conn, workspace_id, self._view(conn, workspace_id))
+            current = self._current_milestones(conn, workspace_id)
             try:
                 check_override(current, wanted, at, now=now)
             except MilestoneError as exc:
@@ -240,7 +232,7 @@ class ReportService:
                 details={"milestone": wanted.value, "at": at.astimezone(UTC).isoformat()},
                 now=now,
             )
-            return self._milestones(conn, workspace_id, self._view(conn, workspace_id))
+            return self._current_milestones(conn, workspace_id)
 
     def clear_milestone(self, workspace_id: str, name: str, *, actor: str) -> Milestones:
         """Back to the derived time."""
@@ -259,33 +251,34 @@ class ReportService:
                     details={"milestone": wanted.value},
                     now=now,
                 )
-            return self._milestones(conn, workspace_id, self._view(conn, workspace_id))
+            return self._current_milestones(conn, workspace_id)
 
     # --- the pieces ----------------------------------------------------------------------------
 
-    def _content(
-        self, conn: Connection, workspace_id: str, title: str | None, status: str
-    ) -> ReportContent:
-        view = self._view(conn, workspace_id)
-        milestones = self._milestones(conn, workspace_id, view)
-        counts = entries.status_counts(conn, workspace_id)
+    def _content(self, conn: Connection, workspace: Workspace) -> ReportContent:
+        view = self._view(conn, workspace)
+        milestones = self._milestones(conn, workspace, view)
+        counts = entries.status_counts(conn, workspace.id)
         return build_content(
             view,
-            title=title or workspace_id,
-            status=status,
+            title=workspace.title or workspace.id,
+            status=workspace.status,
             milestones=milestones,
             durations=durations_of(milestones),
             hidden_count=counts.get(EntryStatus.HIDDEN.value, 0),
         )
 
-    @staticmethod
-    def _view(conn: Connection, workspace_id: str) -> TimelineView:
+    def _current_milestones(self, conn: Connection, workspace_id: str) -> Milestones:
         workspace = workspace_store.require(conn, workspace_id)
+        return self._milestones(conn, workspace, self._view(conn, workspace))
+
+    @staticmethod
+    def _view(conn: Connection, workspace: Workspace) -> TimelineView:
         rows = entries.list_for_workspace(
-            conn, workspace_id, statuses=VISIBLE_STATUSES, limit=MAX_REPORT_ENTRIES
+            conn, workspace.id, statuses=VISIBLE_STATUSES, limit=MAX_REPORT_ENTRIES
         )
         return TimelineView(
-            workspace_id,
+            workspace.id,
             tuple(VISIBLE_STATUSES),
             entry_views(conn, rows),
             None,
@@ -294,17 +287,16 @@ class ReportService:
         )
 
     @staticmethod
-    def _milestones(conn: Connection, workspace_id: str, view: TimelineView) -> Milestones:
-        workspace = workspace_store.require(conn, workspace_id)
-        opening = evidence.opening_messages(conn, workspace_id, limit=OPENING_MESSAGES)
+    def _milestones(conn: Connection, workspace: Workspace, view: TimelineView) -> Milestones:
+        opening = evidence.opening_messages(conn, workspace.id, limit=OPENING_MESSAGES)
         signals = signals_of(
             (SignalMessage(at, from_app, text) for at, from_app, text in opening),
             created_at=workspace.created_at,
-            recovered_at=status_changes.last_change_to(conn, workspace_id, "recovered"),
+            recovered_at=status_changes.last_change_to(conn, workspace.id, "recovered"),
         )
         overrides = [
             MilestoneOverride(MilestoneName(name), at, by, set_at)
-            for name, at, by, set_at in report_milestones.overrides(conn, workspace_id)
+            for name, at, by, set_at in report_milestones.overrides(conn, workspace.id)
         ]
         return derive_milestones(facts_of(view), signals, overrides)
 

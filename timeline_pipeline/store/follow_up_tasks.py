@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.cas import compare_and_set_from
 from timeline_pipeline.db.schema import follow_up_tasks as ft
@@ -27,7 +27,6 @@ __all__ = [
     "DESCRIPTOR",
     "FollowUpTask",
     "client_token_for",
-    "count_pending",
     "for_workspace",
     "move",
     "pending",
@@ -81,13 +80,6 @@ def request(
 def pending(conn: Connection, *, limit: int = 50) -> list[FollowUpTask]:
     rows = conn.execute(select(ft).where(ft.c.state == "pending").order_by(ft.c.id).limit(limit))
     return [_to_task(r) for r in rows]
-
-
-def count_pending(conn: Connection) -> int:
-    value: int = conn.execute(
-        select(func.count()).select_from(ft).where(ft.c.state == "pending")
-    ).scalar_one()
-    return value
 
 
 def for_workspace(conn: Connection, workspace_id: str) -> list[FollowUpTask]:

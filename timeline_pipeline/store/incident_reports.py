@@ -38,7 +38,6 @@ __all__ = [
     "latest",
     "recall_copies",
     "record",
-    "revisions",
     "withdrawn_latest",
 ]
 
@@ -146,16 +145,6 @@ def withdrawn_latest(conn: Connection, *, limit: int) -> list[str]:
         .limit(limit)
     )
     return [str(r.workspace_id) for r in rows]
-
-
-def revisions(conn: Connection, workspace_id: str) -> list[tuple[int, datetime, str, bool]]:
-    """(revision, built at, built by, withdrawn) of every kept revision, newest first."""
-    rows = conn.execute(
-        select(ir.c.revision, ir.c.created_at, ir.c.built_by, ir.c.withdrawn)
-        .where(ir.c.workspace_id == workspace_id)
-        .order_by(ir.c.revision.desc())
-    )
-    return [(r.revision, r.created_at, r.built_by, bool(r.withdrawn)) for r in rows]
 
 
 # --- a recall's copies (docs/lifecycle.md, "What a recall and a hold do to each copy") ---------

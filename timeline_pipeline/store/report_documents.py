@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, or_, select
+from sqlalchemy import Connection, or_, select
 
 from timeline_pipeline.db.cas import compare_and_set_from
 from timeline_pipeline.db.schema import incident_report_documents as rd
@@ -29,7 +29,6 @@ from timeline_pipeline.domain.records import record_of
 __all__ = [
     "DESCRIPTOR",
     "ReportDocument",
-    "count_unwritten",
     "get",
     "move",
     "orphaned",
@@ -141,18 +140,6 @@ def unwritten(conn: Connection, *, limit: int = 100) -> list[ReportDocument]:
         .limit(limit)
     )
     return [_to_document(r) for r in rows]
-
-
-def count_unwritten(conn: Connection) -> int:
-    value: int = conn.execute(
-        select(func.count())
-        .select_from(rd)
-        .where(
-            rd.c.state == "active",
-            or_(rd.c.written_revision.is_(None), rd.c.written_revision < rd.c.target_revision),
-        )
-    ).scalar_one()
-    return value
 
 
 def orphaned(conn: Connection, *, limit: int = 100) -> list[ReportDocument]:
