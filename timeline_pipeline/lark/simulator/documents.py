@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import math
 import secrets
 import string
@@ -41,6 +40,8 @@ from fastapi.responses import JSONResponse
 # markdown-it-py arrives with rich (a Dagster dependency); the product itself never parses Markdown.
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
+
+from timeline_pipeline.lark.simulator.envelope import LarkError, json_object_body, lark_reply
 
 ROUTE_CREATE_DOCUMENT: Final = "POST /open-apis/docx/v1/documents"
 ROUTE_CONVERT: Final = "POST /open-apis/docx/v1/documents/blocks/convert"
@@ -118,21 +119,8 @@ _ID_ALPHABET: Final = string.ascii_letters + string.digits
 _MARKDOWN: Final = MarkdownIt("commonmark").enable("table").enable("strikethrough")
 
 
-class DocsError(Exception):
-    """Raised inside the document routes; rendered as Lark's error envelope."""
-
-    def __init__(
-        self, code: int, msg: str, *, status: int = 400, headers: Mapping[str, str] | None = None
-    ) -> None:
-        super().__init__(msg)
-        self.code = code
-        self.msg = msg
-        self.status = status
-        self.headers = dict(headers or {})
-
-
-def _invalid(msg: str) -> DocsError:
-    return DocsError(CODE_DOCX_INVALID_PARAM, msg)
+def _invalid(msg: str) -> LarkError:
+    return LarkError(CODE_DOCX_INVALID_PARAM, msg)
 
 
 def _lark_id(prefix: str) -> str:
@@ -519,9 +507,9 @@ class DocumentsState:
         with self._lock:
             writable = self._folders.get(folder_token)
             if writable is None:
-                raise DocsError(CODE_DOCX_FOLDER_NOT_FOUND, "folder not found")
+                raise LarkError(CODE_DOCX_FOLDER_NOT_FOUND, "folder not found")
             if not writable:
-                raise DocsError(CODE_DOCX_NO_FOLDER_PERMISSION, "no folder permission", status=403)
+                raise LarkError(CODE_DOCX_NO_FOLDER_PERMISSION, "no folder permission", status=403)
             document_id = _lark_id("doxsim")
             now = int(self._wall_clock())
             page = {
@@ -648,21 +636,21 @@ class DocumentsState:
         try:
             size = int(raw_size)
         except ValueError:
-            raise DocsError(CODE_DRIVE_PARAMS_ERROR, "page_size must be an integer") from None
+            raise LarkError(CODE_DRIVE_PARAMS_ERROR, "page_size must be an integer") from None
         if not 1 <= size <= MAX_FOLDER_PAGE_SIZE:
-            raise DocsError(CODE_DRIVE_PARAMS_ERROR, "page_size out of limit")
+            raise LarkError(CODE_DRIVE_PARAMS_ERROR, "page_size out of limit")
         folder_token = params.get("folder_token") or ""
         with self._lock:
             writable = self._folders.get(folder_token)
             if writable is None:
-                raise DocsError(CODE_DRIVE_NOT_FOUND, "not found.", status=404)
+                raise LarkError(CODE_DRIVE_NOT_FOUND, "not found.", status=404)
             if not writable:
-                raise DocsError(CODE_DRIVE_FORBIDDEN, "forbidden.", status=403)
+                raise LarkError(CODE_DRIVE_FORBIDDEN, "forbidden.", status=403)
             offset = 0
             if page_token := params.get("page_token"):
                 page = self._pages.get(page_token)
                 if page is None or page.folder_token != folder_token:
-                    raise DocsError(CODE_DRIVE_PARAMS_ERROR, "page_token is invalid")
+                    raise LarkError(CODE_DRIVE_PARAMS_ERROR, "page_token is invalid")
                 offset = page.offset
             docs = self._in_folder(folder_token)
             chunk = docs[offset : offset + size]
@@ -680,13 +668,13 @@ class DocumentsState:
     def delete_file(self, file_token: str, params: Mapping[str, str]) -> dict[str, Any]:
         file_type = params.get("type")
         if file_type not in FILE_TYPES:
-            raise DocsError(CODE_DRIVE_PARAMS_ERROR, "params error.")
+            raise LarkError(CODE_DRIVE_PARAMS_ERROR, "params error.")
         with self._lock:
             doc = self._documents.get(file_token)
             if doc is None or file_type != "docx":
-                raise DocsError(CODE_DRIVE_NOT_FOUND, "not found.", status=404)
+                raise LarkError(CODE_DRIVE_NOT_FOUND, "not found.", status=404)
             if doc.deleted:
-                raise DocsError(CODE_DRIVE_FILE_DELETED, "file has been delete.", status=404)
+                raise LarkError(CODE_DRIVE_FILE_DELETED, "file has been delete.", status=404)
             doc.deleted = True
             return {}
 
@@ -696,19 +684,19 @@ class DocumentsState:
         summary = body.get("summary")
         description = body.get("description") or ""
         if not isinstance(summary, str) or not summary.strip():
-            raise DocsError(CODE_TASK_INVALID_PARAM, "summary is required")
+            raise LarkError(CODE_TASK_INVALID_PARAM, "summary is required")
         if not isinstance(description, str):
-            raise DocsError(CODE_TASK_INVALID_PARAM, "description must be a string")
+            raise LarkError(CODE_TASK_INVALID_PARAM, "description must be a string")
         if max(len(summary), len(description)) > MAX_TASK_TEXT_CHARS:
-            raise DocsError(CODE_TASK_INVALID_PARAM, "summary or description is too long")
+            raise LarkError(CODE_TASK_INVALID_PARAM, "summary or description is too long")
         origin = body.get("origin")
         if origin is not None and not _valid_origin(origin):
-            raise DocsError(
+            raise LarkError(
                 CODE_TASK_INVALID_PARAM, "origin needs platform_i18n_name and an href url"
             )
         token = body.get("client_token")
         if token is not None and not isinstance(token, str):
-            raise DocsError(CODE_TASK_INVALID_PARAM, "client_token must be a string")
+            raise LarkError(CODE_TASK_INVALID_PARAM, "client_token must be a string")
         with self._lock:
             if token and token in self._task_by_token:
                 return {"task": copy.deepcopy(self._tasks[self._task_by_token[token]])}
@@ -741,14 +729,14 @@ class DocumentsState:
     def _live(self, document_id: str) -> _Document:
         doc = self._documents.get(document_id)
         if doc is None or doc.deleted:
-            raise DocsError(CODE_DOCX_NOT_FOUND, "not found", status=404)
+            raise LarkError(CODE_DOCX_NOT_FOUND, "not found", status=404)
         return doc
 
     @staticmethod
     def _block(doc: _Document, block_id: str) -> dict[str, Any]:
         block = doc.blocks.get(block_id)
         if block is None:
-            raise DocsError(CODE_DOCX_NOT_FOUND, "block not found", status=404)
+            raise LarkError(CODE_DOCX_NOT_FOUND, "block not found", status=404)
         return block
 
     def _admit_write(self, document_id: str) -> None:
@@ -760,7 +748,7 @@ class DocumentsState:
         if len(counters.arrivals) >= self.writes_per_second:
             counters.rate_limited += 1
             wait = str(max(1, math.ceil(counters.arrivals[0] + 1.0 - now)))
-            raise DocsError(
+            raise LarkError(
                 CODE_RATE_LIMITED,
                 "request trigger frequency limit",
                 status=429,
@@ -875,10 +863,10 @@ def _descendant_tree(
 def _check_block(block: Mapping[str, Any]) -> None:
     block_type = block.get("block_type")
     if not isinstance(block_type, int) or block_type == BLOCK_PAGE:
-        raise DocsError(CODE_DOCX_BLOCK_NOT_CREATABLE, "block not support to create")
+        raise LarkError(CODE_DOCX_BLOCK_NOT_CREATABLE, "block not support to create")
     key = BODY_KEYS.get(block_type)
     if key is None:
-        raise DocsError(CODE_DOCX_BLOCK_NOT_CREATABLE, "block not support to create")
+        raise LarkError(CODE_DOCX_BLOCK_NOT_CREATABLE, "block not support to create")
     children = block.get("children", [])
     if not isinstance(children, list) or not all(isinstance(c, str) for c in children):
         raise _invalid("children must be a list of block ids")
@@ -931,25 +919,18 @@ def register_document_routes(
     app: FastAPI, docs: DocumentsState, authorize: Callable[[Request], str]
 ) -> None:
     """Add the Docs, Drive and Tasks routes to the local Lark's app; `authorize` is the app's
-    own bearer-token check (and its global faults)."""
-
-    @app.exception_handler(DocsError)
-    async def _docs_error(_: Request, exc: DocsError) -> JSONResponse:
-        return JSONResponse(
-            {"code": exc.code, "msg": exc.msg, "data": {}},
-            status_code=exc.status,
-            headers=exc.headers,
-        )
+    own bearer-token check (and its global faults). The app renders their `LarkError`s
+    (`handle_lark_errors`)."""
 
     async def run(route: str, work: Callable[[], dict[str, Any]]) -> JSONResponse:
         await docs.wait_if_held(route)
         fault = docs.take_fault(route)
         if fault is not None and not fault.after_apply:
-            raise DocsError(fault.code, "simulated failure", status=fault.status)
+            raise LarkError(fault.code, "simulated failure", status=fault.status)
         data = work()
         if fault is not None:
-            raise DocsError(fault.code, "simulated failure after the work", status=fault.status)
-        return JSONResponse({"code": 0, "msg": "success", "data": data})
+            raise LarkError(fault.code, "simulated failure after the work", status=fault.status)
+        return lark_reply(data)
 
     async def block_write(
         route: str,
@@ -961,20 +942,20 @@ def register_document_routes(
         """A write to the blocks under `block_id`: `work` is given the request's JSON body and
         its query parameters (the client_token, the revision)."""
         authorize(request)
-        body = await _json_body(request)
+        body = await json_object_body(request, CODE_DOCX_INVALID_PARAM)
         params = dict(request.query_params)
         return await run(route, lambda: work(document_id, block_id, body, params))
 
     @app.post("/open-apis/docx/v1/documents")
     async def create_document(request: Request) -> JSONResponse:
         authorize(request)
-        body = await _json_body(request)
+        body = await json_object_body(request, CODE_DOCX_INVALID_PARAM)
         return await run(ROUTE_CREATE_DOCUMENT, lambda: docs.create_document(body))
 
     @app.post("/open-apis/docx/v1/documents/blocks/convert")
     async def convert(request: Request) -> JSONResponse:
         authorize(request)
-        body = await _json_body(request)
+        body = await json_object_body(request, CODE_DOCX_INVALID_PARAM)
         return await run(ROUTE_CONVERT, lambda: docs.convert(body))
 
     @app.post("/open-apis/docx/v1/documents/{document_id}/blocks/{block_id}/descendant")
@@ -1016,16 +997,5 @@ def register_document_routes(
     @app.post("/open-apis/task/v2/tasks")
     async def create_task(request: Request) -> JSONResponse:
         app_id = authorize(request)
-        body = await _json_body(request)
+        body = await json_object_body(request, CODE_DOCX_INVALID_PARAM)
         return await run(ROUTE_CREATE_TASK, lambda: docs.create_task(app_id, body))
-
-
-async def _json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    try:
-        body = json.loads(raw or b"{}")
-    except ValueError:
-        raise _invalid("request body is not JSON") from None
-    if not isinstance(body, dict):
-        raise _invalid("request body is not an object")
-    return body

@@ -22,6 +22,12 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from timeline_pipeline.lark.simulator.documents import DocumentsState, register_document_routes
+from timeline_pipeline.lark.simulator.envelope import (
+    LarkError,
+    handle_lark_errors,
+    json_object_body,
+    lark_reply,
+)
 from timeline_pipeline.lark.simulator.faults import FaultCounters, SimulatorFaults, malformed_item
 from timeline_pipeline.lark.simulator.paging import (
     PageCursor,
@@ -54,23 +60,6 @@ MAX_PAGE_SIZE: Final = 50
 DEFAULT_PAGE_SIZE: Final = 20
 MAX_USERS_PER_BATCH: Final = 50
 SORTS: Final = frozenset({"ByCreateTimeAsc", "ByCreateTimeDesc"})
-
-
-class LarkError(Exception):
-    """Raised inside handlers; rendered as Lark's error envelope."""
-
-    def __init__(
-        self, code: int, msg: str, *, status: int = 400, headers: Mapping[str, str] | None = None
-    ) -> None:
-        super().__init__(msg)
-        self.code = code
-        self.msg = msg
-        self.status = status
-        self.headers = dict(headers or {})
-
-
-def lark_reply(data: Mapping[str, Any] | None = None, **extra: Any) -> JSONResponse:
-    return JSONResponse({"code": 0, "msg": "success", "data": dict(data or {}), **extra})
 
 
 @dataclass
@@ -154,17 +143,6 @@ def _int_param(value: str | None, name: str, default: int | None = None) -> int 
         raise LarkError(CODE_INVALID_PARAM, f"{name} must be an integer") from None
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    try:
-        body = json.loads(raw or b"{}")
-    except ValueError:
-        raise LarkError(CODE_INVALID_PARAM, "request body is not JSON") from None
-    if not isinstance(body, dict):
-        raise LarkError(CODE_INVALID_PARAM, "request body is not an object")
-    return body
-
-
 def _require_json_text(content: Any) -> str:
     if not isinstance(content, str):
         raise LarkError(CODE_INVALID_PARAM, "content must be a JSON string")
@@ -187,13 +165,7 @@ def create_app(state: SimulatorState) -> FastAPI:
     app = FastAPI(title="timeline-pipeline local Lark", dependencies=[Depends(count_and_delay)])
     app.state.sim = state
 
-    @app.exception_handler(LarkError)
-    async def _lark_error(_: Request, exc: LarkError) -> JSONResponse:
-        return JSONResponse(
-            {"code": exc.code, "msg": exc.msg, "data": {}},
-            status_code=exc.status,
-            headers=exc.headers,
-        )
+    handle_lark_errors(app)
 
     def authorize(request: Request) -> str:
         app_id = state.app_for(request.headers.get("authorization"))
@@ -221,7 +193,7 @@ def create_app(state: SimulatorState) -> FastAPI:
 
     @app.post("/open-apis/auth/v3/tenant_access_token/internal")
     async def tenant_token(request: Request) -> JSONResponse:
-        body = await _json_body(request)
+        body = await json_object_body(request, CODE_INVALID_PARAM)
         app_id, secret = body.get("app_id"), body.get("app_secret")
         if not isinstance(app_id, str) or app_id not in state.apps:
             raise LarkError(CODE_BAD_APP_ID, "app_id is invalid")
@@ -246,7 +218,7 @@ def create_app(state: SimulatorState) -> FastAPI:
         app_id = authorize(request)
         if request.query_params.get("receive_id_type") != "chat_id":
             raise LarkError(CODE_INVALID_PARAM, "receive_id_type must be chat_id here")
-        body = await _json_body(request)
+        body = await json_object_body(request, CODE_INVALID_PARAM)
         chat_id = body.get("receive_id")
         msg_type = body.get("msg_type")
         if not isinstance(chat_id, str) or not chat_id or not isinstance(msg_type, str):
@@ -264,7 +236,7 @@ def create_app(state: SimulatorState) -> FastAPI:
     @app.post("/open-apis/im/v1/messages/{message_id}/reply")
     async def reply_message(message_id: str, request: Request) -> JSONResponse:
         app_id = authorize(request)
-        body = await _json_body(request)
+        body = await json_object_body(request, CODE_INVALID_PARAM)
         parent = stored(message_id)
         deny_if_blocked(parent["chat_id"])
         msg_type = body.get("msg_type")
@@ -292,7 +264,7 @@ def create_app(state: SimulatorState) -> FastAPI:
     @app.patch("/open-apis/im/v1/messages/{message_id}")
     async def patch_message(message_id: str, request: Request) -> JSONResponse:
         app_id = authorize(request)
-        body = await _json_body(request)
+        body = await json_object_body(request, CODE_INVALID_PARAM)
         message = stored(message_id)
         sender = message.get("sender") or {}
         if sender.get("sender_type") != "app" or sender.get("id") != app_id:
