@@ -11,7 +11,7 @@ states the figure and the limit, so the alert says what to look at without openi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
@@ -88,18 +88,27 @@ def _keys(windows: Sequence[ListedWindow], total: int) -> list[str]:
     return listed if len(listed) == total else [*listed, f"... {total - len(listed)} more"]
 
 
+def _against_limit(
+    name: str, passed: bool, describe: Callable[[str], str], metadata: dict[str, Any]
+) -> CheckOutcome:
+    """The outcome of an error rule that holds a figure to its limit: `describe` words it with
+    the verdict, `within` or `above` the limit."""
+    return CheckOutcome(
+        name, passed, Severity.ERROR, describe("within" if passed else "above"), metadata
+    )
+
+
 def _backlog(health: PipelineHealth, limits: HealthLimits) -> CheckOutcome:
     backlog, limit = health.backlog, limits.backlog_windows
     by_status = health.windows_by_status
     figures = f"{by_status['pending']} pending, {by_status['processing']} processing"
-    passed = backlog <= limit
-    verdict = "within" if passed else "above"
-    return CheckOutcome(
+    return _against_limit(
         BACKLOG_CHECK,
-        passed,
-        Severity.ERROR,
-        f"window backlog {backlog} ({figures}) is {verdict} the limit of {limit} "
-        "(backlogAlertWindows)",
+        backlog <= limit,
+        lambda verdict: (
+            f"window backlog {backlog} ({figures}) is {verdict} the limit of {limit} "
+            "(backlogAlertWindows)"
+        ),
         {"backlog": backlog, "limit": limit},
     )
 
@@ -118,15 +127,14 @@ def _uncovered(health: PipelineHealth, limits: HealthLimits) -> CheckOutcome:
             f"(limit {format_age(limit)}, backlogAlertOldestUncoveredAge)",
             {**metadata, "age_seconds": 0.0},
         )
-    passed = age <= limit
-    verdict = "within" if passed else "above"
-    return CheckOutcome(
+    return _against_limit(
         UNCOVERED_CHECK,
-        passed,
-        Severity.ERROR,
-        f"the oldest uncovered evidence is {format_age(age)} old (workspace "
-        f"{position.workspace_id}, chat {position.chat_id}, at {position.at.isoformat()}), "
-        f"{verdict} the limit of {format_age(limit)} (backlogAlertOldestUncoveredAge)",
+        age <= limit,
+        lambda verdict: (
+            f"the oldest uncovered evidence is {format_age(age)} old (workspace "
+            f"{position.workspace_id}, chat {position.chat_id}, at {position.at.isoformat()}), "
+            f"{verdict} the limit of {format_age(limit)} (backlogAlertOldestUncoveredAge)"
+        ),
         {
             **metadata,
             "age_seconds": age.total_seconds(),
