@@ -134,6 +134,11 @@ class WindowRunReport:
     replayed: bool = False
     reason: str | None = None
 
+    def fail(self, reason: str) -> None:
+        """The run ends `failed`, for `reason`."""
+        self.status = RunStatus.FAILED
+        self.reason = reason
+
     def metadata(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "status": self.status.value,
@@ -247,8 +252,7 @@ class WindowRunner:
         try:
             return self._process(ref, claimed, report)
         except LeaseLost as exc:
-            report.status = RunStatus.FAILED
-            report.reason = str(exc)
+            report.fail(str(exc))
             log.warning("window.lease_lost", window=ref.partition_key, state_id=claimed.id)
             return report
         except Exception as exc:  # any error ends this window, never the batch
@@ -639,19 +643,11 @@ class WindowRunner:
         self, state: SyncState, report: WindowRunReport, diagnostic: str, failure: ChunkFailure
     ) -> WindowRunReport:
         now = self.clock()
-        retry_in = self.retry.ceiling(state.attempt_count)
         with self.engine.begin() as conn:
-            failed = window_states.fail_window(
-                conn,
-                state,
-                error=diagnostic,
-                retry_at=now + timedelta(seconds=retry_in),
-                now=now,
-            )
+            failed = self._fail_window(conn, state, diagnostic, state.attempt_count, now)
         if failed is None:
             raise LeaseLost("lease lost: another run took over the window before it failed")
-        report.status = RunStatus.FAILED
-        report.reason = diagnostic
+        report.fail(diagnostic)
         log.warning(
             "window.failed",
             window=report.ref.partition_key,
@@ -679,8 +675,7 @@ class WindowRunner:
             f"attempt {claimed.attempt_count} ended by an error after "
             f"{report.chunks_run} committed chunk(s) of {report.chunks_total}: {error_kind(exc)}"
         )
-        report.status = RunStatus.FAILED
-        report.reason = diagnostic
+        report.fail(diagnostic)
         log.error(
             "window.error",
             window=report.ref.partition_key,
@@ -699,13 +694,7 @@ class WindowRunner:
                     and current.attempt_count == claimed.attempt_count
                 )
                 failed = (
-                    window_states.fail_window(
-                        conn,
-                        current,
-                        error=diagnostic,
-                        retry_at=now + timedelta(seconds=self.retry.ceiling(claimed.attempt_count)),
-                        now=now,
-                    )
+                    self._fail_window(conn, current, diagnostic, claimed.attempt_count, now)
                     if held and current is not None
                     else None
                 )
@@ -721,6 +710,14 @@ class WindowRunner:
         if failed is None:
             report.reason = bounded(f"{diagnostic}; the window was no longer held by this run")
         return report
+
+    def _fail_window(
+        self, conn: Connection, state: SyncState, diagnostic: str, attempt: int, now: datetime
+    ) -> SyncState | None:
+        """`fail_window` by the bounded-attempt rule, due again after the policy's backoff for
+        `attempt`; None when the row is no longer this run's to fail."""
+        retry_at = now + timedelta(seconds=self.retry.ceiling(attempt))
+        return window_states.fail_window(conn, state, error=diagnostic, retry_at=retry_at, now=now)
 
     def _state_metadata(
         self,
