@@ -36,30 +36,34 @@ class CuratorService:
 
     def add(self, workspace_id: str, open_id: str, *, actor: str) -> bool:
         """True when `open_id` became a curator (False: already one, nothing written)."""
-        with transaction(self._engine) as conn:
-            added = workspaces.add_curator(conn, workspace_id, open_id)
-            if added:
-                self._audit(conn, "curator.add", workspace_id, open_id, actor)
-        return added
+        return self._change(workspaces.add_curator, "curator.add", workspace_id, open_id, actor)
 
     def remove(self, workspace_id: str, open_id: str, *, actor: str) -> bool:
         """True when `open_id` was a curator and no longer is."""
-        with transaction(self._engine) as conn:
-            removed = workspaces.remove_curator(conn, workspace_id, open_id)
-            if removed:
-                self._audit(conn, "curator.remove", workspace_id, open_id, actor)
-        return removed
-
-    def _audit(
-        self, conn: Connection, action: str, workspace_id: str, open_id: str, actor: str
-    ) -> None:
-        audit.audit_curation(
-            conn,
-            actor=actor,
-            action=action,
-            subject_type="curator",
-            subject_id=open_id,
-            workspace_id=workspace_id,
-            details={},
-            now=self._clock(),
+        return self._change(
+            workspaces.remove_curator, "curator.remove", workspace_id, open_id, actor
         )
+
+    def _change(
+        self,
+        change: Callable[[Connection, str, str], bool],
+        action: str,
+        workspace_id: str,
+        open_id: str,
+        actor: str,
+    ) -> bool:
+        """Applies `change` and, when it changed anything, audits it in the same transaction."""
+        with transaction(self._engine) as conn:
+            changed = change(conn, workspace_id, open_id)
+            if changed:
+                audit.audit_curation(
+                    conn,
+                    actor=actor,
+                    action=action,
+                    subject_type="curator",
+                    subject_id=open_id,
+                    workspace_id=workspace_id,
+                    details={},
+                    now=self._clock(),
+                )
+        return changed
