@@ -40,6 +40,7 @@ __all__ = [
     "database_errors",
     "problem",
     "problem_body",
+    "workspace_errors",
 ]
 
 
@@ -63,6 +64,20 @@ def database_errors() -> Iterator[None]:
         yield
     except (DatabaseUnavailable, PoolTimeoutError, OperationalError, InterfaceError):
         raise problem(503, "database_unavailable", "the database did not answer") from None
+
+
+@contextmanager
+def workspace_errors(*refusals: type[Refused]) -> Iterator[None]:
+    """The refusals of a workspace's resource outside curation's table: the database's, a
+    missing workspace as 404 `workspace_not_found`, and each of `refusals` as its own status
+    and code."""
+    with database_errors():
+        try:
+            yield
+        except WorkspaceNotFound as exc:
+            raise problem(404, "workspace_not_found", str(exc)) from None
+        except refusals as exc:
+            raise problem(exc.status, exc.code, str(exc)) from None
 
 
 @contextmanager

@@ -4,10 +4,11 @@ and the revision rule (docs/http.md, "Timeline API").
 No `from __future__ import annotations`: FastAPI reads these annotations at route definition.
 """
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Final
 
-from fastapi import Header, Query, status
+from fastapi import Depends, Header, Query, status
 from pydantic import WithJsonSchema
 
 from timeline_pipeline.api.errors import problem
@@ -15,6 +16,7 @@ from timeline_pipeline.api.schemas import ErrorOut
 from timeline_pipeline.curation.rules import revision_from_if_match
 from timeline_pipeline.domain.errors import InvalidInput, StaleRevision
 from timeline_pipeline.web.cursors import CursorCodec, InvalidCursor
+from timeline_pipeline.web.deps import CursorsDep
 
 API_PREFIX: Final = "/api"
 OPENAPI_PATH: Final = "/api/openapi.json"
@@ -84,6 +86,38 @@ def decode_cursor(
         return cursors.decode(listing, workspace_id, after)
     except InvalidCursor as exc:
         raise problem(400, "invalid_cursor", str(exc)) from None
+
+
+@dataclass(frozen=True, slots=True)
+class KeysetPage:
+    """The page of a listing a request asks for: the rows after its signed `after` cursor, at
+    most `limit` of them (capped at MAX_LIMIT)."""
+
+    cursors: CursorCodec
+    after: str | None
+    limit: int
+
+    def position(self, listing: str, workspace_id: str) -> tuple[datetime, int] | None:
+        """Where the page starts (`decode_cursor`): None for the first page."""
+        return decode_cursor(self.cursors, listing, workspace_id, self.after)
+
+    def next_cursor(
+        self, listing: str, workspace_id: str, next_after: tuple[datetime, int] | None
+    ) -> str | None:
+        """The cursor of the page after this one, or None when this one is the last."""
+        if next_after is None:
+            return None
+        return self.cursors.encode(listing, workspace_id, *next_after)
+
+
+def keyset_page(
+    cursors: CursorsDep, after: After = None, limit: Limit = DEFAULT_LIMIT
+) -> KeysetPage:
+    return KeysetPage(cursors, after, min(limit, MAX_LIMIT))
+
+
+PageQuery = Annotated[KeysetPage, Depends(keyset_page)]
+"""A listing's `after` and `limit` query parameters, with the codec of its cursors."""
 
 
 def expected_revision(

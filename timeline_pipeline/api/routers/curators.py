@@ -14,12 +14,11 @@ from typing import Annotated, Final
 from fastapi import APIRouter, Path, Request, Response, status
 
 from timeline_pipeline.api.auth import AuthorizedWorkspace, request_actor
-from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors, problem
+from timeline_pipeline.api.errors import ERROR_RESPONSES, problem, workspace_errors
 from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.params import doc
 from timeline_pipeline.api.schemas import CuratorOut, CuratorsOut
 from timeline_pipeline.domain.keys import InvalidKey
-from timeline_pipeline.store.workspaces import WorkspaceNotFound
 from timeline_pipeline.web.deps import CuratorServiceDep
 
 OPEN_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,128}$"
@@ -33,11 +32,9 @@ router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 
 @contextmanager
 def _curator_errors() -> Iterator[None]:
-    with database_errors():
+    with workspace_errors():
         try:
             yield
-        except WorkspaceNotFound as exc:
-            raise problem(404, "workspace_not_found", str(exc)) from None
         except InvalidKey as exc:
             raise problem(422, "invalid_input", str(exc)) from None
 

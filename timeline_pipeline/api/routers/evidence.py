@@ -9,11 +9,10 @@ from fastapi import APIRouter
 from timeline_pipeline.api.auth import AuthorizedWorkspace
 from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.params import DEFAULT_LIMIT, DOC_400, MAX_LIMIT, After, Limit
-from timeline_pipeline.api.params import decode_cursor as decode
+from timeline_pipeline.api.params import DOC_400, PageQuery
 from timeline_pipeline.api.presenters import evidence_item_out
 from timeline_pipeline.api.schemas import EvidencePage
-from timeline_pipeline.web.deps import CursorsDep, EvidenceServiceDep
+from timeline_pipeline.web.deps import EvidenceServiceDep
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 
@@ -28,14 +27,12 @@ router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 def get_evidence(
     workspace_id: AuthorizedWorkspace,
     service: EvidenceServiceDep,
-    cursors: CursorsDep,
-    after: After = None,
-    limit: Limit = DEFAULT_LIMIT,
+    asked: PageQuery,
 ) -> EvidencePage:
-    position = decode(cursors, "evidence", workspace_id, after)
+    position = asked.position("evidence", workspace_id)
     with database_errors():
-        page = service.page(workspace_id, after=position, limit=min(limit, MAX_LIMIT))
-    next_cursor = (
-        cursors.encode("evidence", workspace_id, *page.next_after) if page.next_after else None
+        page = service.page(workspace_id, after=position, limit=asked.limit)
+    return EvidencePage(
+        items=[evidence_item_out(r) for r in page.rows],
+        next_cursor=asked.next_cursor("evidence", workspace_id, page.next_after),
     )
-    return EvidencePage(items=[evidence_item_out(r) for r in page.rows], next_cursor=next_cursor)

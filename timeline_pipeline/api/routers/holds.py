@@ -17,23 +17,20 @@ from contextlib import contextmanager
 from typing import Annotated, Final
 
 from fastapi import APIRouter, Depends, Header, Path, Request, Response, status
+from sqlalchemy import Connection, Engine
 
 from timeline_pipeline.api.auth import request_actor, workspace_guard
-from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors, problem
+from timeline_pipeline.api.errors import ERROR_RESPONSES, problem, workspace_errors
 from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.params import doc
 from timeline_pipeline.api.schemas import HoldCreateIn, HoldOut, HoldReleaseIn
 from timeline_pipeline.db.engine import transaction
 from timeline_pipeline.domain.errors import Refused
-from timeline_pipeline.lifecycle.holds import (
-    create_hold,
-    release_hold,
-)
+from timeline_pipeline.lifecycle.holds import create_hold, release_hold
 from timeline_pipeline.lifecycle.registry import load_registry
 from timeline_pipeline.store import legal_holds
 from timeline_pipeline.store.api_tokens import SCOPE_HOLD_CREATE, SCOPE_HOLD_RELEASE
 from timeline_pipeline.store.legal_holds import HoldRow
-from timeline_pipeline.store.workspaces import WorkspaceNotFound
 from timeline_pipeline.web.deps import EngineDep
 
 _KEY_PATTERN: Final = r"^[A-Za-z0-9._:-]{1,256}$"
@@ -56,14 +53,10 @@ def _out(hold: HoldRow) -> HoldOut:
 
 
 @contextmanager
-def _lifecycle_errors() -> Iterator[None]:
-    with database_errors():
-        try:
-            yield
-        except WorkspaceNotFound as exc:
-            raise problem(404, "workspace_not_found", str(exc)) from None
-        except Refused as exc:
-            raise problem(exc.status, exc.code, str(exc)) from None
+def _lifecycle_change(engine: Engine) -> Iterator[Connection]:
+    """A hold's change in one transaction; a refusal is its own status and code."""
+    with workspace_errors(Refused), transaction(engine) as conn:
+        yield conn
 
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
@@ -96,15 +89,14 @@ def create_hold_route(
     engine: EngineDep,
     idempotency_key: IdempotencyKey,
 ) -> HoldOut:
-    key = idempotency_key
-    with _lifecycle_errors(), transaction(engine) as conn:
+    with _lifecycle_change(engine) as conn:
         result = create_hold(
             conn,
             load_registry(),
             workspace_id=workspace_id,
             descriptor_key=body.descriptor_key,
             reason=body.reason,
-            idempotency_key=key,
+            idempotency_key=idempotency_key,
             actor=request_actor(request),
             review_at=body.review_at,
         )
@@ -131,8 +123,7 @@ def release_hold_route(
     engine: EngineDep,
     idempotency_key: IdempotencyKey,
 ) -> HoldOut:
-    key = idempotency_key
-    with _lifecycle_errors(), transaction(engine) as conn:
+    with _lifecycle_change(engine) as conn:
         found = legal_holds.get(conn, hold_id)
         if found is None or found.workspace_id != workspace_id:
             raise problem(404, "hold_not_found", f"no hold {hold_id!r} in this workspace")
@@ -140,7 +131,7 @@ def release_hold_route(
             conn,
             hold_id=hold_id,
             reason=body.reason,
-            idempotency_key=key,
+            idempotency_key=idempotency_key,
             actor=request_actor(request),
         )
     return _out(result.hold)

@@ -12,14 +12,13 @@ Handlers are plain `def` (thread pool). No `from __future__ import annotations`:
 the handlers' annotations.
 """
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Path, Query
 
 from timeline_pipeline.api.auth import AuthorizedWorkspace, RequestActor
-from timeline_pipeline.api.errors import ERROR_RESPONSES, database_errors, problem
+from timeline_pipeline.api.errors import ERROR_RESPONSES, workspace_errors
 from timeline_pipeline.api.gate import GatedRoute
 from timeline_pipeline.api.params import doc
 from timeline_pipeline.api.presenters import milestones_out, report_out
@@ -34,7 +33,6 @@ from timeline_pipeline.domain.errors import InvalidInput
 from timeline_pipeline.report.milestones import Milestones
 from timeline_pipeline.report.service import ReportNotFound
 from timeline_pipeline.report.views import clear_milestone, read_report, set_milestone
-from timeline_pipeline.store.workspaces import WorkspaceNotFound
 from timeline_pipeline.web.deps import ReportServiceDep
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
@@ -55,23 +53,10 @@ _MILESTONE_ROUTE: Final[dict[str, Any]] = {
 """A milestone's route, the same for setting (PUT) and clearing (DELETE) its time."""
 
 
-@contextmanager
-def _report_errors() -> Iterator[None]:
-    with database_errors():
-        try:
-            yield
-        except WorkspaceNotFound as exc:
-            raise problem(404, "workspace_not_found", str(exc)) from None
-        except ReportNotFound as exc:
-            raise problem(404, exc.code, str(exc)) from None
-        except InvalidInput as exc:
-            raise problem(422, exc.code, str(exc)) from None
-
-
 def _changed(change: Callable[[], Milestones]) -> MilestonesOut:
     """A curator's change of a milestone, its refusals as problems; the answer is every
     milestone as it stands after it."""
-    with _report_errors():
+    with workspace_errors(ReportNotFound, InvalidInput):
         milestones = change()
     return milestones_out(milestones)
 
@@ -88,7 +73,7 @@ def _changed(change: Callable[[], Milestones]) -> MilestonesOut:
 def get_report(
     workspace_id: AuthorizedWorkspace, service: ReportServiceDep, revision: RevisionQuery = None
 ) -> ReportOut:
-    with _report_errors():
+    with workspace_errors(ReportNotFound, InvalidInput):
         read = read_report(service, workspace_id, revision=revision)
     return report_out(read)
 

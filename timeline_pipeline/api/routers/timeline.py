@@ -12,12 +12,11 @@ from fastapi import APIRouter, Query
 from timeline_pipeline.api.auth import AuthorizedWorkspace
 from timeline_pipeline.api.errors import ERROR_RESPONSES, curation_errors
 from timeline_pipeline.api.gate import GatedRoute
-from timeline_pipeline.api.params import DEFAULT_LIMIT, DOC_400, MAX_LIMIT, After, Limit
-from timeline_pipeline.api.params import decode_cursor as decode
+from timeline_pipeline.api.params import DOC_400, PageQuery
 from timeline_pipeline.api.presenters import entry_out, summary_out
 from timeline_pipeline.api.schemas import EntryStatus, TimelineOut
 from timeline_pipeline.domain.entries import VISIBLE_STATUSES
-from timeline_pipeline.web.deps import CurationServiceDep, CursorsDep
+from timeline_pipeline.web.deps import CurationServiceDep
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 
@@ -32,28 +31,21 @@ router = APIRouter(responses=ERROR_RESPONSES, route_class=GatedRoute)
 def get_timeline(
     workspace_id: AuthorizedWorkspace,
     service: CurationServiceDep,
-    cursors: CursorsDep,
+    asked: PageQuery,
     status_: Annotated[
         list[EntryStatus] | None,
         Query(alias="status", description="Statuses to include; default draft, confirmed."),
     ] = None,
-    after: After = None,
-    limit: Limit = DEFAULT_LIMIT,
 ) -> TimelineOut:
     statuses = tuple(dict.fromkeys(status_ or VISIBLE_STATUSES))
     listing = "timeline:" + ",".join(sorted(statuses))
-    position = decode(cursors, listing, workspace_id, after)
+    position = asked.position(listing, workspace_id)
     with curation_errors():
-        view = service.timeline(
-            workspace_id, statuses=statuses, after=position, limit=min(limit, MAX_LIMIT)
-        )
-    next_cursor = (
-        cursors.encode(listing, workspace_id, *view.next_after) if view.next_after else None
-    )
+        view = service.timeline(workspace_id, statuses=statuses, after=position, limit=asked.limit)
     return TimelineOut(
         workspace_id=workspace_id,
         statuses=list(view.statuses),
         entries=[entry_out(e) for e in view.entries],
         summary=summary_out(view.summary),
-        next_cursor=next_cursor,
+        next_cursor=asked.next_cursor(listing, workspace_id, view.next_after),
     )
