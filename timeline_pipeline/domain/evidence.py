@@ -63,6 +63,12 @@ class EvidenceRow:
     """A recall under a legal hold set this row's content aside (docs/lifecycle.md); it goes
     when the hold is released."""
 
+    def metadata_text(self, key: str) -> str | None:
+        """A text value of the row's metadata (a conversation id, the message type); None when
+        it is absent, empty or not text."""
+        value = self.metadata.get(key)
+        return value if isinstance(value, str) and value else None
+
 
 @dataclass(frozen=True, slots=True)
 class EvidenceCursor:

@@ -63,9 +63,9 @@ def message_from_row(row: EvidenceRow, *, message_id: str) -> NormalizedLarkMess
         message_id=message_id,
         chat_id=str(row.metadata.get("chat_id") or row.scope_key or ""),
         chat_type=None,
-        thread_id=_optional(row.metadata.get("thread_id")),
-        root_id=_optional(row.metadata.get("root_id")),
-        parent_id=_optional(row.metadata.get("parent_id")),
+        thread_id=row.metadata_text("thread_id"),
+        root_id=row.metadata_text("root_id"),
+        parent_id=row.metadata_text("parent_id"),
         sender_id=row.actor_id,
         sender_type=sender_type if isinstance(sender_type, str) else "unknown",
         message_type=message_type if isinstance(message_type, str) else "unknown",
@@ -76,10 +76,6 @@ def message_from_row(row: EvidenceRow, *, message_id: str) -> NormalizedLarkMess
         ai_eligible=row.ai_eligible,
         metadata=metadata,
     )
-
-
-def _optional(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def redact_everywhere(

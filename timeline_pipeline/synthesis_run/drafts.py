@@ -23,11 +23,6 @@ def evidence_item(row: EvidenceRow) -> EvidenceItem:
     """An evidence row in the synthesizer's shape; conversation ids come from its metadata."""
     metadata = row.metadata
     _, _, message_id = row.source_key.rpartition("/message/")
-
-    def text_or_none(key: str) -> str | None:
-        value = metadata.get(key)
-        return value if isinstance(value, str) and value else None
-
     return EvidenceItem(
         id=row.id,
         occurred_at=row.occurred_at,
@@ -37,10 +32,10 @@ def evidence_item(row: EvidenceRow) -> EvidenceItem:
         content_hash=row.content_hash,
         message_id=message_id or row.source_key,
         chat_id=row.scope_key or str(metadata.get("chat_id", "")),
-        thread_id=text_or_none("thread_id"),
-        root_id=text_or_none("root_id"),
-        parent_id=text_or_none("parent_id"),
-        message_type=text_or_none("message_type") or "text",
+        thread_id=row.metadata_text("thread_id"),
+        root_id=row.metadata_text("root_id"),
+        parent_id=row.metadata_text("parent_id"),
+        message_type=row.metadata_text("message_type") or "text",
     )
 
 
