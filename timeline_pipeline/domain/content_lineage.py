@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from timeline_pipeline.domain.entries import MACHINE_SOURCES, EntrySource, EntryStatus
+from timeline_pipeline.domain.lifecycle_declare import owner_of
 
 RECALLED_TEXT: Final = "[recalled]"
 """What stands where a recalled message's text was (a title is never empty); the page and the
@@ -118,7 +119,7 @@ def declare_content(
     `apply` is the store's own function the recall seam calls (None when the copy needs no
     action: the evidence, which the recall itself redacts, or ids only); `stage` orders them:
     entries (0) before what quotes entries (1)."""
-    owner = module.rsplit(".", 1)[-1]
+    owner = owner_of(module)
     return ContentCopy(
         key=f"{owner}.{table_name}",
         table_name=table_name,
