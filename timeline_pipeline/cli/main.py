@@ -6,6 +6,7 @@ newer code) ends as one line on stderr and a non-zero exit code, never a traceba
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import click
@@ -256,11 +257,20 @@ def workspace_bind_chat(app: AppContext, workspace_id: str, chat_id: str, as_jso
     emit(as_json, data, lambda: click.echo(f"{verb} chat {chat_id} to workspace {workspace_id}"))
 
 
+def _curator_options(
+    command: Callable[[AppContext, str, str, bool], None],
+) -> Callable[..., None]:
+    """The options of a command on one curator of one workspace, the same for adding and
+    removing: `--workspace`, `--open-id`, `--json`."""
+    with_app = json_option(pass_app(command))
+    with_open_id = click.option(
+        "--open-id", "open_id", required=True, help="Lark open_id of the reviewer."
+    )(with_app)
+    return click.option("--workspace", "workspace_id", required=True)(with_open_id)
+
+
 @workspace.command("add-curator")
-@click.option("--workspace", "workspace_id", required=True)
-@click.option("--open-id", "open_id", required=True, help="Lark open_id of the reviewer.")
-@json_option
-@pass_app
+@_curator_options
 def workspace_add_curator(app: AppContext, workspace_id: str, open_id: str, as_json: bool) -> None:
     """Allow a Lark user to confirm or hide this workspace's drafts."""
     new = CuratorService(app.engine).add(workspace_id, open_id, actor=cli_actor())
@@ -269,10 +279,7 @@ def workspace_add_curator(app: AppContext, workspace_id: str, open_id: str, as_j
 
 
 @workspace.command("remove-curator")
-@click.option("--workspace", "workspace_id", required=True)
-@click.option("--open-id", "open_id", required=True, help="Lark open_id of the reviewer.")
-@json_option
-@pass_app
+@_curator_options
 def workspace_remove_curator(
     app: AppContext, workspace_id: str, open_id: str, as_json: bool
 ) -> None:

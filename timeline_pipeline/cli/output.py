@@ -11,6 +11,8 @@ from typing import Any, NoReturn
 
 import click
 
+from timeline_pipeline.domain.errors import Refused
+
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
@@ -27,6 +29,19 @@ def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
 def refuse(message: str) -> NoReturn:
     """A usage error (exit 2): what was asked cannot be done as given."""
     fail(message, EXIT_USAGE)
+
+
+class RefusalGroup(click.Group):
+    """A command group whose refusals (`Refused`: a stale revision, no report yet, a time the
+    report refuses) are one line on stderr and exit 1, as bad input is everywhere, never a
+    traceback; an unknown workspace or a database that does not answer is the root group's to
+    report."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Refused as exc:
+            fail(str(exc))
 
 
 def jsonable(value: Any) -> Any:

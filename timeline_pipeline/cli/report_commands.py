@@ -27,8 +27,7 @@ from typing import Any
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, fail, json_option, parse_iso8601
-from timeline_pipeline.domain.errors import Refused
+from timeline_pipeline.cli.output import RefusalGroup, emit, fail, json_option, parse_iso8601
 from timeline_pipeline.maintenance.endpoint import cli_actor
 from timeline_pipeline.report.milestones import Milestone, MilestoneName, Milestones
 from timeline_pipeline.report.service import ReportService, Trigger
@@ -39,19 +38,7 @@ __all__ = ["report_group"]
 MILESTONE_CHOICES = [name.value for name in MilestoneName]
 
 
-class ReportGroup(click.Group):
-    """A refusal (no report yet, no such revision, a time the report refuses) is one line on
-    stderr and exit 1, as bad input is everywhere; an unknown workspace or a database that does
-    not answer is the root group's to report."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except Refused as exc:
-            fail(str(exc))
-
-
-@click.group("report", cls=ReportGroup)
+@click.group("report", cls=RefusalGroup)
 def report_group() -> None:
     """Build, show and correct a workspace's incident report."""
 

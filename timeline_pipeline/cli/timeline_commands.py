@@ -24,7 +24,14 @@ from typing import Any
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, fail, json_option, jsonable, parse_iso8601
+from timeline_pipeline.cli.output import (
+    RefusalGroup,
+    emit,
+    fail,
+    json_option,
+    jsonable,
+    parse_iso8601,
+)
 from timeline_pipeline.curation.export import render_markdown
 from timeline_pipeline.curation.presentation import presentation_of
 from timeline_pipeline.curation.rules import (
@@ -40,7 +47,6 @@ from timeline_pipeline.domain.entries import (
     EntrySource,
     SummarySource,
 )
-from timeline_pipeline.domain.errors import Refused
 from timeline_pipeline.maintenance.endpoint import cli_actor
 
 __all__ = ["timeline_group"]
@@ -48,18 +54,7 @@ __all__ = ["timeline_group"]
 MIN_TITLE_WIDTH = 20
 
 
-class CurationGroup(click.Group):
-    """A refused curation request is one line on stderr and exit code 1, never a traceback
-    (database and workspace errors are the root group's to report)."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except Refused as exc:
-            fail(str(exc))
-
-
-@click.group("timeline", cls=CurationGroup)
+@click.group("timeline", cls=RefusalGroup)
 def timeline_group() -> None:
     """Show, export and curate a workspace's timeline."""
 
