@@ -23,18 +23,18 @@ No `from __future__ import annotations`: Dagster reads the annotations of assets
 
 import hashlib
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import dagster as dg
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 from timeline_pipeline.db.engine import connection
 from timeline_pipeline.orchestration.collection import LarkClientResource
 from timeline_pipeline.orchestration.partition_runs import runs_with_new_partitions
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.summary import partition_workspace_id, workspace_partitions
-from timeline_pipeline.orchestration.windows import RUN_KEY_TAG
+from timeline_pipeline.orchestration.windows import RUN_KEY_TAG, scan_paced_sensor
 from timeline_pipeline.report.service import BuiltReport, ReportService, Trigger, input_stamp
 from timeline_pipeline.settings import LarkTimelineSettings, load_timeline_settings
 from timeline_pipeline.store import (
@@ -44,6 +44,9 @@ from timeline_pipeline.store import (
 )
 from timeline_pipeline.store import workspaces as workspace_store
 from timeline_pipeline.store.audit import dagster_actor
+
+if TYPE_CHECKING:
+    from timeline_pipeline.lark.client import LarkClient
 
 REPORT_KEY = dg.AssetKey("incident_report")
 REPORT_JOB = "build_incident_reports"
@@ -132,19 +135,42 @@ def incident_report(
     yield dg.MaterializeResult(metadata=report_metadata(built, document_url))
 
 
-@dg.op(description="Create the Lark tasks of confirmed next steps (docs/report.md).")
-def create_follow_up_tasks_op(
+def _lark_op_job(
+    job_name: str,
+    op_name: str,
+    description: str,
+    work: Callable[[dg.OpExecutionContext, Engine, LarkTimelineSettings, "LarkClient"], None],
+) -> dg.JobDefinition:
+    """A job of one op that does the report's Lark work: `work` is given the run's context, the
+    product database, the settings and a Lark client built from them."""
+
+    @dg.op(name=op_name, description=description)
+    def lark_op(
+        context: dg.OpExecutionContext,
+        database: DatabaseResource,
+        timeline_settings: TimelineSettingsResource,
+        lark: LarkClientResource,
+    ) -> None:
+        settings = timeline_settings.load()
+        work(context, database.engine, settings.timeline, lark.build(settings))
+
+    @dg.job(name=job_name, executor_def=dg.in_process_executor)
+    def lark_job() -> None:
+        lark_op()
+
+    return lark_job
+
+
+def _create_follow_up_tasks(
     context: dg.OpExecutionContext,
-    database: DatabaseResource,
-    timeline_settings: TimelineSettingsResource,
-    lark: LarkClientResource,
+    engine: Engine,
+    settings: LarkTimelineSettings,
+    client: "LarkClient",
 ) -> None:
     from timeline_pipeline.lark.documents import LarkDocuments
     from timeline_pipeline.report.follow_ups import FollowUpWorker
 
-    settings = timeline_settings.load()
-    worker = FollowUpWorker(database.engine, settings.timeline, LarkDocuments(lark.build(settings)))
-    outcome = worker.run()
+    outcome = FollowUpWorker(engine, settings, LarkDocuments(client)).run()
     context.log.info(
         "follow-up tasks: %d created, %d failed, %d deferred",
         outcome.created,
@@ -153,28 +179,30 @@ def create_follow_up_tasks_op(
     )
 
 
-@dg.job(name=FOLLOW_UP_JOB, executor_def=dg.in_process_executor)
-def follow_up_job() -> None:
-    create_follow_up_tasks_op()
-
-
-@dg.op(description="Delete in Lark the documents whose reports aged out (docs/report.md).")
-def retire_report_documents_op(
+def _retire_report_documents(
     context: dg.OpExecutionContext,
-    database: DatabaseResource,
-    timeline_settings: TimelineSettingsResource,
-    lark: LarkClientResource,
+    engine: Engine,
+    settings: LarkTimelineSettings,
+    client: "LarkClient",
 ) -> None:
     from timeline_pipeline.report.publisher import DocumentPublisher
 
-    settings = timeline_settings.load()
-    publisher = DocumentPublisher(database.engine, settings.timeline, lark.build(settings))
+    publisher = DocumentPublisher(engine, settings, client)
     context.log.info("report documents retired: %d", publisher.retire_orphans())
 
 
-@dg.job(name=RETIRE_JOB, executor_def=dg.in_process_executor)
-def retire_job() -> None:
-    retire_report_documents_op()
+follow_up_job = _lark_op_job(
+    FOLLOW_UP_JOB,
+    "create_follow_up_tasks_op",
+    "Create the Lark tasks of confirmed next steps (docs/report.md).",
+    _create_follow_up_tasks,
+)
+retire_job = _lark_op_job(
+    RETIRE_JOB,
+    "retire_report_documents_op",
+    "Delete in Lark the documents whose reports aged out (docs/report.md).",
+    _retire_report_documents,
+)
 
 
 # --- the sensor --------------------------------------------------------------------------------
@@ -215,6 +243,20 @@ def _due(
     return trigger, f"report:{workspace_id}:{stamp[:16]}:{seen}:{step}"
 
 
+class _Revisioned(Protocol):
+    @property
+    def id(self) -> int: ...
+    @property
+    def revision(self) -> int: ...
+
+
+def _rows_run(job_name: str, prefix: str, rows: Sequence[_Revisioned]) -> dg.RunRequest:
+    """A run of `job_name` for the queued `rows`, keyed by their ids and revisions: repeated
+    ticks over the same rows request one run."""
+    digest = hashlib.sha256(",".join(f"{r.id}.{r.revision}" for r in rows).encode()).hexdigest()
+    return dg.RunRequest(job_name=job_name, run_key=f"{prefix}:{digest[:16]}")
+
+
 def report_requests(
     database: DatabaseResource, settings: LarkTimelineSettings
 ) -> tuple[list[dg.RunRequest], list[str]]:
@@ -248,17 +290,11 @@ def report_requests(
         if settings.follow_up_tasks_enabled:
             queued = follow_up_tasks.pending(conn, limit=200)
             if queued:
-                digest = hashlib.sha256(
-                    ",".join(f"{t.id}.{t.revision}" for t in queued).encode()
-                ).hexdigest()[:16]
-                requests.append(dg.RunRequest(job_name=FOLLOW_UP_JOB, run_key=f"tasks:{digest}"))
+                requests.append(_rows_run(FOLLOW_UP_JOB, "tasks", queued))
                 reasons.append(f"{len(queued)} follow-up task(s) queued")
         orphans = report_documents.orphaned(conn, limit=200)
         if orphans:
-            digest = hashlib.sha256(
-                ",".join(f"{d.id}.{d.revision}" for d in orphans).encode()
-            ).hexdigest()[:16]
-            requests.append(dg.RunRequest(job_name=RETIRE_JOB, run_key=f"retire:{digest}"))
+            requests.append(_rows_run(RETIRE_JOB, "retire", orphans))
             reasons.append(f"{len(orphans)} document(s) whose reports aged out")
     return requests, reasons
 
@@ -308,11 +344,10 @@ def _with_reruns(
 
 
 def _report_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
-    @dg.sensor(
+    @scan_paced_sensor(
+        settings,
         name=REPORT_SENSOR,
         jobs=[report_job, follow_up_job, retire_job],
-        minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
-        default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
             "Builds a workspace's incident report when it leaves firing and again when its "
             "confirmed entries change; creates follow-up tasks (docs/report.md)."

@@ -41,7 +41,11 @@ from timeline_pipeline.orchestration.resources import (
     TimelineSettingsResource,
     claude_setup,
 )
-from timeline_pipeline.orchestration.windows import dagster_run_lookup, run_lanes
+from timeline_pipeline.orchestration.windows import (
+    dagster_run_lookup,
+    run_lanes,
+    scan_paced_sensor,
+)
 from timeline_pipeline.settings import LarkTimelineSettings, Settings, load_timeline_settings
 from timeline_pipeline.summary.contract import Summarizer
 from timeline_pipeline.summary.deterministic import DeterministicSummarizer
@@ -255,11 +259,10 @@ def evaluate_summary_sensor(
 
 
 def _summary_sensor(settings: LarkTimelineSettings) -> dg.SensorDefinition:
-    @dg.sensor(
+    @scan_paced_sensor(
+        settings,
         name=SUMMARY_SENSOR,
         job=summary_job,
-        minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
-        default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
             "Requests a workspace's summary run when windows that created or changed visible "
             "entries reach a terminal state (docs/design.md §8); settles the others."

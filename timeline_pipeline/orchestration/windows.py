@@ -34,7 +34,7 @@ sensors at definition time.
 """
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -488,14 +488,33 @@ def evaluate_discovery(
     )
 
 
+def scan_paced_sensor(
+    settings: LarkTimelineSettings,
+    *,
+    name: str,
+    description: str,
+    job: dg.JobDefinition | UnresolvedAssetJobDefinition | None = None,
+    jobs: Sequence[dg.JobDefinition | UnresolvedAssetJobDefinition] | None = None,
+) -> Callable[[Callable[..., Any]], dg.SensorDefinition]:
+    """The sensors that follow window synthesis (discovery, the summary, the report): running
+    from the start and ticking at the synthesis scan interval, 30 seconds at the least."""
+    return dg.sensor(
+        name=name,
+        job=job,
+        jobs=jobs,
+        minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=description,
+    )
+
+
 def _discovery_sensor(
     settings: LarkTimelineSettings, job: UnresolvedAssetJobDefinition
 ) -> dg.SensorDefinition:
-    @dg.sensor(
+    @scan_paced_sensor(
+        settings,
         name=DISCOVERY_SENSOR,
         job=job,
-        minimum_interval_seconds=max(30, int(settings.synthesis_scan_interval.total_seconds())),
-        default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
             "Finds closed, non-empty, uncovered windows (docs/design.md §6), adds their "
             "partitions and requests their synthesis runs, oldest first, within the backlog "
