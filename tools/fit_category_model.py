@@ -18,10 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.quality.gold import Split, load_gold_set
+from bench.quality.gold import GoldTranscript, Split, load_gold_set
 from timeline_pipeline.synthesis.category_features import category_features
 from timeline_pipeline.synthesis.category_model import MODEL_FILE
 from timeline_pipeline.synthesis.contract import Category
@@ -38,33 +40,52 @@ DECIMALS = 3
 TOLERANCE = 2e-3
 
 
-def training_examples(gold: Path) -> tuple[list[dict[str, float]], list[str], list[str]]:
-    """Features and kinds of every cited message of the tuned set and the tuning half."""
-    features: list[dict[str, float]] = []
-    kinds: list[str] = []
-    names: list[str] = []
+@dataclass(frozen=True)
+class Labelled:
+    """One gold transcript's cited messages: the features and the kind of each."""
+
+    name: str
+    transcript: GoldTranscript
+    features: list[dict[str, float]]
+    kinds: list[str]
+
+
+def labelled_transcripts(gold: Path) -> list[Labelled]:
+    """Every transcript of the tuned set and the tuning half, with its cited messages labelled.
+
+    A message cited by several facts takes the first fact's kind.
+    """
+    labelled: list[Labelled] = []
     for split in (Split.TUNED, Split.TUNING):
         for transcript in load_gold_set(gold, split=split):
-            names.append(transcript.name)
             kind: dict[str, Category] = {}
             for fact in transcript.expected:
                 for message_id in fact.evidence_message_ids:
                     kind.setdefault(message_id, fact.category)
-            for item in transcript.evidence:
-                if item.message_id in kind:
-                    features.append(category_features(item))
-                    kinds.append(kind[item.message_id].value)
-    return features, kinds, sorted(names)
+            cited = [item for item in transcript.evidence if item.message_id in kind]
+            labelled.append(
+                Labelled(
+                    name=transcript.name,
+                    transcript=transcript,
+                    features=[category_features(item) for item in cited],
+                    kinds=[kind[item.message_id].value for item in cited],
+                )
+            )
+    return labelled
 
 
-def fit(gold: Path) -> dict[str, Any]:
+def fit_on(
+    labelled: Sequence[Labelled], *, regularization: float = REGULARIZATION
+) -> dict[str, Any]:
+    """The model fitted on these transcripts' cited messages, in the shipped file's form."""
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    features, kinds, names = training_examples(gold)
+    features = [f for one in labelled for f in one.features]
+    kinds = [k for one in labelled for k in one.kinds]
     vectorizer = DictVectorizer()
     matrix = vectorizer.fit_transform(features)
-    model = LogisticRegression(C=REGULARIZATION, max_iter=10_000)
+    model = LogisticRegression(C=regularization, max_iter=10_000)
     model.fit(matrix, kinds)
     classes = [str(c) for c in model.classes_]
     weights: dict[str, list[float]] = {}
@@ -77,9 +98,14 @@ def fit(gold: Path) -> dict[str, Any]:
         "intercepts": [round(float(b), DECIMALS) for b in model.intercept_],
         "weights": dict(sorted(weights.items())),
         "margin": MARGIN,
-        "trained_on": names,
+        "trained_on": sorted(one.name for one in labelled),
         "examples": len(kinds),
     }
+
+
+def fit(gold: Path) -> dict[str, Any]:
+    """The shipped model: fitted on every transcript of the tuned set and the tuning half."""
+    return fit_on(labelled_transcripts(gold))
 
 
 def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
