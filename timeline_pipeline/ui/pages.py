@@ -314,17 +314,7 @@ class Pages:
         alert: str | None = None,
         status: int = 200,
     ) -> HTMLResponse:
-        presentation = self.presentation(view.workspace_id)
-        body = self.render(
-            view.workspace_id,
-            "_entry.html",
-            workspace_id=view.workspace_id,
-            card=entry_card(view, presentation, dated=dated),
-            dated=dated,
-            csrf=viewer.csrf,
-            alert=alert,
-        )
-        return html(body, status)
+        return self._entry_fragment("_entry.html", viewer, view, dated, status, alert=alert)
 
     def edit_form_response(
         self,
@@ -337,18 +327,39 @@ class Pages:
         status: int = 200,
     ) -> HTMLResponse:
         """An entry's edit form: empty, or refused with what was typed in it."""
-        presentation = self.presentation(view.workspace_id)
-        body = self.render(
-            view.workspace_id,
+        return self._entry_fragment(
             "_entry_edit.html",
-            workspace_id=view.workspace_id,
-            card=entry_card(view, presentation, dated=dated),
-            dated=dated,
-            csrf=viewer.csrf,
-            categories=category_options(presentation.locale),
+            viewer,
+            view,
+            dated,
+            status,
+            categories=category_options(self.presentation(view.workspace_id).locale),
             limits={"title": TITLE_MAX_CHARS, "detail": DETAIL_MAX_CHARS},
             error=error,
             typed=typed or {},
+        )
+
+    def _entry_fragment(
+        self,
+        template: str,
+        viewer: Viewer,
+        view: EntryView,
+        dated: bool,
+        status: int,
+        /,
+        **context: Any,
+    ) -> HTMLResponse:
+        """One entry's fragment (its card or its edit form), for the viewer: the card in the
+        workspace's language and zone, dated when the list spans local days."""
+        card = entry_card(view, self.presentation(view.workspace_id), dated=dated)
+        body = self.render(
+            view.workspace_id,
+            template,
+            workspace_id=view.workspace_id,
+            card=card,
+            dated=dated,
+            csrf=viewer.csrf,
+            **context,
         )
         return html(body, status)
 

@@ -13,7 +13,7 @@ or cleared a time after the revision was built, the view says that the next buil
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -130,19 +130,20 @@ class ReportPage:
     built_by: str
     withdrawn: bool
     document_url: str | None
-    title: str | None
-    status: str | None
-    status_label: str | None
-    window: str | None
-    counts: str | None
-    drafts_banner: str | None
-    withheld_note: str | None
-    milestones_changed: bool
+    # The report's own content: none on a withdrawn revision.
+    title: str | None = None
+    status: str | None = None
+    status_label: str | None = None
+    window: str | None = None
+    counts: str | None = None
+    drafts_banner: str | None = None
+    withheld_note: str | None = None
+    milestones_changed: bool = False
     """A curator set or cleared a time since this revision was built."""
-    narrative: tuple[SectionBlock, ...]
-    timeline: SectionBlock | None
-    follow_ups: SectionBlock | None
-    unconfirmed: SectionBlock | None
+    narrative: tuple[SectionBlock, ...] = ()
+    timeline: SectionBlock | None = None
+    follow_ups: SectionBlock | None = None
+    unconfirmed: SectionBlock | None = None
 
 
 def milestone_rows(
@@ -293,28 +294,15 @@ def report_page(read: ReportRead, milestones: Milestones, presentation: Presenta
     """The report view of a kept revision; a withdrawn one keeps only its own fields."""
     t = page_text(presentation.locale)
     report = read.report
-    built_shown = _shown(report.created_at, presentation, dated=True)
-    document_url = safe_link(read.document_url)
+    kept = ReportPage(
+        revision=report.revision,
+        built_shown=_shown(report.created_at, presentation, dated=True),
+        built_by=report.built_by,
+        withdrawn=report.withdrawn,
+        document_url=safe_link(read.document_url),
+    )
     if report.withdrawn:
-        return ReportPage(
-            revision=report.revision,
-            built_shown=built_shown,
-            built_by=report.built_by,
-            withdrawn=True,
-            document_url=document_url,
-            title=None,
-            status=None,
-            status_label=None,
-            window=None,
-            counts=None,
-            drafts_banner=None,
-            withheld_note=None,
-            milestones_changed=False,
-            narrative=(),
-            timeline=None,
-            follow_ups=None,
-            unconfirmed=None,
-        )
+        return kept
     content = report.content
     sections = _sections(content)
     joiner = t.gettext(", ")
@@ -336,12 +324,8 @@ def report_page(read: ReportRead, milestones: Milestones, presentation: Presenta
     counts = _mapping(content.get("counts"))
     drafts, withheld = int(counts.get("drafts") or 0), int(counts.get("withheld") or 0)
     status = str(content.get("status") or "")
-    return ReportPage(
-        revision=report.revision,
-        built_shown=built_shown,
-        built_by=report.built_by,
-        withdrawn=False,
-        document_url=document_url,
+    return replace(
+        kept,
         title=str(content.get("title") or report.workspace_id),
         status=status,
         status_label=workspace_status_label(status, presentation.locale),

@@ -79,47 +79,39 @@ router = APIRouter()
 # --- reads ---
 
 
-def _shown(
-    ui: Pages,
-    request: Request,
-    workspace_id: str,
-    entry_id: int,
-    respond: Callable[[Viewer, EntryView], Response],
-) -> Response:
-    """One entry, as `respond` shows it to the viewer; else the message page."""
-    try:
-        viewer, view = ui.viewer_and_entry(request, workspace_id, entry_id)
-    except Refusal as refusal:
-        return ui.refused(request, refusal)
-    return respond(viewer, view)
+def _add_entry_read(
+    path: str, name: str, respond: Callable[[Pages, Viewer, EntryView, bool], Response]
+) -> None:
+    """A GET route showing one entry as `respond` does (dated when the page asks), else the
+    message page; the fragment and the edit form share the handler (FastAPI needs real
+    signatures)."""
+
+    def read(
+        ui: PagesDep,
+        request: Request,
+        workspace_id: WorkspaceId,
+        entry_id: EntryId,
+        dated: Dated = None,
+    ) -> Response:
+        try:
+            viewer, view = ui.viewer_and_entry(request, workspace_id, entry_id)
+        except Refusal as refusal:
+            return ui.refused(request, refusal)
+        return respond(ui, viewer, view, asks_dated(dated))
+
+    router.add_api_route(path, read, methods=["GET"], name=name)
 
 
-@router.get("/workspaces/{workspace_id}/entries/{entry_id}")
-def entry_fragment(
-    ui: PagesDep,
-    request: Request,
-    workspace_id: WorkspaceId,
-    entry_id: EntryId,
-    dated: Dated = None,
-) -> Response:
-    def respond(viewer: Viewer, view: EntryView) -> Response:
-        return ui.entry_response(viewer, view, dated=asks_dated(dated))
-
-    return _shown(ui, request, workspace_id, entry_id, respond)
-
-
-@router.get("/workspaces/{workspace_id}/entries/{entry_id}/edit")
-def edit_form(
-    ui: PagesDep,
-    request: Request,
-    workspace_id: WorkspaceId,
-    entry_id: EntryId,
-    dated: Dated = None,
-) -> Response:
-    def respond(viewer: Viewer, view: EntryView) -> Response:
-        return ui.edit_form_response(viewer, view, dated=asks_dated(dated))
-
-    return _shown(ui, request, workspace_id, entry_id, respond)
+_add_entry_read(
+    "/workspaces/{workspace_id}/entries/{entry_id}",
+    "entry_fragment",
+    lambda ui, viewer, view, dated: ui.entry_response(viewer, view, dated=dated),
+)
+_add_entry_read(
+    "/workspaces/{workspace_id}/entries/{entry_id}/edit",
+    "edit_form",
+    lambda ui, viewer, view, dated: ui.edit_form_response(viewer, view, dated=dated),
+)
 
 
 @router.get("/workspaces/{workspace_id}/entries/{entry_id}/evidence")
