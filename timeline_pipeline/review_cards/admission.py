@@ -33,7 +33,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
 from timeline_pipeline.curation.presentation import presentation_of
-from timeline_pipeline.db.engine import DatabaseUnavailable, transaction
+from timeline_pipeline.db.engine import DatabaseUnavailable
 from timeline_pipeline.domain.card_requests import CardRequest, Decision, pending_count
 from timeline_pipeline.domain.interactions import CardAction
 from timeline_pipeline.i18n.catalogs import Domain, translations
@@ -50,6 +50,7 @@ from timeline_pipeline.review_cards.callbacks import (
     claimed_key,
     parse,
 )
+from timeline_pipeline.review_cards.card_moves import CardMoved, while_moved
 from timeline_pipeline.review_cards.drawing import N_, draw_card
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, workspaces
@@ -64,7 +65,6 @@ log = get_logger("timeline_pipeline.review_cards")
 ADMITTED: Final = "admitted"
 DUPLICATE: Final = "duplicate"
 REFUSED: Final = "refused"
-_CAS_ATTEMPTS: Final = 5
 
 
 _DONE_TOAST: Final = {
@@ -87,10 +87,6 @@ class CardAnswer:
     outcome: str
     reason: str | None = None
     admission_id: int | None = None
-
-
-class _Moved(Exception):
-    """The card changed between read and write: read it again."""
 
 
 class _Duplicate(Exception):
@@ -177,15 +173,12 @@ class CardCallbacks:
         )
 
     def _admit(self, callback: CardCallback) -> CardAnswer:
-        for _ in range(_CAS_ATTEMPTS):
-            try:
-                with transaction(self._engine) as conn:
-                    return self._admit_once(conn, callback)
-            except _Moved:
-                continue
-            except _Duplicate as duplicate:  # the transaction rolled back: nothing written
-                return self._duplicate(duplicate.card, callback, None, duplicate.presentation)
-        raise CallbackRefused(Refusal.UNAVAILABLE)
+        try:
+            return while_moved(self._engine, lambda conn: self._admit_once(conn, callback))
+        except _Duplicate as duplicate:  # the transaction rolled back: nothing written
+            return self._duplicate(duplicate.card, callback, None, duplicate.presentation)
+        except CardMoved:
+            raise CallbackRefused(Refusal.UNAVAILABLE) from None
 
     def _admit_once(self, conn: Connection, callback: CardCallback) -> CardAnswer:
         """One read of each thing the checks need, then the write; the happy path stays a
@@ -251,7 +244,7 @@ class CardCallbacks:
                     now=now,
                 )
                 if refreshed is None:
-                    raise _Moved
+                    raise CardMoved
                 card = refreshed
                 shown = card.request.entry(entry.id) or shown
             stale = CallbackRefused(Refusal.STALE_REVISION, now_reads=shown)
@@ -297,7 +290,7 @@ class CardCallbacks:
             now=now,
         )
         if written is None:
-            raise _Moved
+            raise CardMoved
         try:
             admission_id = admissions.admit(
                 conn,

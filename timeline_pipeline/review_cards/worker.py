@@ -51,6 +51,7 @@ from timeline_pipeline.lark.client import LarkApiError
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
 from timeline_pipeline.retry import RetryPolicy
+from timeline_pipeline.review_cards.card_moves import CardMoved, while_moved
 from timeline_pipeline.review_cards.drawing import draw_card
 from timeline_pipeline.review_cards.planner import plan_flagged_cards
 from timeline_pipeline.settings import LarkTimelineSettings
@@ -66,7 +67,6 @@ log = get_logger("timeline_pipeline.review_cards")
 APPLIED: Final = "applied"
 MAX_SEND_ATTEMPTS: Final = 8
 MAX_PATCH_ATTEMPTS: Final = 8
-_CAS_ATTEMPTS: Final = 5
 _ACTIONS: Final = {CardAction.CONFIRM: Action.CONFIRM, CardAction.HIDE: Action.HIDE}
 
 
@@ -97,10 +97,6 @@ class WorkReport:
 
 
 class _LeaseLost(Exception):
-    pass
-
-
-class _Moved(Exception):
     pass
 
 
@@ -281,13 +277,10 @@ class CardWorker:
             return None
 
     def _apply(self, admission: AdmissionRow) -> AdmissionRow:
-        for _ in range(_CAS_ATTEMPTS):
-            try:
-                with transaction(self._engine) as conn:
-                    return self._apply_once(conn, admission)
-            except _Moved:
-                continue
-        raise _LeaseLost
+        try:
+            return while_moved(self._engine, lambda conn: self._apply_once(conn, admission))
+        except CardMoved:
+            raise _LeaseLost from None
 
     def _apply_once(self, conn: Connection, admission: AdmissionRow) -> AdmissionRow:
         now = self._clock()
@@ -332,7 +325,7 @@ class CardWorker:
             )
             is None
         ):
-            raise _Moved
+            raise CardMoved
         advanced = admissions.advance(
             conn,
             admission,
