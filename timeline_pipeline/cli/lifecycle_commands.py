@@ -13,7 +13,13 @@ from typing import Any, TypedDict
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, json_option, jsonable, parse_iso8601
+from timeline_pipeline.cli.output import (
+    emit,
+    json_option,
+    jsonable,
+    parse_iso8601,
+    workspace_option,
+)
 from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.domain.lifecycle import MAX_BATCH_LIMIT
 from timeline_pipeline.lifecycle.archive import LocalDirectoryArchive, verify_manifest
@@ -242,7 +248,7 @@ def hold_group() -> None:
 
 
 @hold_group.command("create")
-@click.option("--workspace", "workspace_id", required=True)
+@workspace_option
 @click.option("--descriptor", "descriptor_key", help="Hold one descriptor (and its chain) only.")
 @click.option("--reason", required=True, help="Why (at least 10 characters).")
 @click.option("--idempotency-key", "idempotency_key", required=True)

@@ -22,6 +22,7 @@ from timeline_pipeline.cli.output import (
     json_option,
     jsonable,
     parse_iso8601,
+    workspace_option,
 )
 from timeline_pipeline.curation.curators import CuratorService
 from timeline_pipeline.db.engine import (
@@ -244,7 +245,7 @@ def workspace_create(
 
 
 @workspace.command("bind-chat")
-@click.option("--workspace", "workspace_id", required=True)
+@workspace_option
 @click.option("--chat", "chat_id", required=True, help="Lark chat id (oc_...).")
 @json_option
 @pass_app
@@ -266,7 +267,7 @@ def _curator_options(
     with_open_id = click.option(
         "--open-id", "open_id", required=True, help="Lark open_id of the reviewer."
     )(with_app)
-    return click.option("--workspace", "workspace_id", required=True)(with_open_id)
+    return workspace_option(with_open_id)
 
 
 @workspace.command("add-curator")
@@ -292,7 +293,7 @@ def workspace_remove_curator(
 
 
 @workspace.command("set-status")
-@click.option("--workspace", "workspace_id", required=True)
+@workspace_option
 @click.option("--status", type=click.Choice(["firing", "recovered", "archived"]), required=True)
 @json_option
 @pass_app

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import click
 
+from timeline_pipeline.cli.context import AppContext, pass_app
 from timeline_pipeline.domain.errors import Refused
 
 EXIT_ERROR = 1
@@ -18,6 +19,14 @@ EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+workspace_option = click.option("--workspace", "workspace_id", required=True)
+"""The workspace a command acts on (`--workspace W`)."""
+
+
+def workspace_options(command: Callable[[AppContext, str, bool], None]) -> Callable[..., None]:
+    """The options of a command on one workspace and nothing else: `--workspace` and `--json`,
+    with the app's context passed first."""
+    return workspace_option(json_option(pass_app(command)))
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:

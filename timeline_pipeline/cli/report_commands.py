@@ -27,7 +27,14 @@ from typing import Any
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import RefusalGroup, emit, fail, json_option, parse_iso8601
+from timeline_pipeline.cli.output import (
+    RefusalGroup,
+    emit,
+    fail,
+    json_option,
+    parse_iso8601,
+    workspace_option,
+)
 from timeline_pipeline.maintenance.endpoint import cli_actor
 from timeline_pipeline.report.milestones import Milestone, MilestoneName, Milestones
 from timeline_pipeline.report.service import ReportService, Trigger
@@ -190,7 +197,7 @@ def _print_milestone(as_json: bool, workspace_id: str, name: str, milestones: Mi
 
 
 @report_group.command("set-milestone")
-@click.option("--workspace", "workspace_id", required=True)
+@workspace_option
 @milestone_option
 @click.option(
     "--at", "at", required=True, help="The time, ISO 8601 with its offset (2026-11-29T10:00Z)."
@@ -214,7 +221,7 @@ def report_set_milestone(
 
 
 @report_group.command("clear-milestone")
-@click.option("--workspace", "workspace_id", required=True)
+@workspace_option
 @milestone_option
 @json_option
 @pass_app

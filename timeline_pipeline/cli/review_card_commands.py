@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit
+from timeline_pipeline.cli.output import emit, workspace_option
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
@@ -83,7 +83,7 @@ def work(app: AppContext, drain: bool, max_seconds: float, as_json: bool) -> Non
 
 
 @review_cards_group.command("show")
-@click.option("--workspace", "workspace_id", required=True)
+@workspace_option
 @json_option
 @pass_app
 def show(app: AppContext, workspace_id: str, as_json: bool) -> None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, json_option
+from timeline_pipeline.cli.output import emit, json_option, workspace_option, workspace_options
 from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.store import api_tokens, ui_sessions
 
@@ -18,7 +18,7 @@ def token_group() -> None:
 
 
 @token_group.command("create")
-@click.option("--workspace", "workspace_id", required=True)
+@workspace_option
 @click.option(
     "--scope",
     "scopes",
@@ -86,9 +86,7 @@ def token_revoke(
 
 
 @token_group.command("list")
-@click.option("--workspace", "workspace_id", required=True)
-@json_option
-@pass_app
+@workspace_options
 def token_list(app: AppContext, workspace_id: str, as_json: bool) -> None:
     """List a workspace's tokens (ids and dates; never the secrets)."""
     with connection(app.engine) as conn:

@@ -14,7 +14,7 @@ from urllib.parse import urlencode, urlsplit
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, json_option
+from timeline_pipeline.cli.output import emit, json_option, workspace_option, workspace_options
 from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.store import ui_sessions
 
@@ -42,7 +42,7 @@ def ui_group() -> None:
 
 
 @ui_group.command("link")
-@click.option("--workspace", "workspace_id", required=True)
+@workspace_option
 @click.option(
     "--base-url",
     default=DEFAULT_BASE_URL,
@@ -73,9 +73,7 @@ def ui_link(app: AppContext, workspace_id: str, base_url: str, as_json: bool) ->
 
 
 @ui_group.command("sessions")
-@click.option("--workspace", "workspace_id", required=True)
-@json_option
-@pass_app
+@workspace_options
 def ui_sessions_list(app: AppContext, workspace_id: str, as_json: bool) -> None:
     """List the workspace's page sessions (ids and dates; never a secret)."""
     with connection(app.engine) as conn:
@@ -95,9 +93,7 @@ def ui_sessions_list(app: AppContext, workspace_id: str, as_json: bool) -> None:
 
 
 @ui_group.command("revoke")
-@click.option("--workspace", "workspace_id", required=True)
-@json_option
-@pass_app
+@workspace_options
 def ui_revoke(app: AppContext, workspace_id: str, as_json: bool) -> None:
     """End every page session of the workspace and void its unused sign-in links."""
     with transaction(app.engine) as conn:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from timeline_pipeline.cli.context import AppContext, pass_app
-from timeline_pipeline.cli.output import emit, json_option
+from timeline_pipeline.cli.output import emit, json_option, workspace_option
 from timeline_pipeline.curation.presentation import presentation_for
 from timeline_pipeline.db.engine import connection, transaction
 from timeline_pipeline.i18n.locales import LOCALE_CHOICES
@@ -70,7 +70,7 @@ def workspace_show(app: AppContext, workspace_id: str, as_json: bool) -> None:
 
 
 @click.command("set-locale")
-@click.option("--workspace", "workspace_id", required=True)
+@workspace_option
 @click.option(
     "--locale",
     required=True,
@@ -89,7 +89,7 @@ def workspace_set_locale(app: AppContext, workspace_id: str, locale: str, as_jso
 
 
 @click.command("set-time-zone")
-@click.option("--workspace", "workspace_id", required=True)
+@workspace_option
 @click.option(
     "--time-zone",
     "time_zone",
