@@ -9,16 +9,13 @@ reply in the message's thread through the same durable delivery as review cards.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
-from timeline_pipeline.demo.live import identity, live_receiver, send
+from timeline_pipeline.demo.live import ChatStep, identity, live_receiver, send
 from timeline_pipeline.lark.simulator.events import reaction_event
-from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.pins.service import pin_fingerprint
-from timeline_pipeline.settings import Settings
 from timeline_pipeline.store import entries, evidence
 from timeline_pipeline.store import interaction_requests as cards
 
@@ -65,14 +62,8 @@ def missed_message(conn: Connection, workspace_id: str) -> str | None:
     return best[1] if best else None
 
 
-def pin_from_chat(
-    engine: Engine,
-    settings: Settings,
-    store: ChatStore,
-    workspace_id: str,
-    curator: str,
-    progress: Callable[[str], None],
-) -> PinDemoResult:
+def pin_from_chat(step: ChatStep, curator: str) -> PinDemoResult:
+    engine, settings, store, workspace_id, progress = step
     result = PinDemoResult()
     with engine.connect() as conn:
         result.message_id = missed_message(conn, workspace_id)

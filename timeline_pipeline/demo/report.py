@@ -10,19 +10,15 @@ and posts its link once into the chat. The document is then read back through La
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import Engine
-
 from timeline_pipeline.db.engine import transaction
+from timeline_pipeline.demo.live import ChatStep, local_lark
 from timeline_pipeline.lark.client_factory import build_client
 from timeline_pipeline.lark.documents import LarkDocuments
-from timeline_pipeline.lark.simulator.runner import SimulatorServer
 from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.report.publisher import DocumentPublisher
 from timeline_pipeline.report.service import ReportService, Trigger
-from timeline_pipeline.settings import Settings
 from timeline_pipeline.store import workspaces
 
 CLOSED_STATUS = "recovered"
@@ -68,16 +64,8 @@ def _replies_with(store: ChatStore, chat_id: str, url: str) -> list[str]:
     return found
 
 
-def report_from_chat(
-    engine: Engine,
-    settings: Settings,
-    store: ChatStore,
-    workspace_id: str,
-    chat_id: str,
-    *,
-    actor: str,
-    progress: Callable[[str], None],
-) -> ReportDemoResult:
+def report_from_chat(step: ChatStep, chat_id: str, *, actor: str) -> ReportDemoResult:
+    engine, settings, store, workspace_id, progress = step
     result = ReportDemoResult()
     with transaction(engine) as conn:
         workspaces.set_status(conn, workspace_id, CLOSED_STATUS, actor=actor)
@@ -93,14 +81,8 @@ def report_from_chat(
         f"({'new' if built.created else 'unchanged'}; time to resolve "
         f"{durations.get('time_to_resolve')} s)"
     )
-    runtime = settings.runtime
     folder = settings.timeline.report_folder_token
-    with SimulatorServer(
-        store=store,
-        app_id=runtime.lark_app_id,
-        app_secret=runtime.lark_app_secret.get_secret_value(),
-    ) as lark:
-        live = runtime.model_copy(update={"lark_base_url": lark.base_url})
+    with local_lark(store, settings.runtime) as (lark, live):
         client = build_client(settings.timeline, live)
         publisher = DocumentPublisher(engine, settings.timeline, client)
         publisher.plan(workspace_id, built.report.revision)

@@ -9,18 +9,13 @@ for everyone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import Engine
-
 from timeline_pipeline.db.engine import transaction
-from timeline_pipeline.demo.live import identity, live_receiver, send
+from timeline_pipeline.demo.live import ChatStep, identity, live_receiver, send
 from timeline_pipeline.domain.entries import EntryStatus
 from timeline_pipeline.lark.simulator.events import card_action_event
-from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.review_cards.drawing import VALUE_ACTION, VALUE_ENTRY
-from timeline_pipeline.settings import Settings
 from timeline_pipeline.store import entries, workspaces
 from timeline_pipeline.store import interaction_requests as cards
 
@@ -52,14 +47,8 @@ def shows_confirmed(card: dict[str, object], entry_id: int, curator: str) -> boo
     return False
 
 
-def confirm_from_chat(
-    engine: Engine,
-    settings: Settings,
-    store: ChatStore,
-    workspace_id: str,
-    curator: str,
-    progress: Callable[[str], None],
-) -> ReviewResult:
+def confirm_from_chat(step: ChatStep, curator: str) -> ReviewResult:
+    engine, settings, store, workspace_id, progress = step
     result = ReviewResult()
     with transaction(engine) as conn:
         workspaces.add_curator(conn, workspace_id, curator)

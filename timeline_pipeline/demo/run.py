@@ -31,6 +31,8 @@ from sqlalchemy import Engine
 from timeline_pipeline import demo_data
 from timeline_pipeline.db.engine import make_engine, redacted_url, transaction
 from timeline_pipeline.db.migrate import upgrade
+from timeline_pipeline.demo.live import ChatStep, local_lark
+from timeline_pipeline.demo.live import identity as event_identity
 from timeline_pipeline.demo.pin import PinDemoResult, pin_from_chat
 from timeline_pipeline.demo.report import ReportDemoResult, report_from_chat
 from timeline_pipeline.demo.review import ReviewResult, confirm_from_chat
@@ -46,7 +48,7 @@ from timeline_pipeline.lark.simulator.events import (
     message_receive_event,
 )
 from timeline_pipeline.lark.simulator.pusher import EventPusher, PushReport
-from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn, SimulatorServer
+from timeline_pipeline.lark.simulator.runner import LoopbackUvicorn
 from timeline_pipeline.lark.simulator.store import ChatStore
 from timeline_pipeline.orchestration.resources import DatabaseResource, TimelineSettingsResource
 from timeline_pipeline.orchestration.summary import SUMMARY_JOB, SUMMARY_SENSOR, summary_defs
@@ -309,21 +311,12 @@ def run_demo(
         messages=len(scenario.messages),
     )
     store = ChatStore(scenario.messages, users)
-    runtime = _demo_runtime(base_runtime)
-    with SimulatorServer(
-        store=store,
-        app_id=runtime.lark_app_id,
-        app_secret=runtime.lark_app_secret.get_secret_value(),
-    ) as lark:
-        runtime = runtime.model_copy(update={"lark_base_url": lark.base_url})
+    with local_lark(store, _demo_runtime(base_runtime)) as (lark, runtime):
         progress(f"local Lark serving {len(scenario.messages)} messages at {lark.base_url}")
 
         settings = Settings(timeline, runtime)
         with LoopbackUvicorn(create_app(settings, engine)) as receiver:
-            identity = EventIdentity(
-                app_id=runtime.lark_app_id,
-                verification_token=runtime.lark_verification_token.get_secret_value(),
-            )
+            identity = event_identity(settings)
             pusher = EventPusher(
                 f"{receiver.base_url}/lark/events",
                 encrypt_key=runtime.lark_encrypt_key.get_secret_value(),
@@ -362,21 +355,10 @@ def run_demo(
 
     _run_dagster(engine.url.render_as_string(hide_password=False), home, result, progress)
     commander = next(iter(users))
-    result.review = confirm_from_chat(
-        engine, Settings(timeline, runtime), store, workspace_id, commander, progress
-    )
-    result.pin = pin_from_chat(
-        engine, Settings(timeline, runtime), store, workspace_id, commander, progress
-    )
-    result.report = report_from_chat(
-        engine,
-        Settings(timeline, runtime),
-        store,
-        workspace_id,
-        chat_id,
-        actor=DEMO_ACTOR,
-        progress=progress,
-    )
+    step = ChatStep(engine, Settings(timeline, runtime), store, workspace_id, progress)
+    result.review = confirm_from_chat(step, commander)
+    result.pin = pin_from_chat(step, commander)
+    result.report = report_from_chat(step, chat_id, actor=DEMO_ACTOR)
     return result, engine
 
 
