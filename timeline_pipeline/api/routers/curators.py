@@ -7,7 +7,7 @@ changing it `timeline:curate`. Every change is audited (curation/curators.py).
 No `from __future__ import annotations`: FastAPI reads the handlers' annotations.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Final
 
@@ -37,6 +37,15 @@ def _curator_errors() -> Iterator[None]:
             yield
         except InvalidKey as exc:
             raise problem(422, "invalid_input", str(exc)) from None
+
+
+def _changed(
+    change: Callable[..., bool], request: Request, workspace_id: str, open_id: str
+) -> bool:
+    """A change of the workspace's curators (`CuratorService.add` or `.remove`), audited as the
+    request's token: whether it changed anything; its refusals are problems."""
+    with _curator_errors():
+        return change(workspace_id, open_id, actor=request_actor(request))
 
 
 @router.get(
@@ -70,8 +79,7 @@ def put_curator(
     response: Response,
     service: CuratorServiceDep,
 ) -> CuratorOut:
-    with _curator_errors():
-        created = service.add(workspace_id, open_id, actor=request_actor(request))
+    created = _changed(service.add, request, workspace_id, open_id)
     if not created:
         response.status_code = status.HTTP_200_OK
     return CuratorOut(open_id=open_id, created=created)
@@ -90,8 +98,6 @@ def delete_curator(
     open_id: OpenId,
     service: CuratorServiceDep,
 ) -> Response:
-    with _curator_errors():
-        removed = service.remove(workspace_id, open_id, actor=request_actor(request))
-    if not removed:
+    if not _changed(service.remove, request, workspace_id, open_id):
         raise problem(404, "curator_not_found", f"{open_id!r} is not a curator of this workspace")
     return Response(status_code=status.HTTP_204_NO_CONTENT)
