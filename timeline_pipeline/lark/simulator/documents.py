@@ -544,78 +544,19 @@ class DocumentsState:
         with self._lock:
             return {"content": _raw_text(self._live(document_id))}
 
-    def insert_descendants(
+    def block_write(
         self,
-        document_id: str,
-        block_id: str,
-        body: Mapping[str, Any],
-        params: Mapping[str, str],
-    ) -> dict[str, Any]:
-        def write(doc: _Document, token: str) -> dict[str, Any]:
-            parent = self._block(doc, block_id)
-            children_id, index, tree = _descendant_tree(body, parent)
-            relations = {old: _lark_id("doxsim") for old in tree}
-            for old, block in tree.items():
-                new = _renumbered(block, relations)
-                new["parent_id"] = block_id if old in children_id else ""
-                doc.blocks[relations[old]] = new
-            for old, block in tree.items():
-                for child in block.get("children") or []:
-                    doc.blocks[relations[child]]["parent_id"] = relations[old]
-            new_children = [relations[c] for c in children_id]
-            siblings = parent.setdefault("children", [])
-            position = len(siblings) if index == -1 else index
-            siblings[position:position] = new_children
-            return {
-                "children": [copy.deepcopy(doc.blocks[c]) for c in new_children],
-                "document_revision_id": self._bump(doc),
-                "client_token": token or str(uuid.uuid4()),
-                "block_id_relations": [
-                    {"temporary_block_id": old, "block_id": new} for old, new in relations.items()
-                ],
-            }
-
-        return self._block_write(document_id, "descendant", params, write)
-
-    def delete_children(
-        self,
-        document_id: str,
-        block_id: str,
-        body: Mapping[str, Any],
-        params: Mapping[str, str],
-    ) -> dict[str, Any]:
-        def write(doc: _Document, token: str) -> dict[str, Any]:
-            parent = self._block(doc, block_id)
-            siblings = parent.get("children") or []
-            start, end = body.get("start_index"), body.get("end_index")
-            if not (
-                isinstance(start, int)
-                and isinstance(end, int)
-                and 0 <= start < end <= len(siblings)
-            ):
-                raise _invalid("start_index and end_index must satisfy 0 <= start < end <= count")
-            for child in siblings[start:end]:
-                for gone in _walk(doc.blocks, child):
-                    doc.blocks.pop(gone, None)
-            parent["children"] = siblings[:start] + siblings[end:]
-            return {
-                "document_revision_id": self._bump(doc),
-                "client_token": token or str(uuid.uuid4()),
-            }
-
-        return self._block_write(document_id, "batch_delete", params, write)
-
-    def _block_write(
-        self,
-        document_id: str,
         kind: str,
+        document_id: str,
+        block_id: str,
+        body: Mapping[str, Any],
         params: Mapping[str, str],
-        write: Callable[[_Document, str], dict[str, Any]],
     ) -> dict[str, Any]:
-        """A write to a document's blocks as Lark answers it: admitted by the document's
-        write limit; a repeated `client_token` answered with the first reply; else `write`
-        (given the document and the token) on the latest revision, its reply kept for the
-        token's repeats."""
+        """A write of `kind` (`descendant`, `batch_delete`) to the blocks under `block_id`, as
+        Lark answers it: admitted by the document's write limit; a repeated `client_token`
+        answered with the first reply; else the write on the latest revision, which it bumps,
+        its reply kept for the token's repeats."""
+        write = _BLOCK_WRITES[kind]
         with self._lock:
             doc = self._live(document_id)
             self._admit_write(document_id)
@@ -624,7 +565,12 @@ class DocumentsState:
             if replay is not None:
                 return copy.deepcopy(replay)
             _check_revision(doc, params)
-            reply = write(doc, token)
+            written = write(doc, block_id, self._block(doc, block_id), body)
+            reply = {
+                **written,
+                "document_revision_id": self._bump(doc),
+                "client_token": token or str(uuid.uuid4()),
+            }
             if token:
                 self._replies[(document_id, kind, token)] = copy.deepcopy(reply)
             return reply
@@ -912,6 +858,52 @@ def _valid_origin(origin: Any) -> bool:
     return href is None or (isinstance(href, dict) and isinstance(href.get("url"), str))
 
 
+def _insert_descendants(
+    doc: _Document, block_id: str, parent: dict[str, Any], body: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Insert the body's block tree under `parent`, with ids of the simulator's own."""
+    children_id, index, tree = _descendant_tree(body, parent)
+    relations = {old: _lark_id("doxsim") for old in tree}
+    for old, block in tree.items():
+        new = _renumbered(block, relations)
+        new["parent_id"] = block_id if old in children_id else ""
+        doc.blocks[relations[old]] = new
+    for old, block in tree.items():
+        for child in block.get("children") or []:
+            doc.blocks[relations[child]]["parent_id"] = relations[old]
+    new_children = [relations[c] for c in children_id]
+    siblings = parent.setdefault("children", [])
+    position = len(siblings) if index == -1 else index
+    siblings[position:position] = new_children
+    return {
+        "children": [copy.deepcopy(doc.blocks[c]) for c in new_children],
+        "block_id_relations": [
+            {"temporary_block_id": old, "block_id": new} for old, new in relations.items()
+        ],
+    }
+
+
+def _delete_children(
+    doc: _Document, block_id: str, parent: dict[str, Any], body: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Delete `parent`'s children in [start_index, end_index) with their subtrees."""
+    siblings = parent.get("children") or []
+    start, end = body.get("start_index"), body.get("end_index")
+    if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(siblings)):
+        raise _invalid("start_index and end_index must satisfy 0 <= start < end <= count")
+    for child in siblings[start:end]:
+        for gone in _walk(doc.blocks, child):
+            doc.blocks.pop(gone, None)
+    parent["children"] = siblings[:start] + siblings[end:]
+    return {}
+
+
+_BLOCK_WRITES: Final[
+    Mapping[str, Callable[[_Document, str, dict[str, Any], Mapping[str, Any]], dict[str, Any]]]
+] = {"descendant": _insert_descendants, "batch_delete": _delete_children}
+"""The block writes of `DocumentsState.block_write`, by the kind their replies are kept under."""
+
+
 # ---------------------------------------------------------------------------------- routes
 
 
@@ -933,18 +925,14 @@ def register_document_routes(
         return lark_reply(data)
 
     async def block_write(
-        route: str,
-        request: Request,
-        work: Callable[[str, str, Mapping[str, Any], Mapping[str, str]], dict[str, Any]],
-        document_id: str,
-        block_id: str,
+        route: str, request: Request, kind: str, document_id: str, block_id: str
     ) -> JSONResponse:
-        """A write to the blocks under `block_id`: `work` is given the request's JSON body and
+        """A write of `kind` to the blocks under `block_id`, given the request's JSON body and
         its query parameters (the client_token, the revision)."""
         authorize(request)
         body = await json_object_body(request, CODE_DOCX_INVALID_PARAM)
         params = dict(request.query_params)
-        return await run(route, lambda: work(document_id, block_id, body, params))
+        return await run(route, lambda: docs.block_write(kind, document_id, block_id, body, params))
 
     @app.post("/open-apis/docx/v1/documents")
     async def create_document(request: Request) -> JSONResponse:
@@ -961,7 +949,7 @@ def register_document_routes(
     @app.post("/open-apis/docx/v1/documents/{document_id}/blocks/{block_id}/descendant")
     async def insert_descendants(document_id: str, block_id: str, request: Request) -> JSONResponse:
         return await block_write(
-            ROUTE_INSERT_DESCENDANTS, request, docs.insert_descendants, document_id, block_id
+            ROUTE_INSERT_DESCENDANTS, request, "descendant", document_id, block_id
         )
 
     @app.get("/open-apis/docx/v1/documents/{document_id}/blocks/{block_id}")
@@ -974,7 +962,7 @@ def register_document_routes(
     )
     async def delete_children(document_id: str, block_id: str, request: Request) -> JSONResponse:
         return await block_write(
-            ROUTE_DELETE_CHILDREN, request, docs.delete_children, document_id, block_id
+            ROUTE_DELETE_CHILDREN, request, "batch_delete", document_id, block_id
         )
 
     @app.get("/open-apis/docx/v1/documents/{document_id}/raw_content")
