@@ -38,7 +38,6 @@ from timeline_pipeline.domain.window_keys import (
 )
 from timeline_pipeline.windows.planning import run_priority
 from timeline_pipeline.windows.run_queue import (
-    TAG_LANE,
     TAG_PRIORITY,
     TAG_REQUEST,
     TAG_WINDOW_ATTEMPT,
@@ -51,14 +50,9 @@ from timeline_pipeline.windows.run_queue import (
 __all__ = [
     "RANGE_END_TAG",
     "RANGE_START_TAG",
-    # Defined in windows/run_queue.py, the run queue's one home; named here for older callers.
-    "TAG_LANE",
-    "TAG_REQUEST",
-    "TAG_WINDOWS",
     "PlannedRun",
     "RunPlan",
     "RunScope",
-    "lane_of",
     "plan_runs",
     "request_group",
     "run_tags",

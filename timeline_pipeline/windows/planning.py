@@ -21,14 +21,9 @@ from timeline_pipeline.domain.window_keys import WindowRef
 from timeline_pipeline.durations import format_duration
 from timeline_pipeline.settings import LarkTimelineSettings
 
-# Defined in windows/run_queue.py, the run queue's one home; named here for older callers.
-from timeline_pipeline.windows.run_queue import TAG_SYNTHESIS, TAG_WORKSPACE
-
 __all__ = [
     "COMMIT_MARGIN",
     "PRIORITY_EPOCH",
-    "TAG_SYNTHESIS",
-    "TAG_WORKSPACE",
     "Admission",
     "DiscoveryCursor",
     "DiscoveryLimits",

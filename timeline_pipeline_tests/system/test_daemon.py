@@ -29,8 +29,14 @@ from timeline_pipeline.orchestration.windows import (
     SYNTHESIS_JOB,
     WINDOW_DRAFTS_KEY,
 )
-from timeline_pipeline.windows.batches import RANGE_START_TAG, TAG_LANE, TAG_WINDOWS, lane_of
-from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE
+from timeline_pipeline.windows.batches import RANGE_START_TAG
+from timeline_pipeline.windows.run_queue import (
+    TAG_LANE,
+    TAG_SYNTHESIS,
+    TAG_WINDOWS,
+    TAG_WORKSPACE,
+    lane_of,
+)
 from timeline_pipeline_tests.system import concurrency
 from timeline_pipeline_tests.system.conftest import REPO, Deployment
 from timeline_pipeline_tests.system.graphql import Run

@@ -63,7 +63,7 @@ from timeline_pipeline.orchestration.scale_out import (
     measure_queue,
 )
 from timeline_pipeline.orchestration.windows import SYNTHESIS_JOB, WINDOW_DRAFTS_KEY
-from timeline_pipeline.windows.planning import TAG_SYNTHESIS, TAG_WORKSPACE
+from timeline_pipeline.windows.run_queue import TAG_SYNTHESIS, TAG_WORKSPACE
 from timeline_pipeline_tests.faults.synthesis_support import (
     binding_counts,
     cited_ids,
