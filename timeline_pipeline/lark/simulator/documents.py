@@ -41,7 +41,12 @@ from fastapi.responses import JSONResponse
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from timeline_pipeline.lark.simulator.envelope import LarkError, json_object_body, lark_reply
+from timeline_pipeline.lark.simulator.envelope import (
+    LarkError,
+    json_object_body,
+    lark_reply,
+    rate_limited,
+)
 
 ROUTE_CREATE_DOCUMENT: Final = "POST /open-apis/docx/v1/documents"
 ROUTE_CONVERT: Final = "POST /open-apis/docx/v1/documents/blocks/convert"
@@ -69,7 +74,6 @@ CODE_DRIVE_NOT_FOUND: Final = 1061003
 CODE_DRIVE_FORBIDDEN: Final = 1061004
 CODE_DRIVE_FILE_DELETED: Final = 1061007
 CODE_TASK_INVALID_PARAM: Final = 1470400
-CODE_RATE_LIMITED: Final = 99991400
 
 DEFAULT_DOC_BASE_URL: Final = "https://example.feishu.cn"
 DEFAULT_TASK_URL_BASE: Final = "https://applink.feishu.cn/client/todo/detail"
@@ -693,13 +697,7 @@ class DocumentsState:
             counters.arrivals.popleft()
         if len(counters.arrivals) >= self.writes_per_second:
             counters.rate_limited += 1
-            wait = str(max(1, math.ceil(counters.arrivals[0] + 1.0 - now)))
-            raise LarkError(
-                CODE_RATE_LIMITED,
-                "request trigger frequency limit",
-                status=429,
-                headers={"Retry-After": wait, "x-ogw-ratelimit-reset": wait},
-            )
+            raise rate_limited(max(1, math.ceil(counters.arrivals[0] + 1.0 - now)))
         counters.arrivals.append(now)
 
     def _bump(self, doc: _Document) -> int:

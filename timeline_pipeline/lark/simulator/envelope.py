@@ -1,19 +1,22 @@
 """Lark's reply envelope, shared so the messaging and the Docs routes of the local Lark agree.
 
 Lark answers `{"code", "msg", "data"}`: code 0 and `data` on success, its error code, message
-and HTTP status (with headers such as `Retry-After`) otherwise. A route raises `LarkError`;
-`handle_lark_errors` renders it on the app. `json_object_body` reads a request's JSON object,
-refused with the route family's own invalid-parameter code.
+and HTTP status (with headers such as `Retry-After`) otherwise. A route raises `LarkError`
+(`rate_limited`: the one every rate limit answers with); `handle_lark_errors` renders it on the
+app. `json_object_body` reads a request's JSON object, refused with the route family's own
+invalid-parameter code.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+
+CODE_RATE_LIMITED: Final = 99991400
 
 
 class LarkError(Exception):
@@ -27,6 +30,17 @@ class LarkError(Exception):
         self.msg = msg
         self.status = status
         self.headers = dict(headers or {})
+
+
+def rate_limited(wait_seconds: int) -> LarkError:
+    """Lark's answer over a rate limit: HTTP 429, code 99991400, and when to come back."""
+    wait = str(wait_seconds)
+    return LarkError(
+        CODE_RATE_LIMITED,
+        "request trigger frequency limit",
+        status=429,
+        headers={"Retry-After": wait, "x-ogw-ratelimit-reset": wait},
+    )
 
 
 def lark_reply(data: Mapping[str, Any] | None = None, **extra: Any) -> JSONResponse:

@@ -27,6 +27,7 @@ from timeline_pipeline.lark.simulator.envelope import (
     handle_lark_errors,
     json_object_body,
     lark_reply,
+    rate_limited,
 )
 from timeline_pipeline.lark.simulator.faults import FaultCounters, SimulatorFaults, malformed_item
 from timeline_pipeline.lark.simulator.paging import (
@@ -51,7 +52,6 @@ CODE_BOT_NOT_IN_CHAT: Final = 230002
 CODE_NOT_SENDER: Final = 230012
 CODE_MISSING_TOKEN: Final = 99991661
 CODE_INVALID_TOKEN: Final = 99991663
-CODE_RATE_LIMITED: Final = 99991400
 CODE_FIELD_VALIDATION: Final = 99992402
 CODE_BAD_APP_ID: Final = 10003
 CODE_BAD_APP_SECRET: Final = 10014
@@ -170,13 +170,7 @@ def create_app(state: SimulatorState) -> FastAPI:
     def authorize(request: Request) -> str:
         app_id = state.app_for(request.headers.get("authorization"))
         if state.counters.should_rate_limit(state.faults):
-            wait = str(state.faults.retry_after_seconds)
-            raise LarkError(
-                CODE_RATE_LIMITED,
-                "request trigger frequency limit",
-                status=429,
-                headers={"Retry-After": wait, "x-ogw-ratelimit-reset": wait},
-            )
+            raise rate_limited(state.faults.retry_after_seconds)
         return app_id
 
     register_document_routes(app, state.documents, authorize)
