@@ -51,7 +51,7 @@ from timeline_pipeline.review_cards.callbacks import (
     parse,
 )
 from timeline_pipeline.review_cards.card_moves import CardMoved, while_moved
-from timeline_pipeline.review_cards.drawing import N_, draw_card
+from timeline_pipeline.review_cards.drawing import N_, draw_stored_card
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, workspaces
 from timeline_pipeline.store import interaction_admissions as admissions
@@ -346,13 +346,9 @@ class CardCallbacks:
         self, card: CardRow, callback: CardCallback, presentation: Presentation
     ) -> dict[str, Any]:
         """The card redrawn from the stored state, with the token the callback came with."""
-        data = draw_card(
-            card.request,
-            card.decisions,
+        data = draw_stored_card(
+            card,
             token=callback.token,
-            status=card.status,
-            expires_at=card.expires_at,
-            workspace_id=card.workspace_id,
             link_base_url=self._settings.review_card_link_base_url,
             presentation=presentation,
         )

@@ -52,7 +52,7 @@ from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
 from timeline_pipeline.retry import RetryPolicy
 from timeline_pipeline.review_cards.card_moves import CardMoved, while_moved
-from timeline_pipeline.review_cards.drawing import draw_card
+from timeline_pipeline.review_cards.drawing import draw_stored_card
 from timeline_pipeline.review_cards.planner import plan_flagged_cards
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries
@@ -445,13 +445,9 @@ class CardWorker:
     def _render(
         self, card: CardRow, token: str | None, presentation: Presentation
     ) -> dict[str, object]:
-        return draw_card(
-            card.request,
-            card.decisions,
+        return draw_stored_card(
+            card,
             token=token,
-            status=card.status,
-            expires_at=card.expires_at,
-            workspace_id=card.workspace_id,
             link_base_url=self._settings.review_card_link_base_url,
             presentation=presentation,
         )
