@@ -50,8 +50,8 @@ from timeline_pipeline.review_cards.callbacks import (
     claimed_key,
     parse,
 )
-from timeline_pipeline.review_cards.card_moves import CardMoved, while_moved
-from timeline_pipeline.review_cards.drawing import N_, draw_stored_card
+from timeline_pipeline.review_cards.card_writers import CardMoved, draw_stored_card, while_moved
+from timeline_pipeline.review_cards.drawing import N_
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries, workspaces
 from timeline_pipeline.store import interaction_admissions as admissions

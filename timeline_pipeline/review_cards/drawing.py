@@ -16,15 +16,14 @@ A pin's reply card ("Pinned to the timeline of INC-... as finding") is drawn her
 card of kind `chat_pin` (docs/pins.md), posted in the message's thread through the same durable
 delivery, whose one control, the category select, goes through the same callback admission and
 worker. It offers no Confirm or Hide: a pin is confirmed when it is made, and unpinning is taking
-the reaction back. `draw_stored_card` is what the worker and the admission draw any stored card
-with.
+the reaction back. `draw_card` is what the worker and the admission draw any stored card with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, Concatenate, Final, ParamSpec, Protocol
+from typing import Any, Concatenate, Final, ParamSpec
 
 from timeline_pipeline.domain.card_requests import (
     CardEntry,
@@ -50,12 +49,10 @@ __all__ = [
     "VALUE_REVISION",
     "VALUE_TOKEN",
     "CardText",
-    "StoredCard",
     "action_value",
     "category_in_text",
     "describe",
     "draw_card",
-    "draw_stored_card",
     "headline",
     "render_card",
     "render_pin_card",
@@ -386,34 +383,3 @@ def _by_kind(
 
 
 draw_card = _by_kind(render_card, render_pin_card)
-
-
-class StoredCard(Protocol):
-    """What drawing reads of a stored card (the interaction store's `CardRow`)."""
-
-    @property
-    def request(self) -> CardRequest: ...
-    @property
-    def decisions(self) -> Decisions: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def expires_at(self) -> datetime: ...
-    @property
-    def workspace_id(self) -> str: ...
-
-
-def draw_stored_card(
-    card: StoredCard, *, token: str | None, link_base_url: str, presentation: Presentation
-) -> dict[str, Any]:
-    """A stored card drawn whole in its current state, `token` on its controls (None: none)."""
-    return draw_card(
-        card.request,
-        card.decisions,
-        token=token,
-        status=card.status,
-        expires_at=card.expires_at,
-        workspace_id=card.workspace_id,
-        link_base_url=link_base_url,
-        presentation=presentation,
-    )

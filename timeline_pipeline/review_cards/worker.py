@@ -51,8 +51,7 @@ from timeline_pipeline.lark.client import LarkApiError
 from timeline_pipeline.observability.logs import get_logger
 from timeline_pipeline.observability.metrics import ReviewCardMetrics
 from timeline_pipeline.retry import RetryPolicy
-from timeline_pipeline.review_cards.card_moves import CardMoved, while_moved
-from timeline_pipeline.review_cards.drawing import draw_stored_card
+from timeline_pipeline.review_cards.card_writers import CardMoved, draw_stored_card, while_moved
 from timeline_pipeline.review_cards.planner import plan_flagged_cards
 from timeline_pipeline.settings import LarkTimelineSettings
 from timeline_pipeline.store import entries
