@@ -11,10 +11,12 @@ columns: window states, chat checkpoints, cards, decisions, holds and maintenanc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, Required, TypedDict, Unpack
+from typing import Any, Protocol, Required, TypedDict, TypeVar, Unpack
 
 from sqlalchemy import ColumnElement, Connection, Table
 from sqlalchemy.engine import Row
+
+R = TypeVar("R")
 
 
 def compare_and_set(
@@ -72,6 +74,19 @@ def compare_and_set_from(
     """`compare_and_set` from the revision the record `read` was read at: how a store moves a
     record it returned (a window state, a job, a hold, a pin, a decision)."""
     return compare_and_set(conn, table, row_id=read.id, revision=read.revision, **guards)
+
+
+def compare_and_set_record(
+    conn: Connection,
+    table: Table,
+    read: Read,
+    to_record: Callable[[Row[Any]], R],
+    **guards: Unpack[Guards],
+) -> R | None:
+    """`compare_and_set_from`, the moved row as the store's record (`to_record`); None when the
+    row had moved on."""
+    row = compare_and_set_from(conn, table, read, **guards)
+    return None if row is None else to_record(row)
 
 
 def compare_and_set_each(

@@ -17,9 +17,10 @@ from typing import Any, Final
 from sqlalchemy import Connection, func, select
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.cas import compare_and_set_from
+from timeline_pipeline.db.cas import compare_and_set_record
+from timeline_pipeline.db.rows import record_where, records, workspace_records
 from timeline_pipeline.db.schema import timeline_chat_pins as pins
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import insert_new
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
 from timeline_pipeline.domain.records import record_of
@@ -49,14 +50,14 @@ def _to_pin(row: Row[Any]) -> PinRow:
 
 
 def get(conn: Connection, workspace_id: str, message_id: str, operator: str) -> PinRow | None:
-    row = conn.execute(
-        select(pins).where(
-            pins.c.workspace_id == workspace_id,
-            pins.c.message_id == message_id,
-            pins.c.operator_open_id == operator,
-        )
-    ).first()
-    return _to_pin(row) if row else None
+    return record_where(
+        conn,
+        pins,
+        _to_pin,
+        pins.c.workspace_id == workspace_id,
+        pins.c.message_id == message_id,
+        pins.c.operator_open_id == operator,
+    )
 
 
 def insert(
@@ -73,24 +74,23 @@ def insert(
 ) -> PinRow | None:
     """The first pin of this message by this curator in this workspace; None when a row
     exists already (a repeat, a redelivery, or a concurrent replica that won)."""
-    row = conn.execute(
-        insert_for(conn, pins)
-        .values(
-            workspace_id=workspace_id,
-            message_id=message_id,
-            operator_open_id=operator,
-            chat_id=chat_id,
-            evidence_id=evidence_id,
-            entry_id=entry_id,
-            status=PINNED,
-            action_at=action_at,
-            created_at=now,
-            updated_at=now,
-        )
-        .on_conflict_do_nothing()
-        .returning(*pins.c)
-    ).first()
-    return _to_pin(row) if row else None
+    row = insert_new(
+        conn,
+        pins,
+        {
+            "workspace_id": workspace_id,
+            "message_id": message_id,
+            "operator_open_id": operator,
+            "chat_id": chat_id,
+            "evidence_id": evidence_id,
+            "entry_id": entry_id,
+            "status": PINNED,
+            "action_at": action_at,
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+    return None if row is None else _to_pin(row)
 
 
 def move(
@@ -98,24 +98,25 @@ def move(
 ) -> PinRow | None:
     """Pin again or unpin, if the row is still as read and the reaction is newer than the last
     one applied; None otherwise (nothing changed)."""
-    won = compare_and_set_from(
+    return compare_and_set_record(
         conn,
         pins,
         pin,
+        _to_pin,
         values={"status": status, "action_at": action_at, "updated_at": now},
         where=pins.c.action_at < action_at,
     )
-    return _to_pin(won) if won else None
 
 
 def of_operator(conn: Connection, message_id: str, operator: str) -> list[PinRow]:
     """Every workspace's pin of this message by this curator (what a removed reaction undoes)."""
-    rows = conn.execute(
+    return records(
+        conn,
         select(pins)
         .where(pins.c.message_id == message_id, pins.c.operator_open_id == operator)
-        .order_by(pins.c.id)
+        .order_by(pins.c.id),
+        _to_pin,
     )
-    return [_to_pin(r) for r in rows]
 
 
 def pinned_count(
@@ -139,13 +140,7 @@ def pinned_count(
 
 
 def for_workspace(conn: Connection, workspace_id: str, *, limit: int = 500) -> list[PinRow]:
-    rows = conn.execute(
-        select(pins)
-        .where(pins.c.workspace_id == workspace_id)
-        .order_by(pins.c.created_at, pins.c.id)
-        .limit(limit)
-    )
-    return [_to_pin(r) for r in rows]
+    return workspace_records(conn, pins, workspace_id, _to_pin, limit=limit)
 
 
 # --- lifecycle -------------------------------------------------------------------------------

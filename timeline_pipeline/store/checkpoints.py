@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, ScalarSelect, select, tuple_
 
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import insert_new
 from timeline_pipeline.domain.keys import (
     SOURCE_LARK,
     SOURCE_TYPE_LARK_MESSAGES,
@@ -33,23 +33,24 @@ from timeline_pipeline.store.sync_states import MAX_ERROR_CHARS, get_by_key, tra
 def ensure_checkpoint(conn: Connection, workspace_id: str, chat_id: str) -> SyncState:
     now = datetime.now(UTC)
     key = chat_checkpoint_key(chat_id)
-    conn.execute(
-        insert_for(conn, ss)
-        .values(
-            workspace_id=workspace_id,
-            source=SOURCE_LARK,
-            source_type=SOURCE_TYPE_LARK_MESSAGES,
-            source_key=key,
-            status=CheckpointStatus.PENDING,
-            attempt_count=0,
-            revision=1,
-            metadata_json={},
-            scope_key=chat_id,
-            summary_attempted=False,
-            created_at=now,
-            updated_at=now,
-        )
-        .on_conflict_do_nothing()
+    insert_new(
+        conn,
+        ss,
+        {
+            "workspace_id": workspace_id,
+            "source": SOURCE_LARK,
+            "source_type": SOURCE_TYPE_LARK_MESSAGES,
+            "source_key": key,
+            "status": CheckpointStatus.PENDING,
+            "attempt_count": 0,
+            "revision": 1,
+            "metadata_json": {},
+            "scope_key": chat_id,
+            "summary_attempted": False,
+            "created_at": now,
+            "updated_at": now,
+        },
+        returning=[ss.c.id],
     )
     state = get_by_key(conn, workspace_id, SOURCE_LARK, SOURCE_TYPE_LARK_MESSAGES, key)
     assert state is not None

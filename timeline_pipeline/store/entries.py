@@ -27,7 +27,7 @@ from timeline_pipeline.db.rows import json_object
 from timeline_pipeline.db.schema import workspace_timeline_entries as en
 from timeline_pipeline.db.schema import workspace_timeline_entry_evidence as ee
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import insert_for, insert_new
 from timeline_pipeline.domain.content_lineage import (
     RECALLED_TEXT,
     EntryRecall,
@@ -274,23 +274,23 @@ def insert_draft(
 ) -> int | None:
     """Insert a new machine draft under its fingerprint with the planned `values`; None when
     someone stored the same fingerprint meanwhile (nothing was written)."""
-    row = conn.execute(
-        insert_for(conn, en)
-        .values(
-            workspace_id=draft.workspace_id,
-            source=draft.source,
-            status=EntryStatus.DRAFT,
-            fingerprint=draft.fingerprint,
-            human_edited=False,
-            revision=1,
-            window_state_id=window_state_id,
-            created_at=now,
-            updated_at=now,
+    row = insert_new(
+        conn,
+        en,
+        {
+            "workspace_id": draft.workspace_id,
+            "source": draft.source,
+            "status": EntryStatus.DRAFT,
+            "fingerprint": draft.fingerprint,
+            "human_edited": False,
+            "revision": 1,
+            "window_state_id": window_state_id,
+            "created_at": now,
+            "updated_at": now,
             **values,
-        )
-        .on_conflict_do_nothing()
-        .returning(en.c.id)
-    ).first()
+        },
+        returning=[en.c.id],
+    )
     return None if row is None else int(row.id)
 
 

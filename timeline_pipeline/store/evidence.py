@@ -37,7 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.rows import by_source_key, json_object
+from timeline_pipeline.db.rows import by_source_key, json_object, records
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.upsert import insert_for_dialect
 from timeline_pipeline.domain import held_versions
@@ -245,7 +245,7 @@ def _keyset_page(
     pages by this keyset, never by offset (docs/design.md §4)."""
     if after is not None:
         stmt = stmt.where(tuple_(ev.c.occurred_at, ev.c.id) > tuple_(after.occurred_at, after.id))
-    return [_to_row(r) for r in conn.execute(stmt.order_by(ev.c.occurred_at, ev.c.id).limit(limit))]
+    return records(conn, stmt.order_by(ev.c.occurred_at, ev.c.id).limit(limit), _to_row)
 
 
 def get_by_key(
@@ -258,12 +258,13 @@ def get_by_key(
 def get_many(conn: Connection, workspace_id: str, ids: Sequence[int]) -> list[EvidenceRow]:
     if not ids:
         return []
-    rows = conn.execute(
+    return records(
+        conn,
         select(ev)
         .where(ev.c.workspace_id == workspace_id, ev.c.id.in_(list(ids)))
-        .order_by(ev.c.occurred_at, ev.c.id)
+        .order_by(ev.c.occurred_at, ev.c.id),
+        _to_row,
     )
-    return [_to_row(r) for r in rows]
 
 
 def page(
@@ -586,8 +587,7 @@ def id_page(
         stmt = stmt.where(ev.c.source_type == source_type)
     if deleted is not None:
         stmt = stmt.where(ev.c.deleted == (true() if deleted else false()))
-    rows = conn.execute(stmt.order_by(ev.c.id).limit(limit))
-    return [_to_row(r) for r in rows]
+    return records(conn, stmt.order_by(ev.c.id).limit(limit), _to_row)
 
 
 def hash_input_page(

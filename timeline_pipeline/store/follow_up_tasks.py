@@ -16,9 +16,10 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from timeline_pipeline.db.cas import compare_and_set_from
+from timeline_pipeline.db.cas import compare_and_set_record
+from timeline_pipeline.db.rows import records
 from timeline_pipeline.db.schema import follow_up_tasks as ft
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import insert_new
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
 from timeline_pipeline.domain.records import record_of
@@ -64,32 +65,38 @@ def request(
     conn: Connection, *, workspace_id: str, entry_id: int, actor: str, now: datetime
 ) -> bool:
     """Queue the entry's task; False when it was queued (or made) before."""
-    stmt = insert_for(conn, ft).values(
-        workspace_id=workspace_id,
-        entry_id=entry_id,
-        client_token=client_token_for(workspace_id, entry_id),
-        state="pending",
-        requested_by=actor[:128],
-        created_at=now,
-        updated_at=now,
+    made = insert_new(
+        conn,
+        ft,
+        {
+            "workspace_id": workspace_id,
+            "entry_id": entry_id,
+            "client_token": client_token_for(workspace_id, entry_id),
+            "state": "pending",
+            "requested_by": actor[:128],
+            "created_at": now,
+            "updated_at": now,
+        },
+        returning=[ft.c.id],
+        conflict=[ft.c.entry_id],
     )
-    result = conn.execute(stmt.on_conflict_do_nothing(index_elements=[ft.c.entry_id]))
-    return result.rowcount == 1
+    return made is not None
 
 
 def pending(conn: Connection, *, limit: int = 50) -> list[FollowUpTask]:
-    rows = conn.execute(select(ft).where(ft.c.state == "pending").order_by(ft.c.id).limit(limit))
-    return [_to_task(r) for r in rows]
+    return records(
+        conn, select(ft).where(ft.c.state == "pending").order_by(ft.c.id).limit(limit), _to_task
+    )
 
 
 def for_workspace(conn: Connection, workspace_id: str) -> list[FollowUpTask]:
-    rows = conn.execute(select(ft).where(ft.c.workspace_id == workspace_id).order_by(ft.c.id))
-    return [_to_task(r) for r in rows]
+    return records(
+        conn, select(ft).where(ft.c.workspace_id == workspace_id).order_by(ft.c.id), _to_task
+    )
 
 
 def move(conn: Connection, read: FollowUpTask, **values: Any) -> FollowUpTask | None:
-    row = compare_and_set_from(conn, ft, read, values=values, expected_status=None)
-    return None if row is None else _to_task(row)
+    return compare_and_set_record(conn, ft, read, _to_task, values=values, expected_status=None)
 
 
 # --- lifecycle -------------------------------------------------------------------------------

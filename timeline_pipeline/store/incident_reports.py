@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import IntegrityError
 
+from timeline_pipeline.db.rows import first_record, record_where
 from timeline_pipeline.db.schema import incident_reports as ir
 from timeline_pipeline.domain.content_lineage import (
     RECALLED_TEXT,
@@ -113,17 +114,17 @@ def record(
 
 
 def latest(conn: Connection, workspace_id: str) -> StoredReport | None:
-    row = conn.execute(
-        select(ir).where(ir.c.workspace_id == workspace_id).order_by(ir.c.revision.desc()).limit(1)
-    ).first()
-    return None if row is None else _to_report(row)
+    return first_record(
+        conn,
+        select(ir).where(ir.c.workspace_id == workspace_id).order_by(ir.c.revision.desc()).limit(1),
+        _to_report,
+    )
 
 
 def get(conn: Connection, workspace_id: str, revision: int) -> StoredReport | None:
-    row = conn.execute(
-        select(ir).where(ir.c.workspace_id == workspace_id, ir.c.revision == revision)
-    ).first()
-    return None if row is None else _to_report(row)
+    return record_where(
+        conn, ir, _to_report, ir.c.workspace_id == workspace_id, ir.c.revision == revision
+    )
 
 
 def withdrawn_latest(conn: Connection, *, limit: int) -> list[str]:

@@ -20,7 +20,12 @@ from sqlalchemy import Connection, String, cast, exists, func, literal, or_, sel
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import aliased
 
-from timeline_pipeline.db.cas import compare_and_set_each, compare_and_set_from
+from timeline_pipeline.db.cas import (
+    compare_and_set_each,
+    compare_and_set_from,
+    compare_and_set_record,
+)
+from timeline_pipeline.db.rows import record_where
 from timeline_pipeline.db.schema import interaction_admissions as ia
 from timeline_pipeline.db.upsert import insert_for
 from timeline_pipeline.domain.interactions import (
@@ -131,18 +136,15 @@ def admit(
 
 
 def get(conn: Connection, admission_id: int) -> AdmissionRow | None:
-    row = conn.execute(select(ia).where(ia.c.id == admission_id)).first()
-    return _to_admission(row) if row else None
+    return record_where(conn, ia, _to_admission, ia.c.id == admission_id)
 
 
 def by_event(conn: Connection, event_id: str) -> AdmissionRow | None:
-    row = conn.execute(select(ia).where(ia.c.event_id == event_id)).first()
-    return _to_admission(row) if row else None
+    return record_where(conn, ia, _to_admission, ia.c.event_id == event_id)
 
 
 def by_decision_key(conn: Connection, decision_key: str) -> AdmissionRow | None:
-    row = conn.execute(select(ia).where(ia.c.decision_key == decision_key)).first()
-    return _to_admission(row) if row else None
+    return record_where(conn, ia, _to_admission, ia.c.decision_key == decision_key)
 
 
 def fail_queued_after(
@@ -244,15 +246,15 @@ def advance(
         values.update(lease_owner=None, lease_expires_at=None)
     if status in (AdmissionStatus.DONE, AdmissionStatus.FAILED):
         values["finished_at"] = now
-    won = compare_and_set_from(
+    return compare_and_set_record(
         conn,
         ia,
         admission,
+        _to_admission,
         values=values,
         expected_status=admission.status,
         where=ia.c.lease_owner == owner,
     )
-    return _to_admission(won) if won else None
 
 
 def release(conn: Connection, admission: AdmissionRow, *, owner: str, at: datetime) -> None:

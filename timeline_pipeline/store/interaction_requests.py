@@ -15,9 +15,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, true
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.cas import compare_and_set, compare_and_set_each
+from timeline_pipeline.db.cas import compare_and_set_each, compare_and_set_record
+from timeline_pipeline.db.rows import record_where, records, workspace_records
 from timeline_pipeline.db.schema import interaction_requests as ir
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import insert_new
 from timeline_pipeline.domain.card_requests import (
     CardRequest,
     Decisions,
@@ -102,48 +103,39 @@ def create(
     now: datetime,
 ) -> CardRow | None:
     """A queued card, or None when one with this idempotency uuid exists (a rerun)."""
-    row = conn.execute(
-        insert_for(conn, ir)
-        .values(
-            workspace_id=workspace_id,
-            kind=kind,
-            window_state_id=window_state_id,
-            processor_version=processor_version,
-            idempotency_uuid=idempotency_uuid,
-            chat_id=chat_id,
-            reply_to_message_id=reply_to_message_id,
-            delivery_status=DeliveryStatus.QUEUED.value,
-            status=CardStatus.PENDING.value,
-            request_json=request.as_json(),
-            decisions_json={},
-            expires_at=expires_at,
-            created_at=now,
-            updated_at=now,
-        )
-        .on_conflict_do_nothing()
-        .returning(*ir.c)
-    ).first()
-    return _to_card(row) if row else None
+    row = insert_new(
+        conn,
+        ir,
+        {
+            "workspace_id": workspace_id,
+            "kind": kind,
+            "window_state_id": window_state_id,
+            "processor_version": processor_version,
+            "idempotency_uuid": idempotency_uuid,
+            "chat_id": chat_id,
+            "reply_to_message_id": reply_to_message_id,
+            "delivery_status": DeliveryStatus.QUEUED.value,
+            "status": CardStatus.PENDING.value,
+            "request_json": request.as_json(),
+            "decisions_json": {},
+            "expires_at": expires_at,
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+    return None if row is None else _to_card(row)
 
 
 def get(conn: Connection, card_id: int) -> CardRow | None:
-    row = conn.execute(select(ir).where(ir.c.id == card_id)).first()
-    return _to_card(row) if row else None
+    return record_where(conn, ir, _to_card, ir.c.id == card_id)
 
 
 def get_by_message(conn: Connection, message_id: str) -> CardRow | None:
-    row = conn.execute(select(ir).where(ir.c.message_id == message_id)).first()
-    return _to_card(row) if row else None
+    return record_where(conn, ir, _to_card, ir.c.message_id == message_id)
 
 
 def for_workspace(conn: Connection, workspace_id: str, *, limit: int = 100) -> list[CardRow]:
-    rows = conn.execute(
-        select(ir)
-        .where(ir.c.workspace_id == workspace_id)
-        .order_by(ir.c.created_at, ir.c.id)
-        .limit(limit)
-    )
-    return [_to_card(r) for r in rows]
+    return workspace_records(conn, ir, workspace_id, _to_card, limit=limit)
 
 
 def claim_deliveries(
@@ -183,10 +175,7 @@ def _transition(
 ) -> CardRow | None:
     """One compare-and-set from the revision `card` was read at: the new row, or None when
     another writer moved the card on (docs/review-cards.md)."""
-    won = compare_and_set(
-        conn, ir, row_id=card.id, revision=card.revision, values=values, where=where
-    )
-    return _to_card(won) if won else None
+    return compare_and_set_record(conn, ir, card, _to_card, values=values, where=where)
 
 
 def mark_delivered(
@@ -328,13 +317,14 @@ def recall_copies(conn: Connection, scope: RecallScope, changed: Sequence[int]) 
 
 def claim_redraws(conn: Connection, *, limit: int = 20) -> list[CardRow]:
     """Delivered cards a recall redacted, to be patched in Lark (oldest first)."""
-    rows = conn.execute(
+    return records(
+        conn,
         select(ir)
         .where(ir.c.redraw_pending == true(), ir.c.message_id.is_not(None))
         .order_by(ir.c.updated_at, ir.c.id)
-        .limit(limit)
-    ).all()
-    return [_to_card(row) for row in rows]
+        .limit(limit),
+        _to_card,
+    )
 
 
 def redrawn(conn: Connection, card: CardRow, *, now: datetime) -> CardRow | None:

@@ -13,9 +13,10 @@ from typing import Any
 
 from sqlalchemy import Connection, func, or_, select
 
-from timeline_pipeline.db.cas import compare_and_set_from
+from timeline_pipeline.db.cas import compare_and_set_record
+from timeline_pipeline.db.rows import record_where, records
 from timeline_pipeline.db.schema import legal_holds as lh
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import insert_new
 from timeline_pipeline.domain.records import record_of
 
 ACTIVE = "active"
@@ -49,45 +50,46 @@ def _row(row: Any) -> HoldRow:
 
 def insert(conn: Connection, values: dict[str, Any]) -> bool:
     """Insert a new hold; False when its create idempotency key is already taken."""
-    stmt = insert_for(conn, lh).values(**values)
-    stmt = stmt.on_conflict_do_nothing(index_elements=["workspace_id", "create_idempotency_key"])
-    return conn.execute(stmt.returning(lh.c.id)).first() is not None
+    made = insert_new(
+        conn,
+        lh,
+        values,
+        returning=[lh.c.id],
+        conflict=["workspace_id", "create_idempotency_key"],
+    )
+    return made is not None
 
 
 def get(conn: Connection, hold_id: str) -> HoldRow | None:
-    row = conn.execute(select(lh).where(lh.c.id == hold_id)).first()
-    return _row(row) if row is not None else None
+    return record_where(conn, lh, _row, lh.c.id == hold_id)
 
 
 def by_create_key(conn: Connection, workspace_id: str, key: str) -> HoldRow | None:
     """The workspace's hold created under `key` (keys are scoped per workspace)."""
-    row = conn.execute(
-        select(lh).where(lh.c.workspace_id == workspace_id, lh.c.create_idempotency_key == key)
-    ).first()
-    return _row(row) if row is not None else None
+    return record_where(
+        conn, lh, _row, lh.c.workspace_id == workspace_id, lh.c.create_idempotency_key == key
+    )
 
 
 def by_release_key(conn: Connection, workspace_id: str, key: str) -> HoldRow | None:
     """The workspace's hold released under `key`."""
-    row = conn.execute(
-        select(lh).where(lh.c.workspace_id == workspace_id, lh.c.release_idempotency_key == key)
-    ).first()
-    return _row(row) if row is not None else None
+    return record_where(
+        conn, lh, _row, lh.c.workspace_id == workspace_id, lh.c.release_idempotency_key == key
+    )
 
 
 def release(conn: Connection, hold: HoldRow, values: dict[str, Any]) -> HoldRow | None:
     """Active -> released if nobody moved the hold since it was read; None otherwise."""
-    row = compare_and_set_from(
-        conn, lh, hold, expected_status=ACTIVE, values={"status": RELEASED, **values}
+    return compare_and_set_record(
+        conn, lh, hold, _row, expected_status=ACTIVE, values={"status": RELEASED, **values}
     )
-    return _row(row) if row is not None else None
 
 
 def list_all(conn: Connection, *, active_only: bool = False) -> list[HoldRow]:
     stmt = select(lh).order_by(lh.c.created_at, lh.c.id)
     if active_only:
         stmt = stmt.where(lh.c.status == ACTIVE)
-    return [_row(r) for r in conn.execute(stmt)]
+    return records(conn, stmt, _row)
 
 
 def active_for(
@@ -102,7 +104,7 @@ def active_for(
     )
     if workspace_id is not None:
         stmt = stmt.where(lh.c.workspace_id == workspace_id)
-    return [_row(r) for r in conn.execute(stmt.order_by(lh.c.id))]
+    return records(conn, stmt.order_by(lh.c.id), _row)
 
 
 def last_released_at(conn: Connection) -> datetime | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
+from timeline_pipeline.db.rows import record_where, records
 from timeline_pipeline.db.schema import lifecycle_runs as lr
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass, Scope
 from timeline_pipeline.domain.lifecycle_declare import archive_on_request, declare
@@ -123,13 +124,13 @@ def failed_since(conn: Connection, since: datetime) -> int:
 
 
 def get(conn: Connection, run_id: int) -> RunRow | None:
-    row = conn.execute(select(lr).where(lr.c.id == run_id)).first()
-    return _row(row) if row is not None else None
+    return record_where(conn, lr, _row, lr.c.id == run_id)
 
 
 def latest(conn: Connection, limit: int = 20) -> list[RunRow]:
-    rows = conn.execute(select(lr).order_by(lr.c.started_at.desc(), lr.c.id.desc()).limit(limit))
-    return [_row(r) for r in rows]
+    return records(
+        conn, select(lr).order_by(lr.c.started_at.desc(), lr.c.id.desc()).limit(limit), _row
+    )
 
 
 DESCRIPTOR = declare(

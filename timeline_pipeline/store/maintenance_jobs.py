@@ -18,8 +18,8 @@ from sqlalchemy import Connection, select
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from timeline_pipeline.db.cas import compare_and_set_from
-from timeline_pipeline.db.rows import json_object
+from timeline_pipeline.db.cas import compare_and_set_record
+from timeline_pipeline.db.rows import json_object, record_where
 from timeline_pipeline.db.schema import maintenance_jobs as mj
 from timeline_pipeline.domain.content_lineage import OnRecall, Tie, declare_content
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
@@ -103,25 +103,23 @@ def insert(conn: Connection, values: Mapping[str, Any]) -> MaintenanceJob:
 
 
 def get(conn: Connection, job_id: str) -> MaintenanceJob | None:
-    row = conn.execute(select(mj).where(mj.c.id == job_id)).first()
-    return None if row is None else _to_job(row)
+    return record_where(conn, mj, _to_job, mj.c.id == job_id)
 
 
 def get_by_idempotency_key(conn: Connection, key: str) -> MaintenanceJob | None:
-    row = conn.execute(select(mj).where(mj.c.idempotency_key == key)).first()
-    return None if row is None else _to_job(row)
+    return record_where(conn, mj, _to_job, mj.c.idempotency_key == key)
 
 
 def open_for_scope(conn: Connection, job_type: str, scope_key: str) -> MaintenanceJob | None:
     """The ready or paused job of this type and scope, if any (at most one by the index)."""
-    row = conn.execute(
-        select(mj).where(
-            mj.c.job_type == job_type,
-            mj.c.scope_key == scope_key,
-            mj.c.status.in_([s.value for s in OPEN_MAINTENANCE_STATUSES]),
-        )
-    ).first()
-    return None if row is None else _to_job(row)
+    return record_where(
+        conn,
+        mj,
+        _to_job,
+        mj.c.job_type == job_type,
+        mj.c.scope_key == scope_key,
+        mj.c.status.in_([s.value for s in OPEN_MAINTENANCE_STATUSES]),
+    )
 
 
 def lock_nowait(conn: Connection, job_id: str) -> MaintenanceJob | None:
@@ -160,8 +158,9 @@ def transition(
     expected_status: str | None = None,
 ) -> MaintenanceJob | None:
     """One compare-and-set from the revision `job` was read at: the new job, or None."""
-    row = compare_and_set_from(conn, mj, job, values=values, expected_status=expected_status)
-    return None if row is None else _to_job(row)
+    return compare_and_set_record(
+        conn, mj, job, _to_job, values=values, expected_status=expected_status
+    )
 
 
 # --- lifecycle -------------------------------------------------------------------------------

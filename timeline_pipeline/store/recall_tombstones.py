@@ -30,7 +30,7 @@ from typing import Final
 from sqlalchemy import Connection, func, select
 
 from timeline_pipeline.db.schema import workspace_timeline_recall_tombstones as rt
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import insert_new
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
 
@@ -80,19 +80,20 @@ def record(
 ) -> bool:
     """Leave the tombstone; False when one was there already (a redelivered recall keeps the
     first recall time, as `lark.normalize.redact` does for a row)."""
-    statement = (
-        insert_for(conn, rt)
-        .values(
-            workspace_id=workspace_id,
-            chat_id=chat_id,
-            message_id=message_id,
-            recalled_at=recalled_at,
-            created_at=now,
-        )
-        .on_conflict_do_nothing(index_elements=[rt.c.workspace_id, rt.c.chat_id, rt.c.message_id])
-        .returning(rt.c.id)
+    made = insert_new(
+        conn,
+        rt,
+        {
+            "workspace_id": workspace_id,
+            "chat_id": chat_id,
+            "message_id": message_id,
+            "recalled_at": recalled_at,
+            "created_at": now,
+        },
+        returning=[rt.c.id],
+        conflict=[rt.c.workspace_id, rt.c.chat_id, rt.c.message_id],
     )
-    return conn.execute(statement).first() is not None
+    return made is not None
 
 
 def recalled(

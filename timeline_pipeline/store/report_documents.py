@@ -18,7 +18,8 @@ from typing import Any
 
 from sqlalchemy import Connection, or_, select
 
-from timeline_pipeline.db.cas import compare_and_set_from
+from timeline_pipeline.db.cas import compare_and_set_record
+from timeline_pipeline.db.rows import record_where, records
 from timeline_pipeline.db.schema import incident_report_documents as rd
 from timeline_pipeline.db.schema import incident_reports as ir
 from timeline_pipeline.db.upsert import insert_for
@@ -113,20 +114,19 @@ def plan(
 
 
 def get(conn: Connection, workspace_id: str) -> ReportDocument | None:
-    row = conn.execute(select(rd).where(rd.c.workspace_id == workspace_id)).first()
-    return None if row is None else _to_document(row)
+    return record_where(conn, rd, _to_document, rd.c.workspace_id == workspace_id)
 
 
 def move(conn: Connection, read: ReportDocument, **values: Any) -> ReportDocument | None:
     """One step of the write plan from the row as `read`; None when another publisher moved
     it first (its work stands, this one stops)."""
-    row = compare_and_set_from(conn, rd, read, values=values)
-    return None if row is None else _to_document(row)
+    return compare_and_set_record(conn, rd, read, _to_document, values=values)
 
 
 def unwritten(conn: Connection, *, limit: int = 100) -> list[ReportDocument]:
     """Documents behind their report, or written and still without their chat reply."""
-    rows = conn.execute(
+    return records(
+        conn,
         select(rd)
         .where(
             rd.c.state == "active",
@@ -137,9 +137,9 @@ def unwritten(conn: Connection, *, limit: int = 100) -> list[ReportDocument]:
             ),
         )
         .order_by(rd.c.updated_at, rd.c.id)
-        .limit(limit)
+        .limit(limit),
+        _to_document,
     )
-    return [_to_document(r) for r in rows]
 
 
 def orphaned(conn: Connection, *, limit: int = 100) -> list[ReportDocument]:
@@ -147,13 +147,14 @@ def orphaned(conn: Connection, *, limit: int = 100) -> list[ReportDocument]:
     reports, so the copy of their text in Lark goes too (docs/report.md, "Retention and
     holds"). A legal hold keeps the revisions, and with them the document."""
     has_report = select(ir.c.id).where(ir.c.workspace_id == rd.c.workspace_id).exists()
-    rows = conn.execute(
+    return records(
+        conn,
         select(rd)
         .where(rd.c.state == "active", ~has_report)
         .order_by(rd.c.updated_at, rd.c.id)
-        .limit(limit)
+        .limit(limit),
+        _to_document,
     )
-    return [_to_document(r) for r in rows]
 
 
 # --- lifecycle -------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, case, func, select
 
-from timeline_pipeline.db.rows import json_object
+from timeline_pipeline.db.rows import first_record, json_object, records
 from timeline_pipeline.db.schema import window_rerun_previews as pv
 from timeline_pipeline.domain.content_lineage import (
     RECALLED_TEXT,
@@ -108,7 +108,8 @@ def images(conn: Connection, job_id: str, fingerprints: Iterable[str]) -> list[P
     keys = sorted(set(fingerprints))
     if not keys:
         return []
-    rows = conn.execute(
+    return records(
+        conn,
         select(pv)
         .where(
             pv.c.job_id == job_id,
@@ -116,21 +117,22 @@ def images(conn: Connection, job_id: str, fingerprints: Iterable[str]) -> list[P
             pv.c.outcome == ADDED,
             pv.c.fingerprint.in_(keys),
         )
-        .order_by(pv.c.id)
-    ).all()
-    return [_row(row) for row in rows]
+        .order_by(pv.c.id),
+        _row,
+    )
 
 
 def images_of_job(conn: Connection, job_id: str) -> list[PreviewRow]:
     """Every entry this preview would create, in the order it would create them: the candidates
     a draft is re-found among by its evidence when no fingerprint matches
     (`synthesis_run.draft_writes.find_same_evidence`)."""
-    rows = conn.execute(
+    return records(
+        conn,
         select(pv)
         .where(pv.c.job_id == job_id, pv.c.kind == PROPOSAL, pv.c.outcome == ADDED)
-        .order_by(pv.c.id)
-    ).all()
-    return [_row(row) for row in rows]
+        .order_by(pv.c.id),
+        _row,
+    )
 
 
 def latest_change(
@@ -145,19 +147,19 @@ def latest_change(
         stmt = stmt.where(pv.c.image_id == image_id)
     else:
         return None
-    row = conn.execute(stmt.order_by(pv.c.id.desc()).limit(1)).first()
-    return None if row is None else _row(row)
+    return first_record(conn, stmt.order_by(pv.c.id.desc()).limit(1), _row)
 
 
 def rows_for_job(conn: Connection, job_id: str, *, limit: int) -> list[PreviewRow]:
     """The preview's rows in window order, at most `limit` (the report lists that many)."""
-    rows = conn.execute(
+    return records(
+        conn,
         select(pv)
         .where(pv.c.job_id == job_id)
         .order_by(pv.c.chat_id, pv.c.window_start, pv.c.id)
-        .limit(limit)
-    ).all()
-    return [_row(row) for row in rows]
+        .limit(limit),
+        _row,
+    )
 
 
 def proposal_entry_ids(conn: Connection, job_id: str) -> set[int]:

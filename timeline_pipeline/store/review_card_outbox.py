@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, func, or_, select, true
 
+from timeline_pipeline.db.rows import records
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.states import TERMINAL_WINDOW_STATUSES, WindowStatus
 from timeline_pipeline.domain.sync_states import SyncState
@@ -54,8 +55,7 @@ def windows_awaiting_card(
     stmt = select(ss).where(plannable(max_attempts))
     if after is not None:
         stmt = stmt.where(ss.c.id > after)
-    rows = conn.execute(stmt.order_by(ss.c.id).limit(limit))
-    return [to_state(r) for r in rows]
+    return records(conn, stmt.order_by(ss.c.id).limit(limit), to_state)
 
 
 def take_card_flag(conn: Connection, state_id: int, *, max_attempts: int) -> bool:

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import Connection, select
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.rows import json_object
+from timeline_pipeline.db.rows import json_object, record_where
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import insert_for, insert_new
 from timeline_pipeline.domain.content_lineage import (
     RECALLED_TEXT,
     OnRecall,
@@ -57,8 +57,7 @@ def _to_summary(row: Row[Any]) -> SummaryRow:
 
 
 def get_summary(conn: Connection, workspace_id: str) -> SummaryRow | None:
-    row = conn.execute(select(su).where(su.c.workspace_id == workspace_id)).first()
-    return _to_summary(row) if row else None
+    return record_where(conn, su, _to_summary, su.c.workspace_id == workspace_id)
 
 
 def summary_sources(conn: Connection, workspace_ids: Sequence[str]) -> dict[str, str]:
@@ -125,20 +124,20 @@ def write_human_summary(
     """
     meta = dict(metadata or {})
     if expected_revision is None:
-        row = conn.execute(
-            insert_for(conn, su)
-            .values(
-                workspace_id=workspace_id,
-                content=content,
-                source=SummarySource.HUMAN,
-                revision=1,
-                metadata_json=meta,
-                created_at=now,
-                updated_at=now,
-            )
-            .on_conflict_do_nothing()
-            .returning(su.c.workspace_id)
-        ).first()
+        row = insert_new(
+            conn,
+            su,
+            {
+                "workspace_id": workspace_id,
+                "content": content,
+                "source": SummarySource.HUMAN,
+                "revision": 1,
+                "metadata_json": meta,
+                "created_at": now,
+                "updated_at": now,
+            },
+            returning=[su.c.workspace_id],
+        )
     else:
         row = conn.execute(
             su.update()

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.cas import compare_and_set_from
-from timeline_pipeline.db.rows import by_source_key, json_object
+from timeline_pipeline.db.cas import compare_and_set_record
+from timeline_pipeline.db.rows import by_source_key, json_object, record_where
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
@@ -53,15 +53,13 @@ def transition(
     where: Any = None,
 ) -> SyncState | None:
     """One compare-and-set from the revision `state` was read at: the new state, or None."""
-    row = compare_and_set_from(
-        conn, ss, state, values=values, expected_status=expected_status, where=where
+    return compare_and_set_record(
+        conn, ss, state, to_state, values=values, expected_status=expected_status, where=where
     )
-    return None if row is None else to_state(row)
 
 
 def get(conn: Connection, state_id: int) -> SyncState | None:
-    row = conn.execute(select(ss).where(ss.c.id == state_id)).first()
-    return to_state(row) if row else None
+    return record_where(conn, ss, to_state, ss.c.id == state_id)
 
 
 def get_by_key(

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Table, select
 
+from timeline_pipeline.db.rows import record_where, workspace_records
 from timeline_pipeline.db.schema import ui_sessions as ses
 from timeline_pipeline.db.schema import ui_signin_links as links
 from timeline_pipeline.domain.lifecycle import ChildLink, RequiredIndex, RetentionClass
@@ -150,21 +151,18 @@ def session_for(conn: Connection, secret: str, *, now: datetime) -> SessionInfo 
     """The live session of this cookie value: not revoked, not expired; else None."""
     if not secret or len(secret) > MAX_SECRET_CHARS:
         return None
-    row = conn.execute(
-        select(ses).where(
-            ses.c.session_hash == hash_secret(secret),
-            ses.c.revoked_at.is_(None),
-            ses.c.expires_at > now,
-        )
-    ).first()
-    return _info(row) if row is not None else None
+    return record_where(
+        conn,
+        ses,
+        _info,
+        ses.c.session_hash == hash_secret(secret),
+        ses.c.revoked_at.is_(None),
+        ses.c.expires_at > now,
+    )
 
 
 def sessions_of(conn: Connection, workspace_id: str) -> list[SessionInfo]:
-    rows = conn.execute(
-        select(ses).where(ses.c.workspace_id == workspace_id).order_by(ses.c.created_at, ses.c.id)
-    )
-    return [_info(row) for row in rows]
+    return workspace_records(conn, ses, workspace_id, _info)
 
 
 def revoke_for_workspace(conn: Connection, workspace_id: str, *, now: datetime) -> int:

@@ -31,6 +31,7 @@ from sqlalchemy import (
     tuple_,
 )
 
+from timeline_pipeline.db.rows import records
 from timeline_pipeline.db.schema import workspace_timeline_evidence as ev
 from timeline_pipeline.db.schema import workspace_timeline_sync_states as ss
 from timeline_pipeline.db.upsert import insert_for
@@ -288,7 +289,8 @@ def stale_processing(
     conn: Connection, *, stale_timeout: timedelta, now: datetime | None = None, limit: int = 100
 ) -> list[SyncState]:
     stamp = now or datetime.now(UTC)
-    rows = conn.execute(
+    return records(
+        conn,
         select(ss)
         .where(
             ss.c.source_type == SOURCE_TYPE_WINDOW,
@@ -296,9 +298,9 @@ def stale_processing(
             ss.c.processing_started_at <= stamp - stale_timeout,
         )
         .order_by(ss.c.window_start)
-        .limit(limit)
+        .limit(limit),
+        to_state,
     )
-    return [to_state(r) for r in rows]
 
 
 def mark_summary_attempted(conn: Connection, state_id: int) -> bool:

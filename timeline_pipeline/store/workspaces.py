@@ -9,15 +9,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Select, func, select
+from sqlalchemy import Connection, Select, Table, func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 
+from timeline_pipeline.db.rows import record_where, records
 from timeline_pipeline.db.schema import WORKSPACE_STATUSES
 from timeline_pipeline.db.schema import workspace_collaboration_resources as res
 from timeline_pipeline.db.schema import workspace_curators as cur
 from timeline_pipeline.db.schema import workspaces as ws
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import insert_new
 from timeline_pipeline.domain.keys import (
     RESOURCE_LARK_CHAT,
     InvalidKey,
@@ -104,8 +105,7 @@ def create(
 
 
 def get(conn: Connection, workspace_id: str) -> Workspace | None:
-    row = conn.execute(select(ws).where(ws.c.id == workspace_id)).first()
-    return _to_workspace(row) if row else None
+    return record_where(conn, ws, _to_workspace, ws.c.id == workspace_id)
 
 
 def require(conn: Connection, workspace_id: str) -> Workspace:
@@ -116,20 +116,20 @@ def require(conn: Connection, workspace_id: str) -> Workspace:
 
 
 def list_all(conn: Connection, *, limit: int = 1000) -> list[Workspace]:
-    rows = conn.execute(select(ws).order_by(ws.c.created_at, ws.c.id).limit(limit))
-    return [_to_workspace(r) for r in rows]
+    return records(conn, select(ws).order_by(ws.c.created_at, ws.c.id).limit(limit), _to_workspace)
 
 
 def newest_with_status(conn: Connection, statuses: Sequence[str], *, limit: int) -> list[Workspace]:
     """The newest `limit` workspaces in `statuses`: what the report sensor looks at each tick
     (an incident's report changes while it is recent; docs/report.md, "When it is built")."""
-    rows = conn.execute(
+    return records(
+        conn,
         select(ws)
         .where(ws.c.status.in_(list(statuses)))
         .order_by(ws.c.created_at.desc(), ws.c.id.desc())
-        .limit(limit)
+        .limit(limit),
+        _to_workspace,
     )
-    return [_to_workspace(r) for r in rows]
 
 
 def set_status(
@@ -191,20 +191,23 @@ def set_language(
 def bind_chat(conn: Connection, workspace_id: str, chat_id: str) -> bool:
     """Bind a Lark chat to a workspace; True when new. A chat may serve several workspaces."""
     check_lark_id(chat_id)
-    require(conn, workspace_id)
-    result = conn.execute(
-        insert_for(conn, res)
-        .values(
-            workspace_id=workspace_id,
-            resource_type=RESOURCE_LARK_CHAT,
-            resource_key=chat_id,
-            created_at=datetime.now(UTC),
-        )
-        .on_conflict_do_nothing()
-        .returning(res.c.id)
+    return _add_to_workspace(
+        conn,
+        res,
+        {
+            "workspace_id": workspace_id,
+            "resource_type": RESOURCE_LARK_CHAT,
+            "resource_key": chat_id,
+            "created_at": datetime.now(UTC),
+        },
     )
-    # RETURNING, not rowcount: psycopg reports -1 for INSERT ... ON CONFLICT DO NOTHING.
-    return result.first() is not None
+
+
+def _add_to_workspace(conn: Connection, table: Table, values: dict[str, Any]) -> bool:
+    """A row that belongs to an existing workspace (`WorkspaceNotFound` otherwise), a chat
+    binding or a curator; True when it is new, False when it was there already."""
+    require(conn, values["workspace_id"])
+    return insert_new(conn, table, values, returning=[table.c.workspace_id]) is not None
 
 
 def chats_of(conn: Connection, workspace_id: str) -> list[str]:
@@ -257,14 +260,11 @@ def _check_open_id(open_id: str) -> None:
 def add_curator(conn: Connection, workspace_id: str, open_id: str) -> bool:
     """True when the curator is new; an existing one is left as it is."""
     _check_open_id(open_id)
-    require(conn, workspace_id)
-    result = conn.execute(
-        insert_for(conn, cur)
-        .values(workspace_id=workspace_id, open_id=open_id, created_at=datetime.now(UTC))
-        .on_conflict_do_nothing()
-        .returning(cur.c.open_id)
+    return _add_to_workspace(
+        conn,
+        cur,
+        {"workspace_id": workspace_id, "open_id": open_id, "created_at": datetime.now(UTC)},
     )
-    return result.first() is not None
 
 
 def remove_curator(conn: Connection, workspace_id: str, open_id: str) -> bool:
