@@ -4,19 +4,20 @@ SQLAlchemy's generic `insert()` has no `on_conflict_do_update` / `on_conflict_do
 each dialect's own construct does, with the same spelling on SQLite and PostgreSQL. Every store
 that upserts takes its statement from here, so choosing the dialect is written once (README,
 "Package layout"). A store that inserts a row only if its unique key is free uses `insert_new`,
-which tells a new row from one already there.
+which tells a new row from one already there; one that inserts or updates the row under a key
+uses `upsert`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 
-__all__ = ["insert_for", "insert_for_dialect", "insert_new"]
+__all__ = ["insert_for", "insert_for_dialect", "insert_new", "upsert"]
 
 
 def insert_for_dialect(dialect: str, table: Table) -> Any:
@@ -47,5 +48,30 @@ def insert_new(
         .on_conflict_do_nothing(index_elements=conflict)
         .returning(*(returning or table.c))
     )
+    row: Row[Any] | None = conn.execute(statement).first()
+    return row
+
+
+def upsert(
+    conn: Connection,
+    table: Table,
+    values: Mapping[str, Any],
+    *,
+    key: Sequence[Any],
+    update: Sequence[str],
+    also: Mapping[str, Any] | None = None,
+    where: Callable[[Any], ColumnElement[bool]] | None = None,
+) -> Row[Any] | None:
+    """`INSERT ... ON CONFLICT (key) DO UPDATE`: a new row of `values`, or the row already under
+    `key` with its `update` columns set from `values` and its `also` columns set as given, where
+    `where(new)` holds (`new`: the values the insert proposed). The row as written, or None when
+    `where` kept the stored row as it was."""
+    statement = insert_for(conn, table).values(**values)
+    new = statement.excluded
+    statement = statement.on_conflict_do_update(
+        index_elements=key,
+        set_={**{column: new[column] for column in update}, **(also or {})},
+        where=None if where is None else where(new),
+    ).returning(*table.c)
     row: Row[Any] | None = conn.execute(statement).first()
     return row

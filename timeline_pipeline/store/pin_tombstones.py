@@ -24,7 +24,7 @@ from typing import Final
 from sqlalchemy import Connection, func, select
 
 from timeline_pipeline.db.schema import timeline_pin_tombstones as pt
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import upsert
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
 
@@ -56,26 +56,21 @@ def record(
 ) -> None:
     """Leave the tombstone, or move an existing one's `removed_at` forward (never back: an
     older removal delivered late changes nothing)."""
-    stmt = insert_for(conn, pt).values(
-        workspace_id=workspace_id,
-        message_id=message_id,
-        operator_open_id=operator,
-        emoji_type=emoji_type,
-        removed_at=removed_at,
-        created_at=now,
-        updated_at=now,
-    )
-    conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[
-                pt.c.workspace_id,
-                pt.c.message_id,
-                pt.c.operator_open_id,
-                pt.c.emoji_type,
-            ],
-            set_={"removed_at": stmt.excluded.removed_at, "updated_at": stmt.excluded.updated_at},
-            where=pt.c.removed_at < stmt.excluded.removed_at,
-        )
+    upsert(
+        conn,
+        pt,
+        {
+            "workspace_id": workspace_id,
+            "message_id": message_id,
+            "operator_open_id": operator,
+            "emoji_type": emoji_type,
+            "removed_at": removed_at,
+            "created_at": now,
+            "updated_at": now,
+        },
+        key=[pt.c.workspace_id, pt.c.message_id, pt.c.operator_open_id, pt.c.emoji_type],
+        update=("removed_at", "updated_at"),
+        where=lambda new: pt.c.removed_at < new.removed_at,
     )
 
 

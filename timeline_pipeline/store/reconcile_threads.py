@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import workspace_timeline_reconcile_threads as rt
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import upsert
 from timeline_pipeline.domain.lifecycle import (
     DelegatedPurge,
     PartitionDecision,
@@ -37,14 +37,17 @@ def mark_thread_listed(
     conn: Connection, workspace_id: str, chat_id: str, thread_id: str, *, at: datetime
 ) -> None:
     """Run in the transaction that commits the thread's replies: listed means committed."""
-    statement = insert_for(conn, rt).values(
-        workspace_id=workspace_id, chat_id=chat_id, thread_id=thread_id, last_listed_at=at
-    )
-    conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=[rt.c.workspace_id, rt.c.chat_id, rt.c.thread_id],
-            set_={"last_listed_at": statement.excluded.last_listed_at},
-        )
+    upsert(
+        conn,
+        rt,
+        {
+            "workspace_id": workspace_id,
+            "chat_id": chat_id,
+            "thread_id": thread_id,
+            "last_listed_at": at,
+        },
+        key=[rt.c.workspace_id, rt.c.chat_id, rt.c.thread_id],
+        update=("last_listed_at",),
     )
 
 

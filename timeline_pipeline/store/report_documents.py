@@ -22,7 +22,7 @@ from timeline_pipeline.db.cas import compare_and_set_record
 from timeline_pipeline.db.rows import record_where, records
 from timeline_pipeline.db.schema import incident_report_documents as rd
 from timeline_pipeline.db.schema import incident_reports as ir
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import upsert
 from timeline_pipeline.domain.lifecycle import OnlyWhere, RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
 from timeline_pipeline.domain.records import record_of
@@ -87,26 +87,22 @@ def plan(
     and title are the first report's: the document stays where it was made. A row whose
     document retention deleted starts over: the new report gets a new document."""
     conn.execute(rd.delete().where(rd.c.workspace_id == workspace_id, rd.c.state == "deleted"))
-    stmt = insert_for(conn, rd).values(
-        workspace_id=workspace_id,
-        folder_token=folder_token,
-        title=title[:512],
-        chat_id=chat_id,
-        target_revision=target_revision,
-        created_at=now,
-        updated_at=now,
-    )
-    conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[rd.c.workspace_id],
-            set_={
-                "target_revision": stmt.excluded.target_revision,
-                "attempt_count": 0,
-                "revision": rd.c.revision + 1,
-                "updated_at": stmt.excluded.updated_at,
-            },
-            where=rd.c.target_revision < stmt.excluded.target_revision,
-        )
+    upsert(
+        conn,
+        rd,
+        {
+            "workspace_id": workspace_id,
+            "folder_token": folder_token,
+            "title": title[:512],
+            "chat_id": chat_id,
+            "target_revision": target_revision,
+            "created_at": now,
+            "updated_at": now,
+        },
+        key=[rd.c.workspace_id],
+        update=("target_revision", "updated_at"),
+        also={"attempt_count": 0, "revision": rd.c.revision + 1},
+        where=lambda new: rd.c.target_revision < new.target_revision,
     )
     found = get(conn, workspace_id)
     assert found is not None

@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import Connection, select
 
 from timeline_pipeline.db.schema import incident_report_milestones as rm
-from timeline_pipeline.db.upsert import insert_for
+from timeline_pipeline.db.upsert import upsert
 from timeline_pipeline.domain.lifecycle import RetentionClass
 from timeline_pipeline.domain.lifecycle_declare import declare
 
@@ -25,23 +25,19 @@ OverrideRow = tuple[str, datetime, str, datetime]
 def set_override(
     conn: Connection, *, workspace_id: str, milestone: str, at: datetime, actor: str, now: datetime
 ) -> None:
-    stmt = insert_for(conn, rm).values(
-        workspace_id=workspace_id,
-        milestone=milestone,
-        at=at,
-        set_by=actor[:128],
-        created_at=now,
-        updated_at=now,
-    )
-    conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[rm.c.workspace_id, rm.c.milestone],
-            set_={
-                "at": stmt.excluded.at,
-                "set_by": stmt.excluded.set_by,
-                "updated_at": stmt.excluded.updated_at,
-            },
-        )
+    upsert(
+        conn,
+        rm,
+        {
+            "workspace_id": workspace_id,
+            "milestone": milestone,
+            "at": at,
+            "set_by": actor[:128],
+            "created_at": now,
+            "updated_at": now,
+        },
+        key=[rm.c.workspace_id, rm.c.milestone],
+        update=("at", "set_by", "updated_at"),
     )
 
 

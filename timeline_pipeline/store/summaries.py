@@ -17,7 +17,7 @@ from sqlalchemy.engine import Row
 
 from timeline_pipeline.db.rows import json_object, record_where
 from timeline_pipeline.db.schema import workspace_timeline_summaries as su
-from timeline_pipeline.db.upsert import insert_for, insert_new
+from timeline_pipeline.db.upsert import insert_new, upsert
 from timeline_pipeline.domain.content_lineage import (
     RECALLED_TEXT,
     OnRecall,
@@ -83,26 +83,24 @@ def write_ai_summary(
     The WHERE of the upsert is the whole protection: a human summary written a moment before
     makes this statement update no row, however the two writers interleave.
     """
-    stmt = insert_for(conn, su).values(
-        workspace_id=workspace_id,
-        content=content,
-        source=SummarySource.AI,
-        revision=1,
-        metadata_json=dict(metadata),
-        created_at=now,
-        updated_at=now,
-    )
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[su.c.workspace_id],
-        set_={
-            "content": stmt.excluded.content,
-            "metadata_json": stmt.excluded.metadata_json,
-            "revision": su.c.revision + 1,
-            "updated_at": stmt.excluded.updated_at,
+    written = upsert(
+        conn,
+        su,
+        {
+            "workspace_id": workspace_id,
+            "content": content,
+            "source": SummarySource.AI,
+            "revision": 1,
+            "metadata_json": dict(metadata),
+            "created_at": now,
+            "updated_at": now,
         },
-        where=su.c.source == SummarySource.AI,
-    ).returning(su.c.workspace_id)
-    if conn.execute(stmt).first() is None:
+        key=[su.c.workspace_id],
+        update=("content", "metadata_json", "updated_at"),
+        also={"revision": su.c.revision + 1},
+        where=lambda _new: su.c.source == SummarySource.AI,
+    )
+    if written is None:
         return None
     return get_summary(conn, workspace_id)
 
