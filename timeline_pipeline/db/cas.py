@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, Required, TypedDict, TypeVar, Unpack
 
-from sqlalchemy import ColumnElement, Connection, Table
+from sqlalchemy import ColumnElement, Connection, Executable, Table
 from sqlalchemy.engine import Row
 
 R = TypeVar("R")
@@ -108,3 +108,22 @@ def compare_and_set_each(
         if moved is not None:
             won.append(moved)
     return won
+
+
+def compare_and_set_selected(
+    conn: Connection,
+    table: Table,
+    candidates: Executable,
+    to_record: Callable[[Row[Any]], R],
+    *,
+    values: Callable[[Row[Any]], Mapping[str, Any]],
+    expected_status: str | None = None,
+    where: ColumnElement[bool] | None = None,
+) -> list[R]:
+    """`compare_and_set_each` on the rows `candidates` selects (a batch to claim or to expire):
+    the rows won, as the store's records, in the order selected."""
+    rows = conn.execute(candidates).all()
+    won = compare_and_set_each(
+        conn, table, rows, values=values, expected_status=expected_status, where=where
+    )
+    return [to_record(row) for row in won]

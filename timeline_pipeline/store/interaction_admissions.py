@@ -21,9 +21,9 @@ from sqlalchemy.engine import Row
 from sqlalchemy.orm import aliased
 
 from timeline_pipeline.db.cas import (
-    compare_and_set_each,
     compare_and_set_from,
     compare_and_set_record,
+    compare_and_set_selected,
 )
 from timeline_pipeline.db.rows import record_where
 from timeline_pipeline.db.schema import interaction_admissions as ia
@@ -198,7 +198,9 @@ def claim(
 ) -> list[AdmissionRow]:
     """Up to `limit` unleased (or lease-expired) working rows, the oldest of each card only."""
     earlier = aliased(ia)
-    rows = conn.execute(
+    return compare_and_set_selected(
+        conn,
+        ia,
         select(ia)
         .where(
             ia.c.status.in_(_WORKING),
@@ -210,12 +212,8 @@ def claim(
             ),
         )
         .order_by(ia.c.id)
-        .limit(limit)
-    ).all()
-    taken = compare_and_set_each(
-        conn,
-        ia,
-        rows,
+        .limit(limit),
+        _to_admission,
         values=lambda row: {
             "lease_owner": owner,
             "lease_expires_at": now + lease,
@@ -223,7 +221,6 @@ def claim(
         },
         where=ia.c.status.in_(_WORKING),
     )
-    return [_to_admission(row) for row in taken]
 
 
 def advance(

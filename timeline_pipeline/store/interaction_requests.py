@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, true
 from sqlalchemy.engine import Row
 
-from timeline_pipeline.db.cas import compare_and_set_each, compare_and_set_record
+from timeline_pipeline.db.cas import compare_and_set_record, compare_and_set_selected
 from timeline_pipeline.db.rows import record_where, records, workspace_records
 from timeline_pipeline.db.schema import interaction_requests as ir
 from timeline_pipeline.db.upsert import insert_new
@@ -142,19 +142,17 @@ def claim_deliveries(
     conn: Connection, *, owner: str, now: datetime, lease: timedelta, limit: int
 ) -> list[CardRow]:
     """Queued cards no live lease holds, each taken by CAS (a lost race skips the card)."""
-    rows = conn.execute(
+    return compare_and_set_selected(
+        conn,
+        ir,
         select(ir)
         .where(
             ir.c.delivery_status == DeliveryStatus.QUEUED.value,
             or_(ir.c.delivery_due_at.is_(None), ir.c.delivery_due_at <= now),
         )
         .order_by(ir.c.id)
-        .limit(limit)
-    ).all()
-    taken = compare_and_set_each(
-        conn,
-        ir,
-        rows,
+        .limit(limit),
+        _to_card,
         values=lambda row: {
             "delivery_owner": owner,
             "delivery_due_at": now + lease,
@@ -163,7 +161,6 @@ def claim_deliveries(
         },
         where=ir.c.delivery_status == DeliveryStatus.QUEUED.value,
     )
-    return [_to_card(row) for row in taken]
 
 
 def _transition(
@@ -255,20 +252,17 @@ def write_state(
 
 def expire_due(conn: Connection, *, now: datetime, limit: int = 500) -> list[CardRow]:
     """Pending cards past their persisted expiry become expired (one CAS each)."""
-    rows = conn.execute(
+    return compare_and_set_selected(
+        conn,
+        ir,
         select(ir)
         .where(ir.c.status == CardStatus.PENDING.value, ir.c.expires_at <= now)
         .order_by(ir.c.expires_at, ir.c.id)
-        .limit(limit)
-    ).all()
-    expired = compare_and_set_each(
-        conn,
-        ir,
-        rows,
+        .limit(limit),
+        _to_card,
         values=lambda _row: {"status": CardStatus.EXPIRED.value, "updated_at": now},
         expected_status=CardStatus.PENDING.value,
     )
-    return [_to_card(row) for row in expired]
 
 
 def counts(conn: Connection) -> Mapping[str, int]:
