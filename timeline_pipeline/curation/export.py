@@ -1,4 +1,4 @@
-"""The timeline as a Markdown postmortem document. Pure: a view in, text out.
+"""The timeline as a Markdown postmortem document. No I/O of its own: a view in, text out.
 
 Entries are in time order with their category, status and a link to every supporting Lark
 message, so a reader of the postmortem can go from a line to the chat in one click. Text comes

@@ -1,6 +1,6 @@
 """What `timeline-pipeline demo` prints for a person: the timeline, the summary, the incident
 report in short (docs/report.md) and where to open the same data, in the workspace's language and
-zone (docs/i18n.md). Pure.
+zone (docs/i18n.md). No I/O of its own.
 
 The strings are the `demo` catalog's msgids (English is the source language). A workspace read
 in English and UTC, as the English demo's is, keeps the demo's original form (the clock of the

@@ -1,4 +1,4 @@
-"""The processor interface and its registry (docs/maintenance.md, "Adding a processor"). Pure.
+"""The processor interface and its registry (docs/maintenance.md, "Adding a processor").
 
 A processor is code, registered under a type and a version: it validates its scope and
 parameters, checks preflight conditions, and performs one bounded step inside the transaction

@@ -1,11 +1,12 @@
 """The report written out: Markdown for people (a Lark document, `report show`) and JSON for
 machines (the API, `report show --format json`) (docs/report.md, "Formats").
 
-Pure: a `ReportContent` in, text or a dict out. The Markdown keeps to what Lark's Markdown
-converter turns into blocks (`reference/lark-docx-task-facts.md`): headings, paragraphs, bullets,
-pipe tables and links, no HTML. Text from people and models goes through the export's
-`escape_markdown`, after its line breaks are folded into spaces, so that a `|` cannot break a
-table, a typed `[link](...)` or `<b>` shows as typed, and no `<br>` reaches the converter.
+No I/O of its own: a `ReportContent` in, text or a dict out. The Markdown keeps to what Lark's
+Markdown converter turns into blocks (docs/report.md, "Write"): headings,
+paragraphs, bullets, pipe tables and links, no HTML. Text from people and models goes through
+the export's `escape_markdown`, after its line breaks are folded into spaces, so that a `|`
+cannot break a table, a typed `[link](...)` or `<b>` shows as typed, and no `<br>` reaches the
+converter.
 
 It is written in the workspace's language (the `report` catalog; category names from
 `i18n.labels`) with times in the workspace's zone, each dated and its offset named (docs/i18n.md),

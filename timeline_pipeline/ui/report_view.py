@@ -1,5 +1,5 @@
 """What the timeline page's report view shows (docs/report.md), computed from a kept revision and
-the milestones as they stand now. Pure: values in, plain values for `report.html` out.
+the milestones as they stand now. No I/O of its own: values in, plain values for `report.html` out.
 
 A revision's content is the stored JSON of `report.render.content_json` (times in UTC); it is
 shown in the workspace's language and zone, as the report's Markdown is: the milestone names,

@@ -1,4 +1,4 @@
-"""What the timeline page shows, computed from the curation views. Pure: views and the
+"""What the timeline page shows, computed from the curation views. No I/O of its own: views and the
 workspace's `Presentation` in, plain values for the templates out (docs/timeline-page.md).
 
 Labels live here, not in the templates, so the page and its tests agree on what an entry is

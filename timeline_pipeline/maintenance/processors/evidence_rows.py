@@ -1,4 +1,4 @@
-"""What the evidence processors compute from a stored row. Pure.
+"""What the evidence processors compute from a stored row, with no I/O of their own.
 
 The content hash and the redacted form are rebuilt exactly as ingestion builds them (the row
 is turned back into its normalized message, `ingest.recall.message_from_row`), so a processor
