@@ -7,32 +7,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine
 
 from timeline_pipeline.lark.simulator.events import EventIdentity, card_action_event
 from timeline_pipeline_tests.pins.harness import CHAT, CURATOR, pin_harness
-from timeline_pipeline_tests.review_cards.harness import button
-
-
-def _texts(card: dict[str, Any]) -> list[str]:
-    found: list[str] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if node.get("tag") in ("plain_text", "lark_md"):
-                found.append(str(node["content"]))
-            for key, value in node.items():
-                if key != "value":
-                    walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(card)
-    return found
+from timeline_pipeline_tests.review_cards.harness import button, card_texts
 
 
 def test_a_pin_in_a_chinese_workspace_is_answered_in_chinese_with_shanghai_times(
@@ -49,7 +30,7 @@ def test_a_pin_in_a_chinese_workspace_is_answered_in_chinese_with_shanghai_times
         assert card["header"]["title"]["content"] == (
             f"已记入 {h.workspace_id} 的时间线，分类：发现"
         )
-        texts = _texts(card)
+        texts = card_texts(card)
         local = entry.occurred_at.astimezone(ZoneInfo("Asia/Shanghai")).strftime("%H:%M")
         assert f"<at id={CURATOR}></at> 标记了这条消息（发送于 {local} UTC+8）" in texts
         assert re.fullmatch(
@@ -81,7 +62,7 @@ def test_a_pin_in_a_chinese_workspace_is_answered_in_chinese_with_shanghai_times
         assert re.search(
             r"<at id=ou_pin_curator></at> 于 (?:\d{4}年\d{1,2}月\d{1,2}日 )?\d\d:\d\d UTC\+8 "
             r"将分类改为「缓解措施」",
-            "\n".join(_texts(redrawn["card"])),
+            "\n".join(card_texts(redrawn["card"])),
         )
 
 
@@ -93,7 +74,7 @@ def test_a_pin_in_an_english_workspace_is_answered_as_before(engine: Engine) -> 
         assert entry is not None
         h.drain()
         [sent] = h.sent()
-        texts = _texts(sent["card"])
+        texts = card_texts(sent["card"])
         at = entry.occurred_at.astimezone(ZoneInfo("UTC")).strftime("%H:%M")
         assert f"Pinned by <at id={CURATOR}></at> at {at} UTC message time" in texts
         expiry = datetime.now(ZoneInfo("UTC"))

@@ -61,6 +61,26 @@ def button(card: dict[str, Any], entry_id: int, action: str) -> dict[str, Any]:
     raise AssertionError(f"no {action} control for entry {entry_id}")
 
 
+def card_texts(card: dict[str, Any]) -> list[str]:
+    """Every text a person reads on a drawn card, in order (not the values its controls carry
+    back)."""
+    found: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if node.get("tag") in ("plain_text", "lark_md"):
+                found.append(str(node["content"]))
+            for key, value in node.items():
+                if key != "value":
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(card)
+    return found
+
+
 def seed_entries(
     engine: Engine,
     workspace_id: str,

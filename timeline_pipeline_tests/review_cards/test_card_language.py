@@ -19,6 +19,7 @@ from timeline_pipeline.i18n.locales import Locale, Presentation
 from timeline_pipeline.pins.service import entry_text
 from timeline_pipeline.review_cards.callbacks import CallbackRefused, Refusal, stale_toast
 from timeline_pipeline.review_cards.drawing import describe, headline, render_card, render_pin_card
+from timeline_pipeline_tests.review_cards.harness import card_texts
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 """18:00 in Shanghai."""
@@ -56,25 +57,6 @@ def _card(presentation: Presentation, **changes: Any) -> dict[str, Any]:
     return render_card(request, decisions, **arguments)
 
 
-def _texts(card: dict[str, Any]) -> list[str]:
-    """Every text a person reads on the card, in order."""
-    found: list[str] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if node.get("tag") in ("plain_text", "lark_md"):
-                found.append(str(node["content"]))
-            for key, value in node.items():
-                if key != "value":
-                    walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(card)
-    return found
-
-
 def _skeleton(node: object) -> object:
     """The card with every text a person reads blanked out: the structure, the controls and
     every value they carry back (tokens, entry ids, actions, revisions, options, limits)."""
@@ -88,7 +70,7 @@ def _skeleton(node: object) -> object:
 
 
 def test_a_chinese_workspace_reads_its_review_card_in_chinese_with_shanghai_times() -> None:
-    texts = _texts(_card(ZH))
+    texts = card_texts(_card(ZH))
     assert texts[0] == "待审核的时间线草稿"
     assert "18:00 UTC+8 · 影响 · 支付网关 p99 飙到 3s" in texts
     assert "18:02 UTC+8 · 缓解措施 · rollback 已经开始了" in texts
@@ -110,7 +92,7 @@ def test_the_language_changes_the_words_only_never_what_a_click_sends_back() -> 
 
 
 def test_an_english_workspace_in_utc_reads_as_before() -> None:
-    texts = _texts(_card(EN))
+    texts = card_texts(_card(EN))
     assert texts[0] == "Timeline drafts to review"
     assert "10:00 UTC · impact · 支付网关 p99 飙到 3s" in texts
     assert "10:02 UTC · mitigation · rollback 已经开始了" in texts
@@ -130,10 +112,10 @@ def test_a_card_whose_drafts_cross_local_midnight_shows_their_dates_in_that_zone
         ("impact",),
         512,
     )
-    chinese = _texts(_card(ZH, request=request))
+    chinese = card_texts(_card(ZH, request=request))
     assert "2026年11月29日 23:59 UTC+8 · 影响 · a" in chinese
     assert "2026年11月30日 00:01 UTC+8 · 影响 · b" in chinese
-    english = _texts(_card(EN, request=request))
+    english = card_texts(_card(EN, request=request))
     assert "15:59 UTC · impact · a" in english and "16:01 UTC · impact · b" in english
 
 
@@ -146,11 +128,11 @@ def test_who_decided_what_reads_in_the_workspaces_language() -> None:
             Decision(CardAction.EDIT, "ou_sre", at, "failed", "stale_revision", "x"),
         ],
     }
-    notes = "\n".join(_texts(_card(ZH, decisions=decisions)))
+    notes = "\n".join(card_texts(_card(ZH, decisions=decisions)))
     assert "<at id=ou_ic></at> 于 18:05 UTC+8 确认" in notes
     assert "<at id=ou_ic></at> 于 18:05 UTC+8 将分类改为「根因」（处理中）" in notes
     assert "<at id=ou_sre></at> 于 18:05 UTC+8 修改了标题，未生效：草稿已被修改" in notes
-    english = "\n".join(_texts(_card(EN, decisions=decisions)))
+    english = "\n".join(card_texts(_card(EN, decisions=decisions)))
     assert "Confirmed by <at id=ou_ic></at> at 10:05 UTC" in english
     assert "Category set to root cause by <at id=ou_ic></at> at 10:05 UTC (being applied)" in (
         english
@@ -171,7 +153,7 @@ def test_who_decided_what_reads_in_the_workspaces_language() -> None:
     ],
 )
 def test_a_closed_card_says_so_in_chinese(status: CardStatus, footer: str) -> None:
-    texts = _texts(_card(ZH, token=None, status=status))
+    texts = card_texts(_card(ZH, token=None, status=status))
     assert texts[-1] == footer and "确认" not in texts
 
 
@@ -186,7 +168,7 @@ def test_a_pins_reply_card_reads_in_chinese_with_its_message_time_and_expiry() -
         link_base_url="https://timeline.example",
         presentation=ZH,
     )
-    texts = _texts(card)
+    texts = card_texts(card)
     assert card["header"]["title"]["content"] == "已记入 INC-7 的时间线，分类：发现"
     assert "<at id=ou_pin></at> 标记了这条消息（发送于 18:00 UTC+8）" in texts
     assert any(t.startswith("[打开时间线](https://timeline.example/ui/") for t in texts)

@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 
 from timeline_pipeline_tests.review_cards.harness import (
     Harness,
+    card_texts,
     harness,
     plan_card,
     seed_entries,
@@ -22,24 +23,6 @@ from timeline_pipeline_tests.review_cards.harness import (
 DATED = r"(?:\d{4}年\d{1,2}月\d{1,2}日 )?"
 """A card whose times span local days shows dates (the decision is made today, the drafts on
 the harness's fixed day)."""
-
-
-def _texts(card: dict[str, Any]) -> list[str]:
-    found: list[str] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if node.get("tag") in ("plain_text", "lark_md"):
-                found.append(str(node["content"]))
-            for key, value in node.items():
-                if key != "value":
-                    walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(card)
-    return found
 
 
 def _posted(h: Harness, card_id: int) -> list[dict[str, Any]]:
@@ -58,7 +41,7 @@ def test_a_chinese_workspaces_card_reaches_the_chat_in_chinese_with_shanghai_tim
         h.drain()
         [sent] = _posted(h, card_id)
         assert sent["kind"] == "sent"
-        texts = _texts(sent["card"])
+        texts = card_texts(sent["card"])
         assert texts[0] == "待审核的时间线草稿"
         assert "18:00 UTC+8 · 发现 · Draft 0" in texts
         assert "18:01 UTC+8 · 发现 · Draft 1" in texts
@@ -76,7 +59,7 @@ def test_a_chinese_workspaces_card_reaches_the_chat_in_chinese_with_shanghai_tim
         answer = h.click(card_id, ids[0], "confirm")
         assert answer.outcome == "admitted"
         assert answer.body["toast"] == {"type": "success", "content": "已确认，时间线正在更新。"}
-        being_applied = "\n".join(_texts(answer.body["card"]["data"]))
+        being_applied = "\n".join(card_texts(answer.body["card"]["data"]))
         assert re.search(
             rf"<at id=ou_curator></at> 于 {DATED}\d\d:\d\d UTC\+8 确认（处理中）", (being_applied)
         )
@@ -90,7 +73,7 @@ def test_a_chinese_workspaces_card_reaches_the_chat_in_chinese_with_shanghai_tim
         h.drain()
         redrawn = _posted(h, card_id)[-1]
         assert redrawn["kind"] == "patched"
-        notes = "\n".join(_texts(redrawn["card"]))
+        notes = "\n".join(card_texts(redrawn["card"]))
         assert re.search(rf"<at id=ou_curator></at> 于 {DATED}\d\d:\d\d UTC\+8 确认", notes)
         assert "（处理中）" not in notes
         assert re.search(rf"{DATED}18:00 UTC\+8 · 发现 · Draft 0", notes)
@@ -106,7 +89,7 @@ def test_an_auto_workspace_reads_its_chats_language_and_the_settings_zone(
         )
         card_id = plan_card(engine, h.workspace_id, ids, ttl=timedelta(hours=1))
         h.drain()
-        texts = _texts(_posted(h, card_id)[0]["card"])
+        texts = card_texts(_posted(h, card_id)[0]["card"])
         assert texts[0] == "待审核的时间线草稿"
         assert "18:00 UTC+8 · 发现 · Draft 0" in texts
 
@@ -116,7 +99,7 @@ def test_an_english_workspaces_card_reaches_the_chat_as_before(engine: Engine) -
         ids = seed_entries(engine, h.workspace_id, 2)
         card_id = plan_card(engine, h.workspace_id, ids, ttl=timedelta(hours=1))
         h.drain()
-        texts = _texts(_posted(h, card_id)[0]["card"])
+        texts = card_texts(_posted(h, card_id)[0]["card"])
         assert texts[0] == "Timeline drafts to review"
         assert "10:00 UTC · finding · Draft 0" in texts
         assert {"Confirm", "Hide", "Category", "New title", "Save title"} <= set(texts)
