@@ -166,6 +166,32 @@ def dagster_storage_url() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def production_home(tmp_path: Path) -> Path:
+    """A DAGSTER_HOME holding the production `deploy/dagster.yaml`, unchanged."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "deploy" / "dagster.yaml", home / "dagster.yaml")
+    return home
+
+
+def deployment_env(
+    *, home: Path, dagster_storage_url: str, pg_url: str, lark: SimulatorServer, **extra: str
+) -> dict[str, str]:
+    """The environment a deployed process reads: its Dagster home and storage, the timeline
+    database and the local Lark's app, then `extra`."""
+    return _process_env(
+        {
+            "DAGSTER_HOME": str(home),
+            "DAGSTER_PG_URL": dagster_storage_url,
+            "TIMELINE_DATABASE_URL": pg_url,
+            "LARK_APP_ID": lark.app_id,
+            "LARK_APP_SECRET": lark.app_secret,
+            "LARK_BASE_URL": lark.base_url,
+            **extra,
+        }
+    )
+
+
 def _process_env(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIXES)}
     env.update(TIMELINE_ENV)
@@ -187,9 +213,7 @@ def deployment(pg_url: str, dagster_storage_url: str, tmp_path: Path) -> Iterato
     store = ChatStore(history, dict(SENDERS))
     app_id, app_secret = f"cli_sys_{secrets.token_hex(6)}", secrets.token_urlsafe(24)
 
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(REPO / "deploy" / "dagster.yaml", home / "dagster.yaml")  # production, unchanged
+    home = production_home(tmp_path)
     processes = Processes()
     port = free_port()
     graphql = DagsterGraphQL(f"http://127.0.0.1:{port}")
@@ -199,15 +223,8 @@ def deployment(pg_url: str, dagster_storage_url: str, tmp_path: Path) -> Iterato
         "dagster-webserver": ["-h", "127.0.0.1", "-p", str(port), *workspace],
     }
     with SimulatorServer(store=store, app_id=app_id, app_secret=app_secret) as lark:
-        env = _process_env(
-            {
-                "DAGSTER_HOME": str(home),
-                "DAGSTER_PG_URL": dagster_storage_url,
-                "TIMELINE_DATABASE_URL": pg_url,
-                "LARK_APP_ID": app_id,
-                "LARK_APP_SECRET": app_secret,
-                "LARK_BASE_URL": lark.base_url,
-            }
+        env = deployment_env(
+            home=home, dagster_storage_url=dagster_storage_url, pg_url=pg_url, lark=lark
         )
         try:
             for name, args in commands.items():

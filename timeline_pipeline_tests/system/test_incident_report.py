@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import time
 import uuid
@@ -77,7 +76,7 @@ from timeline_pipeline.store.incident_reports import StoredReport
 from timeline_pipeline.store.report_documents import ReportDocument
 from timeline_pipeline_tests.support.processes import ManagedProcess
 from timeline_pipeline_tests.support.windows import WINDOW
-from timeline_pipeline_tests.system.conftest import BIN, REPO, _process_env
+from timeline_pipeline_tests.system.conftest import BIN, REPO, deployment_env, production_home
 from timeline_pipeline_tests.system.processes import Processes, wait_for
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
@@ -327,24 +326,18 @@ def deployment(pg_url: str, dagster_storage_url: str, tmp_path: Path) -> Iterato
         workspace_store.bind_chat(conn, workspace_id, chat_id)
     history = _chat_history(chat_id, windows)
     app_id, app_secret = f"cli_sys_{uuid.uuid4().hex[:12]}", uuid.uuid4().hex
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(REPO / "deploy" / "dagster.yaml", home / "dagster.yaml")  # production, unchanged
+    home = production_home(tmp_path)
     dagster = create_engine(dagster_storage_url.replace("+psycopg2://", "+psycopg://", 1))
     processes = Processes()
     with SimulatorServer(
         store=ChatStore(history, dict(SENDERS)), app_id=app_id, app_secret=app_secret
     ) as lark:
-        env = _process_env(
-            {
-                "DAGSTER_HOME": str(home),
-                "DAGSTER_PG_URL": dagster_storage_url,
-                "TIMELINE_DATABASE_URL": pg_url,
-                "LARK_APP_ID": app_id,
-                "LARK_APP_SECRET": app_secret,
-                "LARK_BASE_URL": lark.base_url,
-                **SETTINGS_ENV,
-            }
+        env = deployment_env(
+            home=home,
+            dagster_storage_url=dagster_storage_url,
+            pg_url=pg_url,
+            lark=lark,
+            **SETTINGS_ENV,
         )
         try:
             yield Deployment(
