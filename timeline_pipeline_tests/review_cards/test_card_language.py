@@ -157,8 +157,9 @@ def test_a_closed_card_says_so_in_chinese(status: CardStatus, footer: str) -> No
     assert texts[-1] == footer and "确认" not in texts
 
 
-def test_a_pins_reply_card_reads_in_chinese_with_its_message_time_and_expiry() -> None:
-    card = render_pin_card(
+def _pin_card(presentation: Presentation) -> dict[str, Any]:
+    """The pin's reply card, open for a day, in `presentation`."""
+    return render_pin_card(
         PIN,
         {},
         token="tok",
@@ -166,23 +167,19 @@ def test_a_pins_reply_card_reads_in_chinese_with_its_message_time_and_expiry() -
         expires_at=T0 + timedelta(hours=24),
         workspace_id="INC-7",
         link_base_url="https://timeline.example",
-        presentation=ZH,
+        presentation=presentation,
     )
+
+
+def test_a_pins_reply_card_reads_in_chinese_with_its_message_time_and_expiry() -> None:
+    card = _pin_card(ZH)
     texts = card_texts(card)
     assert card["header"]["title"]["content"] == "已记入 INC-7 的时间线，分类：发现"
     assert "<at id=ou_pin></at> 标记了这条消息（发送于 18:00 UTC+8）" in texts
     assert any(t.startswith("[打开时间线](https://timeline.example/ui/") for t in texts)
     assert [t for t in texts if t in ("影响", "发现")] == ["影响", "发现"]
     assert texts[-1] == "2026年11月30日 18:00 UTC+8 前可在此修改分类"
-    english = render_pin_card(
-        PIN,
-        {},
-        token="tok",
-        status=CardStatus.PENDING,
-        expires_at=T0 + timedelta(hours=24),
-        workspace_id="INC-7",
-        link_base_url="https://timeline.example",
-    )
+    english = _pin_card(EN)
     assert _skeleton(card) == _skeleton(english)
     assert english["header"]["title"]["content"] == "Pinned to the timeline of INC-7 as finding"
     assert headline(PinNote("INC-7", ""), "root_cause", ZH) == "已记入 INC-7 的时间线，分类：根因"
